@@ -1,0 +1,5 @@
+import sys
+
+from fia_fuzz.cli import main
+
+sys.exit(main())

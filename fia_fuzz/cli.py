@@ -1,0 +1,197 @@
+"""The `fia-fuzz` command line: campaign, report, repro, validate, coverage."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from fia_fuzz.spec.case import Case
+from fia_fuzz.spec.params import TENSOR_ARGS
+from fia_fuzz.spec.tensors import TensorSpec
+
+
+def _filters(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--filter {item!r}: expected FEATURE=VALUE")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from fia_fuzz.campaign import CampaignConfig, parse_duration, run_campaign
+
+    if args.max_cases is None and args.budget is None:
+        raise SystemExit("campaign: give --max-cases N or --budget DURATION (or both)")
+    cfg = CampaignConfig(runner=args.runner, out=Path(args.out), max_cases=args.max_cases,
+                         budget_s=parse_duration(args.budget) if args.budget else None,
+                         seed=args.seed, profile=args.profile, filters=_filters(args.filter))
+    s = run_campaign(cfg)
+    rate = s.cases / s.elapsed_s * 60 if s.elapsed_s else 0.0
+    print(f"campaign {s.run_id}: {s.cases} cases in {s.elapsed_s:.1f}s ({rate:.0f}/min); "
+          f"outcomes {s.outcomes}; verdicts {s.verdicts}")
+    print(f"results: {s.results}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from fia_fuzz.reports import read_results, render
+
+    df = read_results(args.run_dirs)
+    if df.empty:
+        print(f"no results under {args.run_dirs}", file=sys.stderr)
+        return 1
+    html = Path(args.html) if args.html else Path(args.run_dirs[0]) / "dashboard.html"
+    path = render(df, html)
+    if "verdict" in df:
+        print(df["verdict"].value_counts(dropna=False).to_string())
+    print(f"dashboard: {path.resolve()}")
+    return 0
+
+
+def _load_case(ref: str, results: list[str]) -> Case:
+    path = Path(ref)
+    if path.is_dir():
+        path = path / "case.json"
+    if path.is_file():
+        return Case.from_json(path.read_text())
+    from fia_fuzz.reports import read_results
+
+    df = read_results(results)
+    hit = df[df["case_id"] == ref] if not df.empty else df
+    if hit.empty:
+        raise SystemExit(f"repro: {ref!r} is neither a case file nor a case id in {results}")
+    return Case.from_json(hit.iloc[0]["case_json"])
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+    from fia_fuzz.campaign import evaluate
+    from fia_fuzz.runners import get_runner
+
+    case = _load_case(args.case, args.results)
+    runner = get_runner(args.runner)
+    print(f"case {case.case_id}")
+    for k, v in case.features().items():
+        print(f"  {k:>14}: {v}")
+    row = evaluate(case, runner)
+    metrics = sorted(k for k in row if k.startswith(("out_", "lse_")))
+    keys = ["outcome", "error", "verdict", *metrics]
+    for k in keys:
+        if k in row:
+            print(f"{k:>28}: {row[k]}")
+    return 0 if row.get("verdict") == "pass" else 1
+
+
+def _call_from_json(data: dict[str, Any]) -> dict[str, Any]:
+    if "params" in data:
+        return Case.from_dict(data).specs()
+    call: dict[str, Any] = {}
+    for k, v in data.items():
+        if k in TENSOR_ARGS and isinstance(v, dict):
+            call[k] = TensorSpec.from_dict(v)
+        elif k in TENSOR_ARGS and isinstance(v, list) and v and isinstance(v[0], dict):
+            call[k] = [TensorSpec.from_dict(x) for x in v]
+        else:
+            call[k] = v
+    return call
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from fia_fuzz.spec import validate
+    from fia_fuzz.spec.validate import output_specs, require_legal
+
+    call = _call_from_json(json.loads(Path(args.call).read_text()))
+    violations = validate(**call)
+    if violations:
+        for v in violations:
+            print(v)
+        return 1
+    out, lse = output_specs(require_legal(**call))
+    print(f"legal\nattention_out: {out}\nsoftmax_lse: {lse}")
+    return 0
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    import time
+
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    from fia_fuzz.strategies import cases
+
+    counts: dict[str, Counter[str]] = {}
+    drawn: list[int] = [0]
+
+    @hseed(args.seed)
+    @settings(max_examples=args.cases, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(cases(profile=args.profile))
+    def draw(case: Case) -> None:
+        drawn[0] += 1
+        for k, v in case.features().items():
+            counts.setdefault(k, Counter())[str(v)] += 1
+
+    t0 = time.perf_counter()
+    draw()
+    dt = time.perf_counter() - t0
+    for axis, c in counts.items():
+        cells = ", ".join(f"{v}: {n}" for v, n in sorted(c.items(), key=lambda x: -x[1])[:24])
+        print(f"{axis:>14} | {cells}")
+    print(f"{drawn[0]} cases in {dt:.2f}s = {drawn[0] / dt:.0f} cases/s (no materialisation)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fia-fuzz", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("campaign", help="draw legal cases, run them, record every result")
+    c.add_argument("--runner", default="torch-sdpa")
+    c.add_argument("--max-cases", type=int)
+    c.add_argument("--budget", help="time budget, e.g. 90s, 2m, 8h")
+    c.add_argument("--out", default="runs/latest")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--profile", default="smoke", choices=["smoke", "nightly", "stress"])
+    c.add_argument("--filter", action="append", default=[], metavar="FEATURE=VALUE")
+    c.set_defaults(fn=cmd_campaign)
+
+    r = sub.add_parser("report", help="merge run directories into one HTML dashboard")
+    r.add_argument("run_dirs", nargs="+")
+    r.add_argument("--html", help="output HTML path (default RUN_DIR/dashboard.html)")
+    r.set_defaults(fn=cmd_report)
+
+    rp = sub.add_parser("repro", help="rerun one case (CASE.json, bundle dir or case id)")
+    rp.add_argument("case")
+    rp.add_argument("--runner", default="torch-sdpa")
+    rp.add_argument("--results", action="append", default=["."],
+                    help="run directory to look the case id up in (repeatable)")
+    rp.set_defaults(fn=cmd_repro)
+
+    v = sub.add_parser("validate", help="check a call written as JSON of TensorSpecs and attrs")
+    v.add_argument("call")
+    v.set_defaults(fn=cmd_validate)
+
+    cv = sub.add_parser("coverage", help="how often the strategies reach each feature value")
+    cv.add_argument("--cases", type=int, default=1000)
+    cv.add_argument("--seed", type=int, default=0)
+    cv.add_argument("--profile", default="smoke", choices=["smoke", "nightly", "stress"])
+    cv.set_defaults(fn=cmd_coverage)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.fn(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

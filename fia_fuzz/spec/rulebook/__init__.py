@@ -1,0 +1,8 @@
+"""The documented constraints of FIA, one module per concern.
+
+Importing this package registers every rule in `fia_fuzz.spec.rules.RULES`;
+the import order below is the evaluation order (arguments before shapes
+before features), so the cheapest, most basic violation is reported first.
+"""
+
+from fia_fuzz.spec.rulebook import arguments, dims, dtypes, heads, layouts  # noqa: F401

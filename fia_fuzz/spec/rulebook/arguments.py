@@ -1,0 +1,113 @@
+"""Argument-level sanity: known keywords, Python types, sane dimensions.
+
+These are not vendor constraints but the framework's promise that illegal
+input is reported as a named violation before anything allocates or indexes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.params import ATTR_DEFAULTS, TENSOR_ARGS
+from fia_fuzz.spec.rules import rule, src
+from fia_fuzz.spec.tensors import DTYPES
+
+#: Refuse descriptions whose data would not fit a host (elements of q+k+v).
+MAX_ELEMENTS = 1 << 34
+
+
+@rule("args.unknown_keyword", "every keyword is a parameter of the op",
+      src("MS", "fused_infer_attention_score signature"))
+def _unknown(c: CallView) -> str | None:
+    if c.unknown:
+        return f"unknown keyword argument(s) {c.unknown}"
+    return None
+
+
+@rule("args.required", "query, key and value are given",
+      src("V4", "aclnnFusedInferAttentionScoreV4GetWorkspaceSize 参数说明"))
+def _required(c: CallView) -> str | None:
+    missing = [n for n in ("query", "key", "value") if c.raw.get(n) is None]
+    if missing:
+        return f"required argument(s) {missing} are None"
+    return None
+
+
+@rule("args.type", "tensor arguments are tensors, value arguments are ints or int tensors",
+      src("MS", "关键字参数"))
+def _types(c: CallView) -> str | None:
+    if c.bad:
+        parts = [f"{n}: {b.reason}" for n, b in sorted(c.bad.items())]
+        return "; ".join(parts)
+    return None
+
+
+@rule("args.attr_type", "scalar attributes have their documented Python type",
+      src("V2", "算子原型 (REG_OP attrs)"))
+def _attr_types(c: CallView) -> str | None:
+    bad = []
+    for name, default in ATTR_DEFAULTS.items():
+        v = c.attrs[name]
+        if isinstance(default, bool):
+            ok = isinstance(v, (bool, np.bool_))
+        elif isinstance(default, int):
+            ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+        elif isinstance(default, float):
+            ok = (isinstance(v, (int, float, np.integer, np.floating))
+                  and not isinstance(v, bool) and bool(np.isfinite(v)))
+        else:
+            ok = isinstance(v, str)
+        if not ok:
+            bad.append(f"{name}={v!r} (expected {type(default).__name__})")
+    return "; ".join(bad) or None
+
+
+@rule("args.dtype_known", "every tensor dtype is one the op knows",
+      src("V2", "算子原型 (REG_OP TensorType)"))
+def _dtype_known(c: CallView) -> str | None:
+    bad = []
+    for name in TENSOR_ARGS:
+        s = c.specs.get(name)
+        for t in s if isinstance(s, list) else [s]:
+            if t is not None and t.dtype not in DTYPES:
+                bad.append(f"{name}.dtype={t.dtype!r}")
+    return ", ".join(bad) + f" not in {list(DTYPES)}" if bad else None
+
+
+@rule("args.shape_sane", "every dimension is a non-negative int",
+      src("SEM", "10. Limits"))
+def _shape_sane(c: CallView) -> str | None:
+    bad = []
+    for name in TENSOR_ARGS:
+        s = c.specs.get(name)
+        for t in s if isinstance(s, list) else [s]:
+            if t is None:
+                continue
+            if not isinstance(t.shape, tuple) or any(
+                    isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0
+                    for d in t.shape):
+                bad.append(f"{name}.shape={t.shape!r}")
+    return "bad dimension(s): " + ", ".join(bad) if bad else None
+
+
+@rule("args.values_integral", "value-carrying arguments hold integers only",
+      src("MS", "actual_seq_lengths (int64)"))
+def _values_integral(c: CallView) -> str | None:
+    bad = []
+    for name, vals in c.values.items():
+        if vals is None:
+            continue
+        odd = [v for v in vals if not isinstance(v, int)]
+        if odd:
+            bad.append(f"{name} holds non-integers {odd[:4]!r}")
+    return "; ".join(bad) or None
+
+
+@rule("args.memory", "the query/key/value description fits in host memory",
+      src("SEM", "10. Limits (S <= 20M, B <= 65536)"))
+def _memory(c: CallView) -> str | None:
+    n = c.numel_budget
+    if n > MAX_ELEMENTS:
+        return f"query+key+value hold {n} elements, above the {MAX_ELEMENTS} this framework allows"
+    return None

@@ -1,0 +1,36 @@
+"""Head counts and GQA [V4 参数说明 numKeyValueHeads, SEM §1]."""
+
+from __future__ import annotations
+
+from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.rules import rule, src
+
+
+@rule("gqa.num_heads_positive", "num_heads is at least 1",
+      src("V4", "参数说明 numHeads"))
+def _n_pos(c: CallView) -> str | None:
+    n = c.attr_int("num_heads")
+    return f"num_heads={n} must be >= 1" if n < 1 else None
+
+
+@rule("gqa.kv_heads_nonnegative", "num_key_value_heads is >= 0 (0 means num_heads)",
+      src("V4", "参数说明 numKeyValueHeads"))
+def _kvn(c: CallView) -> str | None:
+    n = c.attr_int("num_key_value_heads")
+    return f"num_key_value_heads={n} must be >= 0" if n < 0 else None
+
+
+@rule("gqa.divisible", "num_heads is a multiple of num_key_value_heads",
+      src("V4", "参数说明 numKeyValueHeads"))
+def _div(c: CallView) -> str | None:
+    if c.N % c.KV_N:
+        return f"num_heads={c.N} is not a multiple of num_key_value_heads={c.KV_N}"
+    return None
+
+
+@rule("gqa.ratio_max_64", "the GQA group G = num_heads / num_key_value_heads is at most 64",
+      src("V4", "约束说明 (num_heads/num_key_value_heads <= 64)"))
+def _ratio(c: CallView) -> str | None:
+    if c.G > 64:
+        return f"G = num_heads/num_key_value_heads = {c.N}/{c.KV_N} = {c.G} > 64"
+    return None

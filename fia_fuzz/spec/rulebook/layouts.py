@@ -1,0 +1,123 @@
+"""input_layout and the tensor shapes it implies [V4 参数说明 inputLayout, SEM §2]."""
+
+from __future__ import annotations
+
+from fia_fuzz.spec.call import LAYOUTS, CallView
+from fia_fuzz.spec.rules import Undetermined, rule, src
+
+
+@rule("layout.known", "input_layout is one of the documented layouts",
+      src("V4", "参数说明 inputLayout"))
+def _known(c: CallView) -> str | None:
+    lay = c.attrs["input_layout"]
+    if lay not in LAYOUTS:
+        return f"input_layout={lay!r} not in {sorted(LAYOUTS)}"
+    return None
+
+
+@rule("layout.query_rank", "query has the rank of its layout (BSH/TND/NTD 3, BSND/BNSD 4)",
+      src("V4", "参数说明 inputLayout"))
+def _q_rank(c: CallView) -> str | None:
+    q = c.spec("query")
+    if q is None:
+        return None
+    lay = c.in_layout
+    if q.ndim != len(lay):
+        return f"query.shape={list(q.shape)} has rank {q.ndim}, layout {lay} needs {len(lay)}"
+    return None
+
+
+@rule("layout.bsh_h_divisible", "BSH query hidden size H is a multiple of num_heads",
+      src("V4", "参数说明 numHeads"))
+def _h_div(c: CallView) -> str | None:
+    q = c.spec("query")
+    if q is None or c.in_layout != "BSH" or q.ndim != 3:
+        return None
+    if q.shape[2] % c.N:
+        return f"query H={q.shape[2]} is not a multiple of num_heads={c.N}"
+    return None
+
+
+@rule("layout.query_heads", "the query's N axis equals num_heads",
+      src("V4", "参数说明 numHeads"))
+def _q_heads(c: CallView) -> str | None:
+    d = c.q_dims
+    if d["N"] != c.N:
+        return f"query has N={d['N']} heads, num_heads={c.N}"
+    return None
+
+
+@rule("layout.kv_rank", "contiguous key/value have the rank of the layout",
+      src("V4", "参数说明 inputLayout"))
+def _kv_rank(c: CallView) -> str | None:
+    if c.paged:
+        return None
+    lay = c.in_layout
+    for name in ("key", "value"):
+        s = c.specs.get(name)
+        for t in s if isinstance(s, list) else [s]:
+            if t is not None and t.ndim != len(lay):
+                return (f"{name}.shape={list(t.shape)} has rank {t.ndim}, "
+                        f"layout {lay} needs {len(lay)}")
+    return None
+
+
+@rule("layout.kv_batch", "contiguous key/value batch equals the query batch",
+      src("V4", "参数说明 key/value"))
+def _kv_batch(c: CallView) -> str | None:
+    if c.paged or c.packed or c.is_kv_list:
+        return None
+    kb, vb, qb = c.kv_dims["B"], c.v_dims["B"], c.q_dims["B"]
+    if kb != qb or vb != qb:
+        return f"key B={kb}, value B={vb}, query B={qb}"
+    return None
+
+
+@rule("layout.kv_heads", "key/value have num_key_value_heads heads",
+      src("V4", "参数说明 numKeyValueHeads"))
+def _kv_heads(c: CallView) -> str | None:
+    if c.paged or c.is_kv_list:
+        return None
+    try:
+        kd, vd = c.kv_dims, c.v_dims
+    except Undetermined:
+        if c.in_layout == "BSH":
+            k = c.need("key")
+            return (f"key H={k.shape[-1]} is not a multiple of "
+                    f"num_key_value_heads={c.KV_N}")
+        raise
+    if kd["N"] != c.KV_N or vd["N"] != c.KV_N:
+        return f"key N={kd['N']}, value N={vd['N']}, num_key_value_heads={c.KV_N}"
+    return None
+
+
+@rule("layout.kv_seq_match", "key and value have the same sequence length",
+      src("V4", "参数说明 key/value (shape 需要完全一致)"))
+def _kv_seq(c: CallView) -> str | None:
+    if c.paged or c.is_kv_list:
+        return None
+    kd, vd = c.kv_dims, c.v_dims
+    key = "T" if c.packed else "S"
+    if kd[key] != vd[key]:
+        return f"key {key}={kd[key]} != value {key}={vd[key]}"
+    return None
+
+
+@rule("layout.qk_head_dim", "key head dim D equals the query's",
+      src("V4", "参数说明 key/value"))
+def _qk_d(c: CallView) -> str | None:
+    if c.paged or c.is_kv_list:
+        return None
+    if c.kv_dims["D"] != c.D:
+        return f"key D={c.kv_dims['D']} != query D={c.D}"
+    return None
+
+
+@rule("layout.value_head_dim", "value D equals key D except with MLA rope (Dv may differ)",
+      src("SEM", "9. MLA"))
+def _v_d(c: CallView) -> str | None:
+    if c.paged or c.is_kv_list or c.has("query_rope"):
+        return None
+    if c.v_dims["D"] != c.kv_dims["D"]:
+        return f"value D={c.v_dims['D']} != key D={c.kv_dims['D']} without query_rope/key_rope"
+    return None

@@ -1,0 +1,83 @@
+"""Rules as data: id, summary, source citation and a check over a CallView.
+
+A rule lives once, here in `spec`; strategies construct around rules, the
+golden and the runners validate with them, and the CLI explains with them.
+A check returns None when the call satisfies the rule and a message naming
+the offending values when it does not. A check that needs something which is
+itself missing or malformed raises `Undetermined` and is skipped, so one bad
+argument reports one rule, not a cascade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fia_fuzz.spec.call import CallView
+
+
+class Undetermined(Exception):
+    """A rule cannot be judged because an input it depends on is absent or illegal."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    message: str
+    source: str
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.message} (source: {self.source})"
+
+
+class IllegalCall(ValueError):
+    """Raised by everything that must not proceed on an illegal call."""
+
+    def __init__(self, violations: list[Violation]):
+        self.violations = list(violations)
+        lines = "\n  ".join(str(v) for v in self.violations)
+        super().__init__(f"illegal FusedInferAttentionScore call, {len(self.violations)} "
+                         f"violation(s):\n  {lines}")
+
+
+Check = Callable[["CallView"], "str | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    summary: str
+    source: str
+    check: Check
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(id: str, summary: str, source: str) -> Callable[[Check], Check]:
+    """Register a check function as the rule `id`; registration order is evaluation order."""
+
+    def register(fn: Check) -> Check:
+        if id in RULES:
+            raise RuntimeError(f"rule id {id!r} registered twice")
+        RULES[id] = Rule(id, summary, source, fn)
+        return fn
+
+    return register
+
+
+SEEDS: dict[str, str] = {
+    "V2": "seeds/000_123638891055dff8.txt",
+    "V4": "seeds/001_930a6e6a96d7cc24.txt",
+    "IFA": "seeds/002_d5416267547d618d.txt",
+    "MS": "seeds/003_b2802b45e2f8b643.txt",
+    "TA": "seeds/004_e282959448026c7b.txt",
+    "SEM": "fia-semantics.md",
+}
+
+
+def src(doc: str, section: str) -> str:
+    """A citation: seed file (by its short name, see seeds/README.md) and section."""
+    return f"{doc} {SEEDS[doc]} §{section}"

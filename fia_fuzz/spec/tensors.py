@@ -1,0 +1,94 @@
+"""Data-free tensor descriptions and the conversion of real tensors into them.
+
+Rules only ever look at shapes and dtypes (and, for the few value-carrying
+arguments, at small integer lists), so every argument form a user may pass
+(NumPy/ml_dtypes arrays, torch tensors, TensorSpec) is reduced to a TensorSpec
+first. Nothing here allocates tensor memory.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+DTYPES: tuple[str, ...] = (
+    "float16", "bfloat16", "float32", "int8", "uint8", "bool", "int32", "int64", "uint64", "int4",
+)
+FLOAT_DTYPES = ("float16", "bfloat16", "float32")
+
+NUMPY_DTYPES: dict[str, Any] = {
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float32": np.dtype(np.float32),
+    "int8": np.dtype(np.int8),
+    "uint8": np.dtype(np.uint8),
+    "bool": np.dtype(np.bool_),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+    "uint64": np.dtype(np.uint64),
+    "int4": np.dtype(ml_dtypes.int4),
+}
+_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "int8": 8, "uint8": 8, "bool": 8,
+         "int32": 32, "int64": 64, "uint64": 64, "int4": 4}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and dtype of a tensor, without its data.
+
+    Construction never raises on odd values: an illegal dtype or shape is a
+    rule violation reported by `validate`, not a crash while describing.
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __post_init__(self) -> None:
+        shape = self.shape
+        if isinstance(shape, (list, tuple)):
+            object.__setattr__(self, "shape", tuple(shape))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(int(d) for d in self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return (self.numel * _BITS.get(self.dtype, 8) + 7) // 8
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dtype": self.dtype}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TensorSpec:
+        return cls(tuple(d["shape"]), d["dtype"])
+
+    def __str__(self) -> str:
+        return f"{self.dtype}{list(self.shape)}"
+
+
+def dtype_name(dtype: Any) -> str:
+    """Our dtype string for a NumPy/ml_dtypes or torch dtype (e.g. 'bfloat16')."""
+    text = str(dtype)
+    if text.startswith("torch."):
+        text = text[len("torch."):]
+    return {"bool_": "bool", "quint4x2": "int4"}.get(text, text)
+
+
+def describe(x: Any) -> TensorSpec | None:
+    """TensorSpec of an array, torch tensor or TensorSpec; None for anything else."""
+    if isinstance(x, TensorSpec):
+        return x
+    if isinstance(x, np.ndarray):
+        return TensorSpec(tuple(int(d) for d in x.shape), dtype_name(x.dtype))
+    if type(x).__module__.startswith("torch") and hasattr(x, "shape") and hasattr(x, "dtype"):
+        return TensorSpec(tuple(int(d) for d in x.shape), dtype_name(x.dtype))
+    return None

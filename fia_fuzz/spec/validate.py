@@ -1,0 +1,79 @@
+"""`validate` and `infer_outputs`: the public face of the legality model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import fia_fuzz.spec.rulebook  # noqa: F401  (registers every rule)
+from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.rules import RULES, IllegalCall, Undetermined, Violation
+from fia_fuzz.spec.tensors import TensorSpec
+
+
+def validate(query: Any = None, key: Any = None, value: Any = None, **kwargs: Any
+             ) -> list[Violation]:
+    """Every violated rule of this call; an empty list means the call is legal.
+
+    Accepts TensorSpecs, NumPy/ml_dtypes arrays or torch tensors, and Python
+    ints/lists for the value-carrying arguments. Never allocates tensor data.
+    """
+    view = CallView({"query": query, "key": key, "value": value, **kwargs})
+    return check_view(view)
+
+
+def check_view(view: CallView) -> list[Violation]:
+    out: list[Violation] = []
+    for r in RULES.values():
+        try:
+            msg = r.check(view)
+        except Undetermined:
+            continue
+        except (TypeError, ValueError, ArithmeticError, IndexError, KeyError) as exc:
+            msg = f"argument could not be read ({type(exc).__name__}: {exc})"
+        if msg:
+            out.append(Violation(r.id, msg, r.source))
+    return out
+
+
+def require_legal(query: Any, key: Any, value: Any, **kwargs: Any) -> CallView:
+    """The call's view, or IllegalCall carrying every violation."""
+    view = CallView({"query": query, "key": key, "value": value, **kwargs})
+    violations = check_view(view)
+    if violations:
+        raise IllegalCall(violations)
+    return view
+
+
+def output_specs(view: CallView) -> tuple[TensorSpec, TensorSpec]:
+    """(attention_out, softmax_lse) for a call already known to be legal [V4 attentionOut]."""
+    q = view.need("query")
+    if view.has("quant_scale2"):
+        out_dtype = "int8"
+    elif q.dtype == "int8":
+        out_dtype = "float16"
+    else:
+        out_dtype = q.dtype
+    n, dv = view.N, view.Dv
+    out_layout = view.out_layout
+    if view.packed:
+        t = view.q_dims["T"]
+        out_shape: tuple[int, ...] = (t, n, dv) if out_layout == "TND" else (n, t, dv)
+        lse_shape: tuple[int, ...] = (t, n, 1)
+    else:
+        b, s1 = view.B, view.S1
+        out_shape = {
+            "BSH": (b, s1, n * dv),
+            "BSND": (b, s1, n, dv),
+            "BNSD": (b, n, s1, dv),
+            "NBSD": (n, b, s1, dv),
+        }[out_layout]
+        lse_shape = (b, n, s1, 1)
+    if not view.attrs["softmax_lse_flag"]:
+        lse_shape = (1,)
+    return TensorSpec(out_shape, out_dtype), TensorSpec(lse_shape, "float32")
+
+
+def infer_outputs(query: Any, key: Any, value: Any, **kwargs: Any
+                  ) -> tuple[TensorSpec, TensorSpec]:
+    """(attention_out, softmax_lse) shape and dtype; IllegalCall for an illegal call."""
+    return output_specs(require_legal(query, key, value, **kwargs))

@@ -1,0 +1,115 @@
+"""Deterministic tensor contents: a case's fill recipes turned into arrays.
+
+Determinism contract: the same (seed, tensor name, recipe, spec) gives
+bit-identical arrays on any machine. Only the PCG64 bit stream seeded by
+`SeedSequence` is used (NumPy keeps BitGenerator streams stable, NEP 19),
+never `Generator` methods (their algorithms may change between releases) and
+never libm transcendental functions (their last bit differs across
+platforms). Floats are built from raw bits with exact integer arithmetic and
+a single final rounding; the "normal" shape is an Irwin-Hall(4) sum, which
+has unit variance and tails bounded at +-2*sqrt(3).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
+
+FLOAT_DISTS = ("normal", "uniform", "const", "outlier", "large", "negative")
+MASK_DISTS = ("bernoulli", "triu", "zeros", "ones")
+INT_DISTS = ("int",)
+_SQRT3 = math.sqrt(3.0)
+_FINFO_MAX = {"float16": 65504.0, "bfloat16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
+              "float32": float(np.finfo(np.float32).max)}
+
+
+def raw_bits(seed: int, name: str, index: int, n: int) -> np.ndarray:
+    """n raw uint64 words from the stream of (seed, tensor name, list index)."""
+    ss = np.random.SeedSequence([seed & 0xFFFFFFFFFFFFFFFF, zlib.crc32(name.encode()), index])
+    return np.random.PCG64(ss).random_raw(n).astype(np.uint64)
+
+
+def uniform01(raw: np.ndarray) -> np.ndarray:
+    """Exact uniforms in [0, 1) from the top 53 bits of each word."""
+    return (raw >> np.uint64(11)).astype(np.float64) * (2.0 ** -53)
+
+
+def normalish(raw: np.ndarray) -> np.ndarray:
+    """Unit-variance, zero-mean Irwin-Hall(4) samples, exact up to one multiply."""
+    mask = np.uint64(0xFFFF)
+    total = (raw & mask) + ((raw >> np.uint64(16)) & mask) \
+        + ((raw >> np.uint64(32)) & mask) + (raw >> np.uint64(48))
+    return (total.astype(np.float64) * (2.0 ** -16) - 2.0) * _SQRT3
+
+
+def default_fill(name: str, spec: TensorSpec) -> dict[str, Any]:
+    """The recipe used when a case gives none for this tensor."""
+    if spec.dtype == "bool" or name == "atten_mask":
+        return {"dist": "bernoulli", "p": 0.2}
+    if spec.dtype in ("int8", "int4", "int32"):
+        lo, hi = {"int8": (-128, 127), "int4": (-8, 7), "int32": (-(2**31), 2**31 - 1)}[spec.dtype]
+        return {"dist": "int", "low": lo, "high": hi}
+    if spec.dtype == "uint8":
+        return {"dist": "int", "low": 0, "high": 255}
+    return {"dist": "normal", "scale": 1.0}
+
+
+def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype: str
+            ) -> np.ndarray:
+    dist = fill.get("dist", "normal")
+    scale = float(fill.get("scale", 1.0))
+    if dist == "normal":
+        x = normalish(raw) * scale
+    elif dist == "uniform":
+        x = (uniform01(raw) * 2.0 - 1.0) * scale
+    elif dist == "negative":
+        x = -uniform01(raw) * scale
+    elif dist == "const":
+        x = np.full(raw.shape, float(fill.get("value", scale)))
+    elif dist == "large":
+        limit = _FINFO_MAX[dtype] * float(fill.get("fraction", 0.5))
+        x = (uniform01(raw) * 2.0 - 1.0) * min(scale, limit)
+    elif dist == "outlier":
+        x = normalish(raw).reshape(shape)
+        if x.ndim and x.shape[-1]:
+            pos = (raw.reshape(shape)[..., :1] >> np.uint64(40)) % np.uint64(x.shape[-1])
+            np.put_along_axis(x, pos.astype(np.int64), float(fill.get("outlier", 100.0)), -1)
+        x = x.reshape(-1) * scale
+    else:
+        raise ValueError(f"unknown float fill dist {dist!r}")
+    return x
+
+
+def materialise(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: str,
+                index: int = 0) -> np.ndarray:
+    """The array for one tensor argument, deterministic in (spec, fill, seed, name, index)."""
+    fill = fill or default_fill(name, spec)
+    shape = tuple(int(d) for d in spec.shape)
+    n = math.prod(shape)
+    raw = raw_bits(seed, name, index, n)
+    dist = fill.get("dist")
+    np_dtype = NUMPY_DTYPES[spec.dtype]
+    if dist in MASK_DISTS:
+        if dist == "bernoulli":
+            bits = uniform01(raw) < float(fill.get("p", 0.2))
+        elif dist == "triu":
+            rows, cols = shape[-2], shape[-1]
+            tri = np.triu(np.ones((rows, cols), dtype=bool), k=int(fill.get("k", 1)))
+            bits = np.broadcast_to(tri, shape).reshape(-1)
+        else:
+            bits = np.full(n, dist == "ones")
+        return bits.reshape(shape).astype(np_dtype)
+    if dist == "int":
+        lo, hi = int(fill.get("low", -128)), int(fill.get("high", 127))
+        span = np.uint64(hi - lo + 1)
+        ints = (raw % span).astype(np.int64) + lo
+        return ints.reshape(shape).astype(np_dtype)
+    if spec.dtype not in ("float16", "bfloat16", "float32"):
+        raise ValueError(f"{name}: float fill {dist!r} for dtype {spec.dtype}")
+    return _floats(raw, fill, shape, spec.dtype).reshape(shape).astype(np_dtype)

@@ -1,0 +1,36 @@
+import numpy as np
+import pytest
+from hypothesis import given
+
+from fia_fuzz.diff import judge
+from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.runners import get_runner
+from fia_fuzz.spec import Case, output_specs
+from fia_fuzz.strategies import cases
+
+pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("name", ["torch-sdpa", "torch-math"])
+@given(case=cases())
+def test_torch_runners_agree_with_golden(name: str, case: Case) -> None:
+    runner = get_runner(name)
+    assert runner.available()[0]
+    call = case.call()
+    out, lse = runner.run(call)
+    truth = npu_fused_infer_attention_score(**call, precision="fp64")
+    base = npu_fused_infer_attention_score(**call)
+    spec_out, spec_lse = output_specs(case.view())
+    assert out.shape == spec_out.shape and str(out.dtype) == spec_out.dtype
+    assert lse.shape == spec_lse.shape
+    row = judge((out, lse), truth, base, spec_out.dtype, lse=bool(case.attr("softmax_lse_flag")))
+    # a real kernel in fp16/bf16: within 2x the same-dtype golden's error plus one output ULP
+    ulp = 2.0 ** -10 if spec_out.dtype == "float16" else 2.0 ** -7
+    bound = 2 * row["out_base_max_abs"] + ulp * max(1.0, float(np.abs(truth[0]).max()))
+    assert row["out_max_abs"] <= bound, row
+
+
+def test_npu_runners_say_why_not() -> None:
+    for name in ("npu", "npu-v2", "torchair", "mindspore"):
+        ok, why = get_runner(name).available()
+        assert not ok and why
