@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.golden.int4 import as_int8_values
+
 #: Separate-parameter modes (key_/value_antiquant_mode) [V2 keyAntiquantMode].
 ANTIQUANT_MODES: dict[int, str] = {
     0: "per-channel (incl. per-tensor)",
@@ -196,3 +198,28 @@ def dequantize_kv(key: np.ndarray, value: np.ndarray, params: tuple[KvQuantParam
                               high_precision=high_precision, precision=precision))
     return out[0], out[1]
 
+
+
+PER_TOKEN_MODES = (1, 3, 4, 5)
+
+
+def dequantise_call(key: np.ndarray, value: np.ndarray, call: dict[str, Any], *,
+                    query_dtype: Any, prefill: bool, high_precision: bool, precision: str,
+                    kv_lengths: Any, prefix: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Float K/V (query dtype, or float64) from a call's integer BNSD K/V (§7).
+
+    int4 KV (true int4 or int32 words, the last dim D/8) is unpacked first
+    (golden/int4.py). A shared prefix prepended to the KV keeps the
+    per-channel/per-tensor/per-head params; with per-token params its
+    positions are undocumented and refused.
+    """
+    params = select_params(call, prefill=prefill)
+    if params is None:
+        raise ValueError("integer key/value without antiquant scales")
+    if prefix and any(p.mode in PER_TOKEN_MODES for p in params):
+        raise NotImplementedError("golden: per-token antiquant with a shared prefix "
+                                  "(undocumented token positions)")
+    return dequantize_kv(as_int8_values(key), as_int8_values(value), params,
+                         query_dtype=query_dtype, high_precision=high_precision,
+                         precision=precision, block_table=call.get("block_table"),
+                         block_size=int(call.get("block_size") or 0), kv_lengths=kv_lengths)

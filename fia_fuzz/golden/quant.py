@@ -18,6 +18,7 @@ step's dtype, which is what a correctly rounding fp16/fp32 unit does.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -181,34 +182,71 @@ def quantize_p(p: np.ndarray, quant_scale1: float, *, work: Any = np.float32) ->
     return saturate_round_int8(_op(work, p.astype(np.float64) * np.float64(work(quant_scale1))))
 
 
+@dataclass(frozen=True)
+class FullQuant:
+    """The two matmuls of the full int8 flow, as the attention core calls them (§8).
+
+    `scores` replaces Q·K^T (before the softmax scale), `pv` replaces P·V on
+    the unnormalised P; everything between (scale, pse, mask, softmax, the row
+    sum) is the float flow's. Operands are the int8 values in any float type.
+    """
+
+    dequant_scale1: float
+    quant_scale1: float
+    dequant_scale2: float
+    precision: str
+
+    @classmethod
+    def from_scales(cls, dequant_scale1: Any, quant_scale1: Any, dequant_scale2: Any,
+                    precision: str) -> FullQuant:
+        """From per-tensor fp32 or uint64 scales [V4 deqScale1/quantScale1/deqScale2]."""
+        return cls(per_tensor(dequant_scale1, "dequant_scale1"),
+                   per_tensor(quant_scale1, "quant_scale1"),
+                   per_tensor(dequant_scale2, "dequant_scale2"), precision)
+
+    @property
+    def work(self) -> Any:
+        return np.float64 if self.precision == "fp64" else np.float32
+
+    def scores(self, q: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """int32 Q·K^T times dequant_scale1: rounded to fp16 on the device, exact in fp64."""
+        qk = int_matmul(q, k.swapaxes(-1, -2))
+        if self.precision == "fp64":
+            return qk.astype(np.float64) * self.dequant_scale1
+        return fixpipe_dequant(qk, self.dequant_scale1).astype(np.float32)
+
+    def pv(self, p: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """P quantised to int8 by quant_scale1, int32 P·V, times dequant_scale2 (like `scores`)."""
+        pv = int_matmul(quantize_p(p, self.quant_scale1, work=self.work), v)
+        if self.precision == "fp64":
+            return pv.astype(np.float64) * self.dequant_scale2
+        return fixpipe_dequant(pv, self.dequant_scale2).astype(np.float32)
+
+
 def int8_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, dequant_scale1: Any,
                    quant_scale1: Any, dequant_scale2: Any, scale: float, precision: str,
                    masked: np.ndarray | None = None, pse: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """(out, lse) of the full-quant flow for int8 BNSD q (B,N,S1,D), k, v (B,KV_N,S2,D|Dv).
+    """(out, lse) of the full-quant flow in one pass, for int8 BNSD q (B,N,S1,D), k, v.
 
-    fia-semantics.md §8 flow. precision "device": deq1 product in fp32 rounded to
-    fp16, then fp32 from the scale on; P*qs1 in fp32; deq2 like deq1; division
-    by the fp32 row sum. precision "fp64": the same steps in float64 without the
-    fp16/fp32 roundings, but P is still quantised to int8 by quant_scale1 (the
-    user's scale defines that step; it is not a rounding artefact).
-    `masked` (True = not attended) and `pse` broadcast to (B,N,S1,S2).
-    Rows with every key masked get out 0 and lse +inf. Out is fp32/fp64.
+    The readable statement of fia-semantics.md §8 (the vendor reference's
+    order, global row max), against which the blocked golden is checked.
+    precision "device": deq1 product in fp32 rounded to fp16, then fp32 from
+    the scale on; P*qs1 in fp32; deq2 like deq1; division by the fp32 row sum.
+    "fp64": the same steps in float64 without the fp16/fp32 roundings; P is
+    still quantised to int8 by quant_scale1 (the user's scale defines that
+    step; it is not a rounding artefact). `masked` (True = not attended) and
+    `pse` broadcast to (B,N,S1,S2). Rows with every key masked get out 0 and
+    lse +inf. Out is fp32/fp64.
     """
-    deq1 = per_tensor(dequant_scale1, "dequant_scale1")
-    qs1 = per_tensor(quant_scale1, "quant_scale1")
-    deq2 = per_tensor(dequant_scale2, "dequant_scale2")
-    work = np.float64 if precision == "fp64" else np.float32
+    fq = FullQuant.from_scales(dequant_scale1, quant_scale1, dequant_scale2, precision)
+    work = fq.work
     b, n, s1, d = q.shape
     kv_n, s2, dv = k.shape[1], k.shape[2], v.shape[3]
     g = n // kv_n
     if s2 == 0:
         return np.zeros((b, n, s1, dv), work), np.full((b, n, s1), np.inf, work)
-    qk = int_matmul(q.reshape(b, kv_n, g, s1, d), k[:, :, None].swapaxes(-1, -2))
-    if precision == "fp64":
-        scores = qk.astype(np.float64) * deq1 * scale
-    else:
-        scores = fixpipe_dequant(qk, deq1).astype(np.float32) * np.float32(scale)
+    scores = fq.scores(q.reshape(b, kv_n, g * s1, d), k) * work(scale)
     scores = scores.reshape(b, n, s1, s2)
     if pse is not None:
         scores = scores + np.asarray(pse).astype(work)
@@ -219,13 +257,7 @@ def int8_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, dequant_scale
     m = np.where(dead, 0, m)
     p = np.exp(scores - m).astype(work)
     l_sum = p.sum(axis=-1, keepdims=True, dtype=work)
-    p8 = quantize_p(p, qs1, work=work).reshape(b, kv_n, g, s1, s2)
-    pv = int_matmul(p8, v[:, :, None])
-    if precision == "fp64":
-        o = pv.astype(np.float64) * deq2
-    else:
-        o = fixpipe_dequant(pv, deq2).astype(np.float32)
-    o = o.reshape(b, n, s1, dv)
+    o = fq.pv(p.reshape(b, kv_n, g * s1, s2), v).reshape(b, n, s1, dv)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(dead, 0, o / l_sum).astype(work)
         lse = np.where(dead, np.inf, np.log(l_sum) + m).astype(work)

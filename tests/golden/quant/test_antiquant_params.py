@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from fia_fuzz.golden.antiquant import (
+    dequantise_call,
     dequantize,
     dequantize_kv,
     gather_paged,
@@ -12,6 +13,7 @@ from fia_fuzz.golden.antiquant import (
     param_bnsd,
     select_params,
 )
+from fia_fuzz.golden.int4 import pack_int32_words, to_int4
 
 F16, BF16, F32 = np.float16, ml_dtypes.bfloat16, np.float32
 # BNSD int8 KV: B=2, KV_N=2, S=3, D=2; value = 10*n + s (+ d for the second channel)
@@ -160,3 +162,25 @@ def test_key0_value1_pair_end_to_end() -> None:
     assert k.dtype == v.dtype == F16
     assert np.array_equal(k, KV * np.array([[1, 2], [3, 4]])[None, :, None, :])
     assert np.array_equal(v, (KV - 1) * np.array([[1, 2, 4], [8, 16, 32]])[:, None, :, None])
+
+
+def test_dequantise_call_int4_forms_agree_with_int8() -> None:
+    vals = (np.arange(B * KVN * S * 8) % 16 - 8).astype(np.int8).reshape(B, KVN, S, 8)
+    call = {"key_antiquant_scale": np.array([1, 2], F16).reshape(1, KVN, 1, 1).repeat(8, -1),
+            "value_antiquant_scale": np.array([0.5], F16),
+            "key_antiquant_offset": np.full((1, KVN, 1, 8), 1, F16),
+            "value_antiquant_offset": np.array([-2], F16)}
+    common = dict(query_dtype=F16, prefill=False, high_precision=True, precision="fp64",
+                  kv_lengths=[S] * B)
+    want_k = (vals + 1) * np.array([1, 2])[None, :, None, None]
+    want_v = (vals - 2) * 0.5
+    for form in (vals, to_int4(vals), pack_int32_words(vals)):
+        k, v = dequantise_call(form, form, call, **common)
+        assert np.array_equal(k, want_k) and np.array_equal(v, want_v)
+    with pytest.raises(NotImplementedError, match="shared prefix"):
+        dequantise_call(vals, vals, {**call, "key_antiquant_mode": 1, "value_antiquant_mode": 1,
+                                     "key_antiquant_scale": np.ones((1, B, S), F32),
+                                     "value_antiquant_scale": np.ones((1, B, S), F32)},
+                        prefix=2, **common)
+    with pytest.raises(ValueError, match="without antiquant scales"):
+        dequantise_call(vals, vals, {}, **common)
