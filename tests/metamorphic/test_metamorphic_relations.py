@@ -73,7 +73,7 @@ def test_relation_holds(name: str, runner_name: str) -> None:
 
 
 @pytest.mark.parametrize("runner_name", RUNNERS)
-@settings(max_examples=12)
+@settings(max_examples=8)
 @given(case=cases())
 def test_catalogue_holds_on_drawn_cases(runner_name: str, case: Case) -> None:
     rows = check_relations(case, get_runner(runner_name))
