@@ -76,7 +76,8 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     The float flow gets q already scaled (scale 1 here); `matmuls` replaces
     both matmuls and then `scale` multiplies its scores.
 
-    GQA: the G query heads of a group share one KV head. Rows that attend no
+    GQA: the G query heads of a group share one KV head, broadcast so each
+    head's matmul is the one MHA would do (GQA == MHA bit for bit). Rows that attend no
     key get out 0 and lse +inf. `mods(cols)` gives the tile's pse bias and
     excluded pairs for a block of absolute key columns (k's column 0 is
     absolute column col_start).
@@ -84,7 +85,6 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     work = q.dtype
     b, kvn, g, r, d = q.shape
     dv = v.shape[3]
-    qf = q.reshape(b, kvn, g * r, d)
     m = np.full((b, kvn, g, r, 1), -np.inf, work)
     l_sum = np.zeros((b, kvn, g, r, 1), work)
     if sink is not None:  # a key of score sink[n] and value 0 [SEM §5]
@@ -94,11 +94,11 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     acc = np.zeros((b, kvn, g, r, dv), work)
     for c0 in range(0, k.shape[2], KV_BLOCK):
         c1 = min(c0 + KV_BLOCK, k.shape[2])
-        kb = k[:, :, c0:c1]
+        kb = k[:, :, None, c0:c1]
         if matmuls is None:
-            s = np.matmul(qf, kb.swapaxes(-1, -2)).reshape(b, kvn, g, r, -1)
+            s = np.matmul(q, kb.swapaxes(-1, -2))
         else:
-            s = matmuls.scores(qf, kb).astype(work).reshape(b, kvn, g, r, -1)
+            s = matmuls.scores(q, kb).astype(work)
             s *= work.type(scale)
         bias, excluded = mods(slice(col_start + c0, col_start + c1))
         if bias is not None:
@@ -113,13 +113,13 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
         s -= base
         p = np.exp(s, out=s)
         l_sum = l_sum * alpha + p.sum(axis=-1, keepdims=True)
-        pf = p.reshape(b, kvn, g * r, -1)
+        vb = v[:, :, None, c0:c1]
         if matmuls is not None:
-            pv = matmuls.pv(pf, v[:, :, c0:c1]).astype(work)
+            pv = matmuls.pv(p, vb).astype(work)
         else:
-            pv = np.matmul(round_p(pf, p_dtype) if precision == "device" else pf, v[:, :, c0:c1])
+            pv = np.matmul(round_p(p, p_dtype) if precision == "device" else p, vb)
         acc *= alpha
-        acc += pv.reshape(b, kvn, g, r, dv)
+        acc += pv
         m = m_new
     out = np.where(hit, acc / np.where(hit, l_sum, 1), 0)
     lse = np.where(hit, np.log(np.where(hit, l_sum, 1)) + m, np.inf)[..., 0]
