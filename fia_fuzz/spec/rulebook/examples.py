@@ -134,7 +134,8 @@ BASES: dict[str, dict[str, Any]] = {
     # packed MLA, query D 512, paged
     "tnd_mla": {"query": _h(5, 32, 512, dtype="bfloat16"),
                 "query_rope": _h(5, 32, 64, dtype="bfloat16"),
-                "key": _h(4, 128, 512, dtype="bfloat16"), "value": _h(4, 128, 512, dtype="bfloat16"),
+                "key": _h(4, 128, 512, dtype="bfloat16"),
+                "value": _h(4, 128, 512, dtype="bfloat16"),
                 "key_rope": _h(4, 128, 64, dtype="bfloat16"), "num_heads": 32,
                 "num_key_value_heads": 1, "input_layout": "TND_NTD",
                 "block_table": [[0, 1], [2, 3]], "block_size": 128,
