@@ -299,3 +299,34 @@ def dequantize_query(query: Any, dequant_scale_query: Any, *, layout: str, num_h
     deq = _op(work, tq.astype(np.float64) * s.reshape(*tokens, 1))
     return back(deq, q.shape)
 
+
+
+# ---- the call-level steps the golden pipeline runs ----------------------------------------
+def full_quant_of_call(call: dict[str, Any], precision: str) -> FullQuant | None:
+    """The int8 flow's scales of a call (int8 q/k/v), or None for a float call."""
+    if call.get("dequant_scale1") is None:
+        return None
+    return FullQuant.from_scales(call["dequant_scale1"], call["quant_scale1"],
+                                 call["dequant_scale2"], precision)
+
+
+def post_quantise_call(out: np.ndarray, call: dict[str, Any], *, out_layout: str,
+                       num_heads: int, precision: str, float_dtype: Any,
+                       dead_rows: np.ndarray | None = None,
+                       order: str = "round_then_offset") -> np.ndarray:
+    """A call's int8 output from its float attention output (§8), in `out_layout`.
+
+    The input is the output the same call returns without quant_scale2 (rounded
+    to `float_dtype`: the query dtype, fp16 for an int8 query), so the golden's
+    int8 output is exactly the post-quant of its float output. Rows the op does
+    not compute (`dead_rows`, True where the row has no key) stay 0: the docs
+    reject int8 output with an offset exactly because such rows would not carry
+    the offset [V4 Q_S>1 INT8: 矩阵会存在某几行不参与计算的情况 ... 该场景会拦截].
+    """
+    x = out if precision == "fp64" else out.astype(float_dtype)
+    q = post_quantize_output(x, call["quant_scale2"], call.get("quant_offset2"),
+                             out_layout=out_layout, num_heads=num_heads, precision=precision,
+                             order=order)
+    if dead_rows is not None:
+        q = np.where(dead_rows[..., None], 0, q).astype(q.dtype)
+    return q
