@@ -177,9 +177,10 @@ def fixpipe_dequant(acc: np.ndarray, scale: float) -> np.ndarray:
                ).astype(np.float16)
 
 
-def quantize_p(p: np.ndarray, quant_scale1: float, *, work: Any = np.float32) -> np.ndarray:
-    """Unnormalised softmax P (in [0, 1]) times quant_scale1, rounded half-even to int8."""
-    return saturate_round_int8(_op(work, p.astype(np.float64) * np.float64(work(quant_scale1))))
+def quantize_p(p: np.ndarray, quant_scale1: float) -> np.ndarray:
+    """Unnormalised softmax P (in [0, 1]) times quant_scale1 in fp32, rounded half-even to int8."""
+    product = p.astype(np.float64) * np.float64(np.float32(quant_scale1))
+    return saturate_round_int8(_op(np.float32, product))
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,10 @@ class FullQuant:
     `scores` replaces Q·K^T (before the softmax scale), `pv` replaces P·V on
     the unnormalised P; everything between (scale, pse, mask, softmax, the row
     sum) is the float flow's. Operands are the int8 values in any float type.
+    In "fp64" nothing is rounded: P*qs1 is only saturated to the int8 range,
+    not rounded to an integer (as the float flow's "fp64" skips the fp16
+    rounding of P), which keeps the ideal independent of how the core blocks
+    the keys.
     """
 
     dequant_scale1: float
@@ -217,9 +222,10 @@ class FullQuant:
 
     def pv(self, p: np.ndarray, v: np.ndarray) -> np.ndarray:
         """P quantised to int8 by quant_scale1, int32 P·V, times dequant_scale2 (like `scores`)."""
-        pv = int_matmul(quantize_p(p, self.quant_scale1, work=self.work), v)
         if self.precision == "fp64":
-            return pv.astype(np.float64) * self.dequant_scale2
+            p_q = np.clip(p.astype(np.float64) * self.quant_scale1, *SAT8)
+            return np.matmul(p_q, v.astype(np.float64)) * self.dequant_scale2
+        pv = int_matmul(quantize_p(p, self.quant_scale1), v)
         return fixpipe_dequant(pv, self.dequant_scale2).astype(np.float32)
 
 
@@ -233,9 +239,8 @@ def int8_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, dequant_scale
     order, global row max), against which the blocked golden is checked.
     precision "device": deq1 product in fp32 rounded to fp16, then fp32 from
     the scale on; P*qs1 in fp32; deq2 like deq1; division by the fp32 row sum.
-    "fp64": the same steps in float64 without the fp16/fp32 roundings; P is
-    still quantised to int8 by quant_scale1 (the user's scale defines that
-    step; it is not a rounding artefact). `masked` (True = not attended) and
+    "fp64": the same steps in float64 without any rounding (see FullQuant).
+    `masked` (True = not attended) and
     `pse` broadcast to (B,N,S1,S2). Rows with every key masked get out 0 and
     lse +inf. Out is fp32/fp64.
     """

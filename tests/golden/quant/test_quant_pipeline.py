@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from fia_fuzz.golden import npu_fused_infer_attention_score as fia
+from fia_fuzz.golden import npu_fused_infer_attention_score_v2 as fia_v2
 from fia_fuzz.golden.antiquant import dequantize
 from fia_fuzz.golden.int4 import pack_int32_words, to_int4
 from fia_fuzz.golden.quant import encode_uint64_scale, int8_attention, post_quantize_output
@@ -249,3 +250,105 @@ def test_full_quant_int8_output_is_post_quant_of_fp16_output() -> None:
     assert out16.dtype == F16 and out8.dtype == np.int8
     want = post_quantize_output(out16, qs2, qo2, out_layout="BNSD", num_heads=N)
     assert out8.tobytes() == want.tobytes()
+
+
+def test_full_quant_with_causal_mask_matches_reference() -> None:
+    s = 6
+    q = RNG.integers(-128, 128, (B, N, s, D), dtype=np.int8)
+    k, v = _kv_int(s), _kv_int(s)
+    mask = np.triu(np.ones((2048, 2048), bool), 1)
+    out, _ = fia(q, k, v, atten_mask=mask, sparse_mode=2, **FQ, **BASE)
+    ref, _ = int8_attention(q, k, v, scale=0.3, precision="device", **FQ,
+                            masked=np.triu(np.ones((s, s), bool), 1))
+    assert out.tobytes() == ref.astype(F16).tobytes()
+
+
+def test_full_quant_blocked_keys_stay_close_to_one_pass() -> None:
+    """Past 512 keys the golden quantises P against the running max, as a
+    flash-style kernel does; the one-pass reference uses the global max."""
+    q = RNG.integers(-128, 128, (1, 2, 2, D), dtype=np.int8)
+    k = RNG.integers(-128, 128, (1, 2, 700, D), dtype=np.int8)
+    v = RNG.integers(-128, 128, (1, 2, 700, D), dtype=np.int8)
+    kw = dict(num_heads=2, input_layout="BNSD", scale=0.3)
+    out, _ = fia(q, k, v, **FQ, **kw)
+    ref, _ = int8_attention(q, k, v, scale=0.3, precision="device", **FQ)
+    np.testing.assert_allclose(out.astype(np.float64), ref, rtol=0.02, atol=0.02)
+    ideal, _ = fia(q, k, v, precision="fp64", **FQ, **kw)
+    ref64, _ = int8_attention(q, k, v, scale=0.3, precision="fp64", **FQ)
+    np.testing.assert_allclose(ideal, ref64, rtol=1e-12, atol=1e-12)
+
+
+def test_int8_output_rows_not_computed_stay_zero() -> None:
+    s1 = 5
+    q = RNG.standard_normal((B, N, s1, D)).astype(F16)
+    k = RNG.standard_normal((B, N, 9, D)).astype(F16)
+    kw = dict(num_heads=N, input_layout="BNSD", actual_seq_lengths=[3, 5])
+    qs2, qo2 = np.float32([30.0]), np.float32([5.0])
+    out_f, _ = fia(q, k, k, **kw)
+    out8, _ = fia(q, k, k, quant_scale2=qs2, quant_offset2=qo2, **kw)
+    want = post_quantize_output(out_f, qs2, qo2, out_layout="BNSD", num_heads=N)
+    assert np.all(out8[0, :, 3:] == 0) and np.all(want[0, :, 3:] == 5)
+    assert out8[0, :, :3].tobytes() == want[0, :, :3].tobytes()
+    assert out8[1].tobytes() == want[1].tobytes()
+
+
+def test_post_quant_order_option() -> None:
+    q = RNG.standard_normal((B, N, 2, D)).astype(F16)
+    k = RNG.standard_normal((B, N, 7, D)).astype(F16)
+    kw = dict(num_heads=N, input_layout="BNSD", quant_scale2=np.float32([41.0]),
+              quant_offset2=np.float32([0.5]))
+    out_f, _ = fia(q, k, k, num_heads=N, input_layout="BNSD")
+    a, _ = fia(q, k, k, **kw)
+    b, _ = fia(q, k, k, post_quant_order="offset_then_round", **kw)
+    for got, order in ((a, "round_then_offset"), (b, "offset_then_round")):
+        want = post_quantize_output(out_f, kw["quant_scale2"], kw["quant_offset2"],
+                                    out_layout="BNSD", num_heads=N, order=order)
+        assert got.tobytes() == want.tobytes()
+    diff = np.abs(a.astype(int) - b.astype(int))
+    assert diff.max() == 1  # offset 0.5 makes the orders differ, by one LSB at most
+    with pytest.raises(ValueError, match="post_quant_order"):
+        fia(q, k, k, post_quant_order="truncate", **kw)
+
+
+def test_per_token_antiquant_under_kv_left_padding() -> None:
+    s2 = 40
+    q, k, v = _q(), _kv_int(s2), _kv_int(s2)
+    sk, ok = _dyadic((1, B, s2), F32), _ints((1, B, s2), F32)
+    kf = ((k + ok[0][:, None, :, None]) * sk[0][:, None, :, None]).astype(F16)
+    vf = ((v + ok[0][:, None, :, None]) * sk[0][:, None, :, None]).astype(F16)
+    kw = dict(BASE, actual_seq_lengths_kv=[20, 33], kv_padding_size=np.array([5], np.int64))
+    _both_precisions(q, k, v, kf, vf, key_antiquant_scale=sk, value_antiquant_scale=sk,
+                     key_antiquant_offset=ok, value_antiquant_offset=ok,
+                     key_antiquant_mode=1, value_antiquant_mode=1, **kw)
+
+
+def test_antiquant_with_tensor_list_and_with_prefix() -> None:
+    q = _q()
+    lens = [17, 29]
+    ks = [RNG.integers(-128, 128, (1, KVN, s, D), dtype=np.int8) for s in lens]
+    vs = [RNG.integers(-128, 128, (1, KVN, s, D), dtype=np.int8) for s in lens]
+    sc = _dyadic((2, KVN, 1, D), F16)
+
+    def deq(x, i):
+        return (x * sc[i].astype(np.float64)).astype(F16)
+
+    _both_precisions(q, ks, vs, [deq(x, 0) for x in ks], [deq(x, 1) for x in vs],
+                     antiquant_scale=sc, **BASE)
+    k, v = _kv_int(24), _kv_int(24)
+    pk = RNG.integers(-128, 128, (1, KVN, 8, D), dtype=np.int8)
+    pv = RNG.integers(-128, 128, (1, KVN, 8, D), dtype=np.int8)
+    for precision in ("device", "fp64"):
+        _same(fia(q, k, v, key_shared_prefix=pk, value_shared_prefix=pv, antiquant_scale=sc,
+                  precision=precision, **BASE),
+              fia(q, deq(k, 0), deq(v, 1), key_shared_prefix=deq(pk, 0),
+                  value_shared_prefix=deq(pv, 1), precision=precision, **BASE))
+
+
+def test_v2_names_reach_the_antiquant_path() -> None:
+    q, k, v = _q(), _kv_int(16), _kv_int(16)
+    sk, sv = _dyadic((1, KVN, 1, D), F16), _dyadic((1, KVN, 1, D), F16)
+    a = fia(q, k, v, key_antiquant_scale=sk, value_antiquant_scale=sv, **BASE)
+    b = fia_v2(q, k, v, dequant_scale_key=sk, dequant_scale_value=sv, num_query_heads=N,
+               num_key_value_heads=KVN, input_layout="BNSD", softmax_scale=0.3,
+               return_softmax_lse=True)
+    _same(a, b)
