@@ -28,7 +28,8 @@ def check_view(view: CallView) -> list[Violation]:
             msg = r.check(view)
         except Undetermined:
             continue
-        except (TypeError, ValueError, ArithmeticError, IndexError, KeyError) as exc:
+        except (TypeError, ValueError, ArithmeticError, IndexError, KeyError,
+                AttributeError) as exc:
             msg = f"argument could not be read ({type(exc).__name__}: {exc})"
         if msg:
             out.append(Violation(r.id, msg, r.source))
