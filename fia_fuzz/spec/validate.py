@@ -22,6 +22,12 @@ def validate(query: Any = None, key: Any = None, value: Any = None, **kwargs: An
 
 
 def check_view(view: CallView) -> list[Violation]:
+    """Run every rule in registration order.
+
+    A check that crashes on input no rule anticipated still yields a Violation
+    under its own id (never an exception to the caller); the mutation property
+    test in tests/spec/test_robustness.py keeps that fallback unused.
+    """
     out: list[Violation] = []
     for r in RULES.values():
         try:
