@@ -32,7 +32,6 @@ KV_BLOCK = 512
 TILE_ELEMENTS = 1 << 19
 
 
-
 class Matmuls(Protocol):
     """The two matmuls of the attention step, replaceable by a quantised flow.
 
