@@ -56,7 +56,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     print(f"campaign {s.run_id} (attempt {s.attempt}): {s.cases} cases in {s.elapsed_s:.1f}s "
           f"({rate:.0f}/min); outcomes {s.outcomes}; verdicts {s.verdicts}")
     for sh in s.shrunk:
-        print(f"minimal {sh['kind']} case of {sh['cell']}: {sh['minimal']} -> {sh['bundle']}")
+        what = "minimal" if sh["shrunk"] else "unshrunk"
+        print(f"{what} {sh['kind']} case of {sh['cell']}: {sh['minimal']} -> {sh['bundle']}")
     print(f"results: {s.results}")
     return 0
 

@@ -41,7 +41,7 @@ class CampaignConfig:
     #: Wall-clock cap of shrinking one cell.
     shrink_seconds: float = 120.0
     #: Examples per Hypothesis round of the stream (see partition.py).
-    round_size: int = 200
+    round_size: int = 50
 
     def fingerprint(self) -> str:
         """Identity of the command: a rerun with the same one resumes the same run."""

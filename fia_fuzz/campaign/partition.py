@@ -113,7 +113,7 @@ def _timeout(st: PartitionState) -> tuple[float, bool]:
     full = st.cfg.case_timeout_s
     if left is None:
         return full, False
-    grace = 0.02 * (st.cfg.budget_s or 0.0)
+    grace = 0.01 * (st.cfg.budget_s or 0.0)
     capped = max(0.5, left + grace)
     return (capped, True) if capped < full else (full, False)
 
@@ -184,10 +184,15 @@ def replay_corpus(st: PartitionState) -> None:
         run_case(st, case, "replay", 0.0)
 
 
+def wind_down(cfg: CampaignConfig) -> float:
+    """Seconds before the budget's end at which no new case starts (room to close files)."""
+    return min(0.025 * (cfg.budget_s or 0.0), 10.0)
+
+
 def _stop_exploring(st: PartitionState) -> bool:
     now = time.time()
     job = st.job
-    if job.hard_end is not None and now >= job.hard_end - min(0.02 * (st.cfg.budget_s or 0), 5):
+    if job.hard_end is not None and now >= job.hard_end - wind_down(st.cfg):
         return True
     return bool(job.explore_end is not None and st.failing and now >= job.explore_end)
 
@@ -322,8 +327,8 @@ def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
         if cfg.shrink and not cfg.negative:
             shrunk = shrink_failures(st)
     finally:
+        worker.close(grace=0.2)  # idle; nothing of ours lives in it
         results = st.writer.close()
-        worker.close()
     return {"worker": job.worker, "evaluated": st.evaluated, "positions": st.positions,
             "outcomes": dict(st.outcomes), "verdicts": dict(st.verdicts),
             "results": str(results) if results else None, "shrunk": shrunk,

@@ -57,8 +57,9 @@ class Progress:
             if event.get("verdict"):
                 self.verdicts[str(event["verdict"])] += 1
         elif event.get("type") == "shrunk":
-            self.message(f"shrunk {event['kind']} in {event['cell']} to {event['minimal']}"
-                         f" ({event['steps']} steps): {event['bundle']}")
+            how = (f"shrunk to {event['minimal']} ({event['steps']} steps)" if event["shrunk"]
+                   else f"not shrunk ({event['steps']} steps; no time or no failing draw)")
+            self.message(f"{event['kind']} in {event['cell']}: {how}: {event['bundle']}")
         elif event.get("type") == "log":
             self.message(str(event["text"]))
         self.tick()

@@ -27,7 +27,7 @@ from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.config import cell_of
 from fia_fuzz.campaign.evaluate import failure_kind
 from fia_fuzz.campaign.execute import evaluate_task
-from fia_fuzz.campaign.partition import PartitionState
+from fia_fuzz.campaign.partition import PartitionState, wind_down
 from fia_fuzz.spec import Case
 from fia_fuzz.strategies import cases
 
@@ -71,7 +71,7 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
         return None
     stop_at = time.time() + cfg.shrink_seconds
     if st.job.hard_end is not None:
-        stop_at = min(stop_at, st.job.hard_end - min(0.02 * (cfg.budget_s or 0), 5))
+        stop_at = min(stop_at, st.job.hard_end - wind_down(cfg))
     memo: dict[str, bool] = {}
     smallest: list[Case] = []
 
