@@ -13,6 +13,7 @@ measured differences and an outcome:
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -178,3 +179,31 @@ def _check_partner(case: Case, runner: Runner, partner: Partner, source: Outputs
             row.update(outcome="fail", detail=(row.get("detail", "") + "; " if row.get(
                 "detail") else "") + f"the run modified its input(s) {changed}")
     return row
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Flat `mm_*` columns of one case's relation rows, to sit next to its golden verdict.
+
+    mm_outcome is "fail" when any relation failed or errored, else "pass" when
+    any was judged, else "unsupported" (or "none" without rows); mm_rows keeps
+    every row as JSON so a report can expand them.
+    """
+    counts = {k: sum(r["outcome"] == k for r in rows)
+              for k in ("pass", "fail", "error", "unsupported")}
+    worst = 0.0
+    for r in rows:
+        if r["outcome"] in ("pass", "fail") and "out_max_abs_diff" in r:
+            diff, allowed = r["out_max_abs_diff"], r["out_allowed"]
+            ratio = diff / allowed if allowed else (0.0 if diff == 0 else float("inf"))
+            worst = max(worst, ratio if ratio == ratio else float("inf"))
+    if counts["fail"] or counts["error"]:
+        outcome = "fail"
+    elif counts["pass"]:
+        outcome = "pass"
+    else:
+        outcome = "unsupported" if rows else "none"
+    failed = [f"{r['relation']}/{r['variant']}: {r.get('detail', '')}" for r in rows
+              if r["outcome"] in ("fail", "error")]
+    return {"mm_outcome": outcome, **{f"mm_{k}": v for k, v in counts.items()},
+            "mm_worst_ratio": worst, "mm_failed": "; ".join(failed)[:2000],
+            "mm_rows": json.dumps(rows, default=str)}
