@@ -282,6 +282,16 @@ def test_left_padding_equals_shifted_right_padding(name: str) -> None:
         assert not out[i][:, outside].any() and np.isinf(lse[i][:, outside]).all()
 
 
+def test_kv_left_padding_window_before_zero_gives_zeros() -> None:
+    rng = np.random.default_rng(22)
+    q, k, v = _rand(rng, (2, 2, 1, 16)), _rand(rng, (2, 2, 6, 16)), _rand(rng, (2, 2, 6, 16))
+    out, lse = _run("torch-sdpa", query=q, key=k, value=v, num_heads=2, input_layout="BNSD",
+                    actual_seq_lengths_kv=[5, 4], kv_padding_size=np.array([2], np.int64),
+                    softmax_lse_flag=True)
+    assert not out[0].any() and np.isinf(lse[0]).all()   # 6 - 2 - 5 < 0 [IFA kv左padding]
+    _close(out[1:], _dense(q[1:], k[1:, :, 0:4], v[1:, :, 0:4], 1.0)[0])
+
+
 # ---- KV sources ----------------------------------------------------------------
 
 def _page(kv: np.ndarray, block_size: int, layout: str, rng: np.random.Generator,
