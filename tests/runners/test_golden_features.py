@@ -109,17 +109,8 @@ def test_catalogue_calls_are_legal(feature: str) -> None:
     assert validate(**CATALOGUE[feature]) == []
 
 
-#: Known golden defects on main, found by these comparisons (non-strict: they pass once fixed).
-GOLDEN_KNOWN = {
-    "sink": "golden on main initialises the running max to -inf + sink, so the sink is lost "
-            "on the first rescale; fixed on branch golden (0dfb9c9 'sink init fix')",
-}
-
-
 @pytest.mark.parametrize("name", ["torch-sdpa", "torch-math"])
-@pytest.mark.parametrize("feature", [
-    pytest.param(f, marks=pytest.mark.xfail(reason=GOLDEN_KNOWN[f], strict=False))
-    if f in GOLDEN_KNOWN else f for f in sorted(CATALOGUE)])
+@pytest.mark.parametrize("feature", sorted(CATALOGUE))
 def test_runner_agrees_with_golden(name: str, feature: str) -> None:
     call = CATALOGUE[feature]
     try:
