@@ -130,6 +130,16 @@ class BatchShiftDouble(_Double):
         return call
 
 
+class ListOrderDouble(_Double):
+    """TEST DOUBLE: stacks a KV tensor list into one tensor in reverse batch order."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        for name in ("key", "value"):
+            if isinstance(call[name], list):
+                call[name] = np.ascontiguousarray(np.concatenate(call[name][::-1], axis=0))
+        return call
+
+
 class DecodeScaleDouble(_Double):
     """TEST DOUBLE: the decode branch forgets the softmax scale."""
 
@@ -193,6 +203,12 @@ def test_batch_relation_catches_batch_mixup() -> None:
     case = make_case("BNSD", b=3)
     got = _outcomes(check_relations(case, BatchShiftDouble(), ["batch_perm"]))
     assert set(got.values()) == {"fail"}
+
+
+def test_list_relation_catches_wrong_element_order() -> None:
+    case = make_case("BSND", b=3)
+    got = _outcomes(check_relations(case, ListOrderDouble(), ["kv_list"]))
+    assert got == {"split": "fail"}
 
 
 def test_decode_relation_catches_branch_bug() -> None:

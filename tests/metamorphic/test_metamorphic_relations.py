@@ -21,11 +21,22 @@ from .sources import SOURCES
 #: Relations the golden computes through identical arithmetic: they must be bit-exact there.
 GOLDEN_EXACT = {"layout", "gqa_repeat", "batch_perm", "run_twice", "v1_v2", "paged"}
 RUNNERS = ["golden"] + (["torch-sdpa"] if importlib.util.find_spec("torch") else [])
+#: (relation, runner) pairs where the relation has found a bug that is not fixed yet.
+KNOWN_BUGS = {
+    ("sink_column", "golden"): "golden/core.py attend_tile starts m at -inf + sink = -inf, so "
+    "the first key tile rescales the sink's term of the row sum to 0: the sink is dropped "
+    "whenever a key is visible (torch-sdpa and a hand fp64 check agree with the partner)",
+}
+
+
+def _cases(names: list[str], runners: list[str]) -> list[object]:
+    return [pytest.param(n, r, marks=pytest.mark.xfail(reason=KNOWN_BUGS[(n, r)], strict=False))
+            if (n, r) in KNOWN_BUGS else (n, r) for n in names for r in runners]
 
 
 #: The relations issue 10 asks for, by catalogue name.
-REQUIRED = {"layout", "gqa_repeat", "paged", "decode_row", "v1_v2", "eager_graph", "run_twice",
-            "batch_perm"}
+REQUIRED = {"layout", "gqa_repeat", "paged", "kv_list", "padding", "prefix", "sparse_mask",
+            "decode_row", "sink_column", "v1_v2", "eager_graph", "run_twice", "batch_perm"}
 
 
 def test_catalogue_covers_the_issue() -> None:
@@ -54,24 +65,25 @@ def test_sources_yield_legal_deterministic_partners(name: str) -> None:
                     assert v.tobytes() == w.tobytes(), (name, p.variant, k)
 
 
-@pytest.mark.parametrize("runner_name", RUNNERS)
-@pytest.mark.parametrize("name", list(RELATIONS))
+@pytest.mark.parametrize(("name", "runner_name"), _cases(list(RELATIONS), RUNNERS))
 def test_relation_holds(name: str, runner_name: str) -> None:
     runner = get_runner(runner_name)
     rows = [r for case in SOURCES[name] for r in check_relations(case, runner, [name])]
     assert rows, f"{name} produced no partner for its sources"
-    bad = [r for r in rows if r["outcome"] in ("fail", "error")]
-    assert not bad, bad
+    bad = [f"{r['relation']}/{r['variant']} case {r['case_id']}: {r['outcome']}: {r['detail']}"
+           for r in rows if r["outcome"] in ("fail", "error")]
+    assert not bad, f"{runner_name} breaks a metamorphic relation:\n" + "\n".join(bad)
     judged = [r for r in rows if r["outcome"] == "pass"]
     if not judged:
         pytest.skip(f"{name} on {runner_name}: {rows[0]['detail']}")
     if runner_name == "golden" and name in GOLDEN_EXACT:
-        assert all(r["out_max_abs_diff"] == 0 for r in judged), judged
-        assert all(r.get("lse_max_abs_diff", 0) == 0 for r in judged), judged
+        inexact = [(r["variant"], r["out_max_abs_diff"], r.get("lse_max_abs_diff"))
+                   for r in judged if r["out_max_abs_diff"] or r.get("lse_max_abs_diff")]
+        assert not inexact, f"the golden is not bit-exact under {name}: {inexact}"
 
 
 @pytest.mark.parametrize("runner_name", RUNNERS)
-@settings(max_examples=12)
+@settings(max_examples=8)
 @given(case=cases())
 def test_catalogue_holds_on_drawn_cases(runner_name: str, case: Case) -> None:
     rows = check_relations(case, get_runner(runner_name))
