@@ -111,3 +111,13 @@ def test_unsupported_source_is_recorded_not_raised() -> None:
     rows = check_relations(make_case("BNSD"), RefusingDouble(), ["run_twice", "layout"])
     assert rows and all(r["outcome"] == "unsupported" for r in rows)
     assert rows[0]["detail"] == "source: this double expresses no case"
+
+
+def test_readme_lists_the_catalogue_as_it_is() -> None:
+    from pathlib import Path
+
+    import fia_fuzz.metamorphic as pkg
+    from fia_fuzz.metamorphic.catalogue import describe_catalogue
+
+    text = (Path(pkg.__file__).parent / "README.md").read_text()
+    assert describe_catalogue() in text, "regenerate the table with describe_catalogue()"

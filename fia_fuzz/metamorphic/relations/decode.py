@@ -40,7 +40,8 @@ def _rows(x: np.ndarray, idx: list[int]) -> np.ndarray:
 
 
 @relation("decode_row", "a decode call equals one row of the prefill output",
-          "fia-semantics.md §1 (Q_S == 1 decode branch), §4 (masks)")
+          "fia-semantics.md §1 (Q_S == 1 decode branch), §4 (masks)",
+          (BRANCH_TOLERANCE,))
 def decode_vs_prefill_row(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
     if v.in_layout not in DENSE or v.decode:

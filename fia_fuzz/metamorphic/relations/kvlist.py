@@ -40,7 +40,8 @@ def _split(x: np.ndarray, layout: str, heads: int, cut: list[int]) -> list[np.nd
 
 
 @relation("kv_list", "a tensor list of per-batch KV equals the batched KV tensor",
-          "V4 参数说明 key/value (tensorList); fia-semantics.md §2")
+          "V4 参数说明 key/value (tensorList); fia-semantics.md §2",
+          (SPLIT_EXACT, TRIM_TOLERANCE,))
 def list_vs_batched(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
     if v.in_layout not in DENSE:

@@ -49,7 +49,8 @@ def _move(x: np.ndarray, starts: list[int], acts: list[int], fill: np.ndarray) -
 
 
 @relation("padding", "left-padded data with padding sizes equals the right-padded call",
-          "V4 参数说明 queryPaddingSize/kvPaddingSize; fia-semantics.md §3")
+          "V4 参数说明 queryPaddingSize/kvPaddingSize; fia-semantics.md §3",
+          (PAD_TOLERANCE,))
 def left_vs_right_padding(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
     if v.in_layout not in DENSE or v.is_kv_list:

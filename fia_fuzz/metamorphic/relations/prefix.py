@@ -81,7 +81,8 @@ def _split(case: Case, call: Call, v: CallView) -> list[Partner]:
 
 
 @relation("prefix", "a shared KV prefix equals the prefix concatenated to every batch",
-          "V2 参数说明 keySharedPrefix/actualSharedPrefixLen; fia-semantics.md §6")
+          "V2 参数说明 keySharedPrefix/actualSharedPrefixLen; fia-semantics.md §6",
+          (PREFIX_TOLERANCE,))
 def prefix_vs_concatenation(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
     if v.in_layout not in DENSE or v.is_kv_list:

@@ -51,7 +51,8 @@ def _insert(x: np.ndarray, at: list[int], value: float | bool, axis: int) -> np.
 
 
 @relation("sink_column", "learnable sinks equal an extra zero-value key column scored sink[n]",
-          "fia-semantics.md §5 (learnable_sink); seed 004 learnable_sink")
+          "fia-semantics.md §5 (learnable_sink); seed 004 learnable_sink",
+          (SINK_TOLERANCE,))
 def sinks_vs_extra_column(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
     if call.get("learnable_sink") is None:

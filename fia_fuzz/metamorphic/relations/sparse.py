@@ -29,7 +29,8 @@ MASK_TOLERANCE = Tolerance(2, "sparse modes let the kernel skip fully masked til
 
 
 @relation("sparse_mask", "sparse modes 1-4 and the band equal mode 0 with the explicit mask",
-          "V4 §Mask (sparseMode 0-4); fia-semantics.md §4")
+          "V4 §Mask (sparseMode 0-4); fia-semantics.md §4",
+          (MASK_TOLERANCE,))
 def sparse_vs_explicit_mask(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
     if v.in_layout not in DENSE:
