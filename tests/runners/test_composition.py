@@ -533,6 +533,27 @@ def test_post_quant_orders(order: str, per_channel: bool) -> None:
     assert np.abs(out.astype(np.int64) - want).max() <= 1
 
 
+def test_post_quant_rows_not_computed_stay_zero() -> None:
+    rng = np.random.default_rng(23)
+    q, k, v = _rand(rng, (2, 2, 4, 16)), _rand(rng, (2, 2, 6, 16)), _rand(rng, (2, 2, 6, 16))
+    out, _ = _run("torch-sdpa", query=q, key=k, value=v, num_heads=2, input_layout="BNSD",
+                  actual_seq_lengths=[2, 4], actual_seq_lengths_kv=[6, 0],
+                  quant_scale2=np.array([50.0], np.float32),
+                  quant_offset2=np.array([7.0], np.float32))
+    assert not out[0, :, 2:].any() and not out[1].any()   # not the offset 7
+    assert out[0, :, :2].any()
+
+
+def test_metadata_names_versions_and_device() -> None:
+    import torch
+
+    meta = get_runner("torch-sdpa").metadata()
+    assert meta["torch"] == torch.__version__ and meta["device"] == "cpu"
+    assert meta["runner"] == "torch-sdpa" and meta["device_name"]
+    npu = get_runner("npu").metadata()       # without importing torch_npu
+    assert npu["torch_npu"] == "not installed" and npu["device"] == "npu:0"
+
+
 # ---- refusals, lse flag --------------------------------------------------------
 
 @pytest.mark.parametrize("extra,needle", [
