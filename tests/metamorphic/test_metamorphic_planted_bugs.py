@@ -148,6 +148,15 @@ class LeftPaddingDouble(_Double):
         return call
 
 
+class FirstPadDouble(_Double):
+    """TEST DOUBLE: reads kv_padding_size[0] for every batch (as the vendor reference does)."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        if call.get("kv_padding_size") is not None:
+            call["kv_padding_size"] = np.asarray(call["kv_padding_size"])[:1]
+        return call
+
+
 class CausalAnchorDouble(_Double):
     """TEST DOUBLE: anchors sparse mode 3 top-left, like mode 2."""
 
@@ -247,7 +256,13 @@ def test_list_relation_catches_wrong_element_order() -> None:
 def test_padding_relation_catches_ignored_kv_padding() -> None:
     case = make_case("BNSD", s1=1, actual_seq_lengths_kv=[33, 40])
     got = _outcomes(check_relations(case, LeftPaddingDouble(), ["padding"]))
-    assert got == {"left-kv": "fail"}
+    assert got == {"left-kv": "fail", "left-kv-per-batch": "fail"}
+
+
+def test_padding_relation_flags_first_element_padding_reads() -> None:
+    case = make_case("BNSD", s1=1, actual_seq_lengths_kv=[33, 40])
+    got = _outcomes(check_relations(case, FirstPadDouble(), ["padding"]))
+    assert got == {"left-kv": "pass", "left-kv-per-batch": "fail"}
 
 
 def test_sparse_relation_catches_wrong_causal_anchor() -> None:

@@ -48,35 +48,29 @@ def _move(x: np.ndarray, starts: list[int], acts: list[int], fill: np.ndarray) -
     return out
 
 
-@relation("padding", "left-padded data with padding sizes equals the right-padded call",
-          "V4 参数说明 queryPaddingSize/kvPaddingSize; fia-semantics.md §3",
-          (PAD_TOLERANCE,))
-def left_vs_right_padding(case: Case, call: Call) -> list[Partner]:
-    v = view_of(call)
-    if v.in_layout not in DENSE or v.is_kv_list:
-        raise NotApplicable("left padding needs dense, non-list tensors")
-    require_absent(call, NOT_WITH_LEFT, "not allowed with (or not modelled under) left padding")
-    w = windows(call, v)
+def _left_padded(case: Case, call: Call, v: CallView, w: Windows, label: str, pad_q: bool,
+                 kv_pads: list[int]) -> Partner:
+    """The source with its valid KV rows (and query rows if `pad_q`) moved to the right end."""
     heads, kv_n, layout = v.N, v.KV_N, v.in_layout
-    s1n, s2n = v.S1 + LEAD + TRAIL, v.S2 + LEAD + TRAIL
-    kv_start = [s2n - TRAIL - a for a in w.act_kv]
-    new = dict(call, kv_padding_size=np.array([TRAIL], np.int64),
-               actual_seq_lengths_kv=w.act_kv)
+    s2n = v.S2 + LEAD + max(kv_pads)
+    kv_start = [s2n - p - a for p, a in zip(kv_pads, w.act_kv, strict=True)]
+    pads = kv_pads[:1] if len(set(kv_pads)) == 1 else kv_pads
+    new = dict(call, kv_padding_size=np.array(pads, np.int64), actual_seq_lengths_kv=w.act_kv)
     for name in ("key", "value"):
         x = to_bnsd(call[name], layout, kv_n)
         shape = x.shape[:2] + (s2n, x.shape[3])
         fill = garbage(shape, dtype_name(x.dtype), case.seed, f"padding.{name}")
         new[name] = from_bnsd(_move(x, kv_start, w.act_kv, fill), layout)
-    q_start = [0] * v.B
-    if not v.decode:
-        q_start = [s1n - TRAIL - a for a in w.act_q]
+    q_start, rows = [0] * v.B, v.S1
+    if pad_q:
+        rows = v.S1 + LEAD + TRAIL
+        q_start = [rows - TRAIL - a for a in w.act_q]
         q = to_bnsd(call["query"], layout, heads)
-        fill = garbage(q.shape[:2] + (s1n, q.shape[3]), dtype_name(q.dtype), case.seed,
+        fill = garbage(q.shape[:2] + (rows, q.shape[3]), dtype_name(q.dtype), case.seed,
                        "padding.query")
         new["query"] = from_bnsd(_move(q, q_start, w.act_q, fill), layout)
         new["query_padding_size"] = np.array([TRAIL], np.int64)
         new["actual_seq_lengths"] = w.act_q
-    rows = s1n if not v.decode else v.S1
     _move_mask_and_pse(call, new, v, w, q_start, kv_start, rows, s2n)
     out_layout, flag, s1 = v.out_layout, bool(v.attrs["softmax_lse_flag"]), v.S1
     act_q = w.act_q
@@ -91,8 +85,26 @@ def left_vs_right_padding(case: Case, call: Call) -> list[Partner]:
                 lse[b, :, :a] = o[1][b, :, s:s + a]
         return from_bnsd(res, out_layout), lse
 
-    label = "left-kv" if v.decode else "left-q-kv"
-    return keep_legal([Partner(label, new, PAD_TOLERANCE, partner_out=back)])
+    return Partner(label, new, PAD_TOLERANCE, partner_out=back)
+
+
+@relation("padding", "left-padded data with padding sizes equals the right-padded call",
+          "V4 参数说明 queryPaddingSize/kvPaddingSize; fia-semantics.md §3",
+          (PAD_TOLERANCE,))
+def left_vs_right_padding(case: Case, call: Call) -> list[Partner]:
+    v = view_of(call)
+    if v.in_layout not in DENSE or v.is_kv_list:
+        raise NotApplicable("left padding needs dense, non-list tensors")
+    require_absent(call, NOT_WITH_LEFT, "not allowed with (or not modelled under) left padding")
+    w = windows(call, v)
+    uniform = [TRAIL] * v.B
+    plans = [("left-kv", False, uniform)]
+    if not v.decode:  # query left padding only for Q_S > 1 [SEM §3]
+        plans.insert(0, ("left-q-kv", True, uniform))
+    if v.B > 1:  # documented shape (B); the vendor reference reads element 0 only [SEM §3]
+        plans.append(("left-kv-per-batch", False, [1 + b % 2 for b in range(v.B)]))
+    return keep_legal([_left_padded(case, call, v, w, label, pad_q, pads)
+                       for label, pad_q, pads in plans])
 
 
 def _move_mask_and_pse(call: Call, new: Call, v: CallView, w: Windows, q_start: list[int],
