@@ -44,17 +44,29 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from fia_fuzz.reports import read_results, render
+    from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
+    from fia_fuzz.reports import aggregate, read_results, render, write_junit
 
+    policy = args.policy or DEFAULT_POLICY
+    if policy not in POLICIES:
+        raise SystemExit(f"report: --policy {policy!r} is not one of {sorted(POLICIES)}")
     df = read_results(args.run_dirs)
     if df.empty:
         print(f"no results under {args.run_dirs}", file=sys.stderr)
         return 1
     html = Path(args.html) if args.html else Path(args.run_dirs[0]) / "dashboard.html"
-    path = render(df, html)
-    if "verdict" in df:
-        print(df["verdict"].value_counts(dropna=False).to_string())
+    path = render(df, html, policy=policy, worst_n=args.worst)
+    print(aggregate.headline(df).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(f"dashboard: {path.resolve()}")
+    if args.junit:
+        print(f"junit: {write_junit(df, args.junit, policy=policy).resolve()}")
+    if args.screenshot:
+        from fia_fuzz.reports.browser import screenshot
+
+        try:
+            print(f"screenshot: {screenshot(path, args.screenshot)}")
+        except (OSError, RuntimeError) as exc:
+            print(f"screenshot skipped: {exc}", file=sys.stderr)
     return 0
 
 
@@ -194,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="merge run directories into one HTML dashboard")
     r.add_argument("run_dirs", nargs="+")
     r.add_argument("--html", help="output HTML path (default RUN_DIR/dashboard.html)")
+    r.add_argument("--junit", metavar="OUT.xml", help="also write a JUnit XML of the results")
+    r.add_argument("--policy", default=None, help="verdict policy the page and JUnit use "
+                   "(default: the project default, see fia_fuzz.diff.policies)")
+    r.add_argument("--worst", type=int, default=20, help="rows in the worst-cases table")
+    r.add_argument("--screenshot", metavar="OUT.png",
+                   help="also save a headless-Chromium screenshot of the page")
     r.set_defaults(fn=cmd_report)
 
     rp = sub.add_parser("repro", help="rerun one case (CASE.json, bundle dir or case id)")

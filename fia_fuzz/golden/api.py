@@ -1,4 +1,11 @@
-"""The golden op, callable like `torch_npu.npu_fused_infer_attention_score` on NumPy arrays."""
+"""The golden op, callable like `torch_npu.npu_fused_infer_attention_score` on NumPy arrays.
+
+The pipeline, one module per step: validate (spec) -> query to BNSD
+(layouts) -> KV sources to BNSD (kv: contiguous, tensor list, packed, paged,
+prefix) -> dequantisation hook (kv.dequantise) -> masks and pse (masks) ->
+attention (core) -> row-invalid policy -> output post-processing hook
+(`finish_output`) -> output layout (layouts).
+"""
 
 from __future__ import annotations
 
@@ -6,63 +13,158 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.golden.core import PRECISIONS, attention
-from fia_fuzz.golden.layouts import from_bnsd, to_bnsd
+from fia_fuzz.golden.core import PRECISIONS, WORK, attention
+from fia_fuzz.golden.kv import KV, dequantise, load_kv
+from fia_fuzz.golden.layouts import from_bnsd, pack, to_bnsd, unpack
+from fia_fuzz.golden.lengths import query_window
+from fia_fuzz.golden.masks import Masking, pse_bias
 from fia_fuzz.spec import require_legal
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.params import V2_TO_CANONICAL
 from fia_fuzz.spec.tensors import NUMPY_DTYPES
 from fia_fuzz.spec.validate import output_specs
 
-#: Features the golden does not compute yet; a legal call using one raises
-#: NotImplementedError naming it rather than returning a wrong answer.
-_NOT_YET = ("pse_shift", "atten_mask", "actual_seq_lengths", "actual_seq_lengths_kv",
-            "block_table", "query_padding_size", "kv_padding_size", "key_shared_prefix",
-            "query_rope", "learnable_sink", "antiquant_scale", "key_antiquant_scale",
-            "dequant_scale1", "quant_scale2", "dequant_scale_query")
+#: How rows whose every key is masked come out [SEM §4 "Fully masked row"]:
+#: "reference" zeroes them always (out 0, lse +inf), as the vendor's CPU
+#: reference does; "docs" zeroes them only where the docs promise the
+#: row-invalid correction (inner_precise 2/3, or sparse_mode 3 with some
+#: batch's S1 > S2, which the op detects itself) and otherwise models the
+#: uncorrected kernel: every key carries the same fill score, so the row is
+#: the mean of its valid values and lse is FILL + log(count).
+ROW_INVALID = ("reference", "docs")
+#: The finite score the uncorrected kernel gives masked keys (vendor reference fill).
+FILL = -1.7e38
+
+#: Inputs of the quantised paths (SEM §7-8), computed by golden/quant.py and
+#: golden/antiquant.py; refused here rather than misread.
+_QUANT_INPUTS = ("dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2",
+                 "quant_offset2", "dequant_scale_query")
 
 
 def npu_fused_infer_attention_score(query: Any, key: Any, value: Any, *,
-                                    precision: str = "device", **kwargs: Any
-                                    ) -> tuple[np.ndarray, np.ndarray]:
+                                    precision: str = "device", row_invalid: str = "reference",
+                                    **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
     """(attention_out, softmax_lse) of a legal call; IllegalCall otherwise.
 
-    precision="device" returns the dtypes the device returns (lse float32);
-    precision="fp64" returns the ideal result unrounded, as float64.
+    precision="device" (default) returns the dtypes the device returns (lse
+    float32) computed in the device's precision flow; precision="fp64"
+    returns the ideal result unrounded, both outputs as float64.
+    row_invalid picks the fully-masked-row model (see ROW_INVALID).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r}, expected one of {PRECISIONS}")
+    if row_invalid not in ROW_INVALID:
+        raise ValueError(f"row_invalid={row_invalid!r}, expected one of {ROW_INVALID}")
     view = require_legal(query, key, value, **kwargs)
-    used = [name for name in _NOT_YET if kwargs.get(name) is not None]
-    if used or isinstance(key, (list, tuple)):
-        raise NotImplementedError(f"golden: {used or ['tensor-list KV']} not implemented yet")
-    return _compute(view, np.asarray(query), np.asarray(key), np.asarray(value), precision)
+    used = [name for name in _QUANT_INPUTS if kwargs.get(name) is not None]
+    if used or view.need("query").dtype == "int8":
+        raise NotImplementedError(f"golden: quantised path {used or ['int8 query']} "
+                                  "is not implemented yet")
+    call = {"query": query, "key": key, "value": value, **kwargs}
+    return _compute(view, call, precision, row_invalid)
 
 
-def _compute(view: CallView, query: np.ndarray, key: np.ndarray, value: np.ndarray,
-             precision: str) -> tuple[np.ndarray, np.ndarray]:
+def _compute(view: CallView, call: dict[str, Any], precision: str, row_invalid: str
+             ) -> tuple[np.ndarray, np.ndarray]:
     out_spec, lse_spec = output_specs(view)
-    layout = view.in_layout
-    q = to_bnsd(query, layout, view.N)
-    k = to_bnsd(key, layout, view.KV_N)
-    v = to_bnsd(value, layout, view.KV_N)
-    out, lse = attention(q, k, v, scale=float(view.attrs["scale"]), precision=precision,
-                         p_dtype=NUMPY_DTYPES[view.need("query").dtype])
-    out = from_bnsd(out, view.out_layout)
-    lse = lse[..., None]
-    if precision == "fp64":
-        out_dtype, lse_dtype = np.float64, np.float64
+    work = WORK[precision]
+    query = np.asarray(call["query"])
+    if query.size == 0:  # empty query: return at once [V4 约束说明 入参为空]
+        return (np.zeros(out_spec.shape, _out_dtype(out_spec.dtype, precision)),
+                np.zeros(lse_spec.shape, work if precision == "fp64" else np.float32))
+    q = query_bnsd(view, call)
+    q_len, q_off = query_window(view)
+    kv = dequantise(load_kv(view, call), view, call, precision)
+    k = kv.key if kv.key_rope is None else np.concatenate([kv.key, kv.key_rope], axis=-1)
+    s2b = kv.kv_len + kv.prefix
+    masking = Masking(view, call, q_len, q_off, s2b, kv.kv_off)
+    pse = None if call.get("pse_shift") is None else np.asarray(call["pse_shift"])
+
+    def mods(bsl: slice, rows: slice, cols: slice) -> tuple[Any, Any]:
+        return pse_bias(pse, bsl, rows, cols), masking.excluded(bsl, rows, cols)
+
+    sink = call.get("learnable_sink")
+    out, lse = attention(q, k, kv.value, scale=float(view.attrs["scale"]), precision=precision,
+                         p_dtype=NUMPY_DTYPES[view.need("query").dtype], mods=mods,
+                         sink=None if sink is None else np.asarray(sink),
+                         row_span=(q_off, q_off + q_len), col_span=(kv.kv_off, kv.kv_off + s2b))
+    if row_invalid == "docs" and not _corrected(view, q_len, s2b):
+        _uncorrected_rows(out, lse, q_len, q_off, kv, view.N)
+    out = finish_output(out, view, call, precision)
+    return _to_layout(out, lse, view, precision)
+
+
+def query_bnsd(view: CallView, call: dict[str, Any]) -> np.ndarray:
+    """The query (with query_rope appended on D for MLA [SEM §9]) as BNSD."""
+    parts = [np.asarray(call["query"])]
+    if call.get("query_rope") is not None:
+        parts.append(np.asarray(call["query_rope"]))
+    if view.packed:
+        lens = np.asarray(view.packed_lengths("actual_seq_lengths"), np.int64)
+        bnsd = [unpack(p, view.in_layout, lens) for p in parts]
     else:
-        out_dtype, lse_dtype = NUMPY_DTYPES[out_spec.dtype], np.float32
-    out = out.astype(out_dtype)
+        bnsd = [to_bnsd(p, view.in_layout, view.N) for p in parts]
+    return bnsd[0] if len(bnsd) == 1 else np.concatenate(bnsd, axis=-1)
+
+
+def _corrected(view: CallView, q_len: np.ndarray, s2b: np.ndarray) -> bool:
+    """Whether the docs promise the row-invalid correction for this call [V4 innerPrecise]."""
+    if view.attr_int("inner_precise") in (2, 3):
+        return True
+    return view.attr_int("sparse_mode") == 3 and bool((q_len > s2b).any())
+
+
+def _uncorrected_rows(out: np.ndarray, lse: np.ndarray, q_len: np.ndarray, q_off: np.ndarray,
+                      kv: KV, heads: int) -> None:
+    """Fully masked valid rows as the uncorrected kernel leaves them (see ROW_INVALID)."""
+    g = heads // kv.value.shape[1]
+    s2b = kv.kv_len + kv.prefix
+    for b in range(out.shape[0]):
+        if s2b[b] == 0:
+            continue
+        rows = slice(int(q_off[b]), int(q_off[b] + q_len[b]))
+        dead = np.isinf(lse[b, :, rows])
+        if not dead.any():
+            continue
+        cols = slice(int(kv.kv_off[b]), int(kv.kv_off[b] + s2b[b]))
+        mean = np.repeat(kv.value[b, :, cols].astype(out.dtype).mean(axis=1), g, axis=0)
+        out[b, :, rows] = np.where(dead[..., None], mean[:, None, :], out[b, :, rows])
+        lse[b, :, rows] = np.where(dead, out.dtype.type(FILL + np.log(s2b[b])), lse[b, :, rows])
+
+
+def finish_output(out: np.ndarray, view: CallView, call: dict[str, Any], precision: str
+                  ) -> np.ndarray:
+    """The attention output in its output dtype: the hook where post-quant (SEM §8) slots in."""
+    if precision == "fp64":
+        return out
+    return out.astype(_out_dtype(output_specs(view)[0].dtype, precision))
+
+
+def _out_dtype(name: str, precision: str) -> np.dtype:
+    return WORK["fp64"] if precision == "fp64" else NUMPY_DTYPES[name]
+
+
+def _to_layout(out: np.ndarray, lse: np.ndarray, view: CallView, precision: str
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Output and lse in the call's output layout; lse (B,N,S1,1), or (T,N,1) packed [SEM §5]."""
+    lse_dtype = WORK["fp64"] if precision == "fp64" else np.dtype(np.float32)
+    if view.packed:
+        lens = np.asarray(view.packed_lengths("actual_seq_lengths"), np.int64)
+        total = view.q_dims["T"]
+        out = pack(out, view.out_layout, lens, total)
+        lse = pack(lse[..., None], "TND", lens, total, fill=np.inf)
+    else:
+        out = from_bnsd(out, view.out_layout)
+        lse = lse[..., None]
     if not view.attrs["softmax_lse_flag"]:
-        return out, np.zeros(lse_spec.shape, lse_dtype)
+        return out, np.zeros(output_specs(view)[1].shape, lse_dtype)
     return out, lse.astype(lse_dtype)
 
 
 def npu_fused_infer_attention_score_v2(query: Any, key: Any, value: Any, *,
-                                       precision: str = "device", **kwargs: Any
-                                       ) -> tuple[np.ndarray, np.ndarray]:
+                                       precision: str = "device", row_invalid: str = "reference",
+                                       **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
     """The same op under the v2 keyword names (fia-semantics.md §1)."""
     canonical = {V2_TO_CANONICAL.get(k, k): v for k, v in kwargs.items()}
-    return npu_fused_infer_attention_score(query, key, value, precision=precision, **canonical)
+    return npu_fused_infer_attention_score(query, key, value, precision=precision,
+                                           row_invalid=row_invalid, **canonical)

@@ -1,41 +1,168 @@
-"""The attention step itself, in the two precisions the differ needs.
+"""The attention step itself, in the two precisions the differ needs [SEM §4-5].
 
-`precision="fp64"` is the ideal reference. `precision="device"` follows the
-vendor flow for fp16/bf16 inputs (fia-semantics.md §5): scores and softmax in
-fp32, the unnormalised P cast to the input dtype before P·V with fp32
-accumulation, division by the row sum in fp32; the caller casts to the output
-dtype. Inputs are BNSD; GQA maps query head n to KV head n // G.
+`precision="fp64"` is the ideal reference: float64 throughout. `"device"`
+follows the vendor flow for fp16/bf16 inputs: scores and softmax in fp32,
+the unnormalised P cast to the input dtype before P·V with fp32
+accumulation, division by the row sum in fp32 (the caller casts to the
+output dtype).
+
+Memory stays bounded by an online softmax over blocks of KV_BLOCK key
+columns, on tiles of batches and query rows holding at most TILE_ELEMENTS
+scores (small enough to stay in cache), so peak memory does not grow with
+S1*S2. In device precision P is relative to the running row max of the
+blocks seen so far, as in the device's flash-style kernel; for
+S2 <= KV_BLOCK that is the global max. The scale multiplies q in the
+working type before Q·K^T (one rounding, as scaling the scores would be).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol
+
 import numpy as np
 
 PRECISIONS = ("device", "fp64")
+WORK = {"device": np.dtype(np.float32), "fp64": np.dtype(np.float64)}
+KV_BLOCK = 512
+TILE_ELEMENTS = 1 << 19
 
 
-def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float,
-              precision: str, p_dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """(out, lse) for BNSD q (B,N,S1,D), k (B,KV_N,S2,D), v (B,KV_N,S2,Dv).
 
-    Returns out unnormalised-then-divided in the working float type and lse
-    (B,N,S1); rows with no key get out 0 and lse +inf.
+class Matmuls(Protocol):
+    """The two matmuls of the attention step, replaceable by a quantised flow.
+
+    golden/quant.py's FullQuant implements this for int8 q/k/v [SEM §8]:
+    `scores` is Q·K^T before the softmax scale, `pv` is P·V on the
+    unnormalised P (it rounds P itself).
     """
-    work = np.float64 if precision == "fp64" else np.float32
-    b, n, s1, d = q.shape
-    kv_n, s2, dv = k.shape[1], k.shape[2], v.shape[3]
-    g = n // kv_n
-    qg = q.astype(work).reshape(b, kv_n, g, s1, d)
-    kg = k.astype(work)[:, :, None]
-    vg = v.astype(work)[:, :, None]
-    if s2 == 0:
-        return np.zeros((b, n, s1, dv), work), np.full((b, n, s1), np.inf, work)
-    scores = np.matmul(qg, kg.swapaxes(-1, -2)) * work(scale)
-    m = scores.max(axis=-1, keepdims=True)
-    p = np.exp(scores - m)
-    l_sum = p.sum(axis=-1, keepdims=True)
-    if precision == "device":
-        p = p.astype(p_dtype).astype(work)
-    out = np.matmul(p, vg) / l_sum
-    lse = (np.log(l_sum) + m)[..., 0]
-    return out.reshape(b, n, s1, dv), lse.reshape(b, n, s1)
+
+    def scores(self, q: np.ndarray, k: np.ndarray) -> np.ndarray: ...
+
+    def pv(self, p: np.ndarray, v: np.ndarray) -> np.ndarray: ...
+
+
+#: (batches, rows, cols) of a tile -> (pse bias (b|1, N, r, c) or None, excluded (b, r, c) or None)
+ScoreMods = Callable[[slice, slice, slice], tuple["np.ndarray | None", "np.ndarray | None"]]
+
+
+def round_p(p: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """p (fp32, in [0, 1]) rounded to `dtype` (round half to even) and kept as fp32, in place.
+
+    float16 by Veltkamp splitting (x*(2^13+1) keeps 11 significant bits) plus
+    a 2^-24 grid below the fp16 normal range, bit-identical to a cast and
+    several times faster than NumPy's scalar float16 conversion; other dtypes
+    by a cast round trip.
+    """
+    if np.dtype(dtype) != np.float16:
+        p[...] = p.astype(dtype)
+        return p
+    tiny = p < np.float32(2.0 ** -14)
+    sub = p + np.float32(0.5)
+    sub -= np.float32(0.5)
+    c = p * np.float32(8193.0)
+    np.subtract(c, p, out=p)
+    np.subtract(c, p, out=p)
+    np.copyto(p, sub, where=tiny)
+    return p
+
+
+def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
+                p_dtype: np.dtype, mods: Callable[[slice], tuple], sink: np.ndarray | None,
+                col_start: int, scale: float = 1.0, matmuls: Matmuls | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(out, lse) of one tile: q (b, KV_N, G, r, D), k/v (b, KV_N, L, D|Dv), working type.
+
+    The float flow gets q already scaled (scale 1 here); `matmuls` replaces
+    both matmuls and then `scale` multiplies its scores.
+
+    GQA: the G query heads of a group share one KV head, broadcast so each
+    head's matmul is the one MHA would do (GQA == MHA bit for bit). Rows that attend no
+    key get out 0 and lse +inf. `mods(cols)` gives the tile's pse bias and
+    excluded pairs for a block of absolute key columns (k's column 0 is
+    absolute column col_start).
+    """
+    work = q.dtype
+    b, kvn, g, r, d = q.shape
+    dv = v.shape[3]
+    m = np.full((b, kvn, g, r, 1), -np.inf, work)
+    l_sum = np.zeros((b, kvn, g, r, 1), work)
+    if sink is not None:  # a key of score sink[n] and value 0 [SEM §5]
+        m = m + sink.reshape(1, kvn, g, 1, 1)
+        l_sum += 1
+    hit = np.zeros((b, kvn, g, r, 1), bool)
+    acc = np.zeros((b, kvn, g, r, dv), work)
+    for c0 in range(0, k.shape[2], KV_BLOCK):
+        c1 = min(c0 + KV_BLOCK, k.shape[2])
+        kb = k[:, :, None, c0:c1]
+        if matmuls is None:
+            s = np.matmul(q, kb.swapaxes(-1, -2))
+        else:
+            s = matmuls.scores(q, kb).astype(work)
+            s *= work.type(scale)
+        bias, excluded = mods(slice(col_start + c0, col_start + c1))
+        if bias is not None:
+            s += bias.astype(work).reshape(bias.shape[0], kvn, g, r, -1)
+        if excluded is not None:
+            np.copyto(s, -np.inf, where=excluded[:, None, None])
+        s_max = s.max(axis=-1, keepdims=True)
+        hit |= s_max > -np.inf
+        m_new = np.maximum(m, s_max)
+        base = np.where(np.isneginf(m_new), 0, m_new)
+        alpha = np.exp(m - base)
+        s -= base
+        p = np.exp(s, out=s)
+        l_sum = l_sum * alpha + p.sum(axis=-1, keepdims=True)
+        vb = v[:, :, None, c0:c1]
+        if matmuls is not None:
+            pv = matmuls.pv(p, vb).astype(work)
+        else:
+            pv = np.matmul(round_p(p, p_dtype) if precision == "device" else p, vb)
+        acc *= alpha
+        acc += pv
+        m = m_new
+    out = np.where(hit, acc / np.where(hit, l_sum, 1), 0)
+    lse = np.where(hit, np.log(np.where(hit, l_sum, 1)) + m, np.inf)[..., 0]
+    return out, lse
+
+
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, precision: str,
+              p_dtype: np.dtype, mods: ScoreMods, sink: np.ndarray | None,
+              row_span: tuple[np.ndarray, np.ndarray], col_span: tuple[np.ndarray, np.ndarray],
+              matmuls: Matmuls | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(out (B, N, S1, Dv), lse (B, N, S1)) in the working float type, for BNSD q/k/v.
+
+    Only rows in [row_span[0][b], row_span[1][b]) and columns in
+    [col_span[0][b], col_span[1][b]) can be valid for batch b; the rest are
+    never computed (out 0, lse +inf). `matmuls` swaps in a quantised flow's
+    Q·K^T and P·V (see Matmuls).
+    """
+    work = WORK[precision]
+    bsz, n, s1, d = q.shape
+    kvn, dv = k.shape[1], v.shape[3]
+    g = n // kvn
+    out = np.zeros((bsz, n, s1, dv), work)
+    lse = np.full((bsz, n, s1), np.inf, work)
+    sink_w = None if sink is None else np.asarray(sink).astype(work).reshape(n)
+    per_row = n * max(1, min(KV_BLOCK, k.shape[2]))
+    rows_per_tile = max(1, TILE_ELEMENTS // per_row)
+    rc = min(max(s1, 1), rows_per_tile)
+    bc = max(1, rows_per_tile // rc)
+    for b0 in range(0, bsz, bc):
+        bsl = slice(b0, min(b0 + bc, bsz))
+        r_lo, r_hi = int(row_span[0][bsl].min()), int(row_span[1][bsl].max())
+        c_lo, c_hi = int(col_span[0][bsl].min()), int(col_span[1][bsl].max())
+        kb = k[bsl, :, c_lo:c_hi].astype(work)
+        vb = v[bsl, :, c_lo:c_hi].astype(work)
+        for r0 in range(r_lo, r_hi, rc):
+            rows = slice(r0, min(r0 + rc, r_hi))
+            qt = q[bsl, :, rows].astype(work)
+            if matmuls is None:
+                qt *= work.type(scale)
+            qt = qt.reshape(qt.shape[0], kvn, g, qt.shape[2], d)
+            o, ls = attend_tile(qt, kb, vb, precision=precision, p_dtype=p_dtype,
+                                mods=lambda cols, bsl=bsl, rows=rows: mods(bsl, rows, cols),
+                                sink=sink_w, col_start=c_lo, scale=scale, matmuls=matmuls)
+            out[bsl, :, rows] = o.reshape(o.shape[0], n, -1, dv)
+            lse[bsl, :, rows] = ls.reshape(ls.shape[0], n, -1)
+    return out, lse

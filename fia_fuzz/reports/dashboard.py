@@ -1,74 +1,299 @@
-"""A self-contained static HTML dashboard of a results dataset (plotly, inlined JS)."""
+"""A self-contained static HTML dashboard of a results dataset.
+
+plotly.js is inlined once in the page head and every figure refers to it, so
+the file opens offline with no server. The numbers come from `aggregate`;
+this module only lays them out: headline pass rates per policy, pass-rate
+heatmaps per feature cell (each with a policy selector), error ECDFs per
+output dtype, a trend over runs, the worst cases with their repro command,
+and the runs that raised. With several runners there is one tab per runner.
+"""
 
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
+from plotly.offline import get_plotlyjs
+from plotly.subplots import make_subplots
 
-from fia_fuzz.diff import POLICIES
+from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
+from fia_fuzz.reports import aggregate as agg
 
-WORST_N = 20
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+POLICY_ABBR = {"ascend-thousandth": "thou", "ascend-threshold": "thr",
+               "ascend-benchmark": "bench", "flash-attention": "fa", "vendor-fia": "vend"}
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+h1{margin:0 0 .2em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+.cards{display:flex;flex-wrap:wrap;gap:.8em}
+.card{border:1px solid #ccc;border-radius:6px;padding:.6em 1em;min-width:12em}
+.card.default{border:2px solid #333}.card .rate{font-size:1.8em;font-weight:bold}
+.card .sub{color:#666;font-size:.85em}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:.5em}
+table{border-collapse:collapse;font-size:.85em}
+td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top;text-align:left}
+th{background:#f4f4f4}code{font-size:.95em;white-space:nowrap}
+.pass{background:#d9f2d9}.warn{background:#fff1c2}.fail{background:#f8c9c9}
+.tabs button{padding:.4em 1em;margin-right:.3em;border:1px solid #aaa;background:#f4f4f4;
+cursor:pointer}.tabs button.active{background:#333;color:#fff}
+.tab{display:none}.tab.active{display:block}.note{color:#555;max-width:70em}
+"""
+
+TAB_JS = """
+function showTab(i){
+  document.querySelectorAll('.tab').forEach(function(t,j){t.classList.toggle('active',i===j);});
+  document.querySelectorAll('.tabs button').forEach(function(b,j){
+    b.classList.toggle('active',i===j);});
+  window.dispatchEvent(new Event('resize'));
+}
+"""
 
 
-def pass_rate_table(df: pd.DataFrame, rows: str, cols: str, verdict: str = "verdict"
-                    ) -> pd.DataFrame:
-    """Pass rate (share of 'pass') per (rows, cols) cell over judged cases."""
-    judged = df[df[verdict].notna()]
-    return judged.assign(_pass=judged[verdict].eq("pass")).pivot_table(
-        index=rows, columns=cols, values="_pass", aggfunc="mean")
+def _fig_html(fig: go.Figure, div_id: str) -> str:
+    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id,
+                       config=PLOT_CONFIG)
 
 
-def worst_cases(df: pd.DataFrame, n: int = WORST_N) -> pd.DataFrame:
-    """The n judged cases with the largest relative error of attention_out."""
-    judged = df[df["verdict"].notna()] if "verdict" in df else df.iloc[0:0]
-    if judged.empty or "out_max_rel" not in judged:
-        return judged
-    return judged.sort_values("out_max_rel", ascending=False).head(n)
+def _pct(x: float) -> str:
+    return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.1%}"
 
 
-def _heatmap(table: pd.DataFrame, title: str) -> go.Figure:
-    fig = go.Figure(go.Heatmap(
-        z=table.values, x=[str(c) for c in table.columns], y=[str(i) for i in table.index],
-        zmin=0, zmax=1, colorscale="RdYlGn", texttemplate="%{z:.0%}"))
-    fig.update_layout(title=title, height=320, margin={"l": 60, "r": 20, "t": 40, "b": 40})
+def heatmap_figure(df: pd.DataFrame, spec: agg.Heatmap, policy: str = DEFAULT_POLICY
+                   ) -> go.Figure | None:
+    """Pass rate per cell of `spec`, one trace per policy, `policy` shown first."""
+    tables = {name: agg.cell_table(df, spec.rows, spec.cols, name) for name in POLICIES}
+    if tables[policy].empty:
+        return None
+    base = tables[policy]
+    ys = sorted(base[spec.rows].unique())
+    xs = sorted(base[spec.cols].unique())
+    fig = go.Figure()
+    names = list(POLICIES)
+    for name in names:
+        t = tables[name].set_index([spec.rows, spec.cols])
+        z, text, custom = [], [], []
+        for y in ys:
+            zr, tr, cr = [], [], []
+            for x in xs:
+                if (y, x) in t.index:
+                    c = t.loc[(y, x)]
+                    zr.append(float(c["pass_rate"]))
+                    tr.append(f"{c['pass_rate']:.0%}<br>n={int(c['n'])}")
+                    cr.append([int(c["n"]), int(c["warn"]), int(c["fail"]), c["worst_case"]])
+                else:
+                    zr.append(None)
+                    tr.append("")
+                    cr.append([0, 0, 0, ""])
+            z.append(zr)
+            text.append(tr)
+            custom.append(cr)
+        fig.add_trace(go.Heatmap(
+            z=z, x=xs, y=ys, text=text, texttemplate="%{text}", customdata=custom,
+            zmin=0, zmax=1, colorscale="RdYlGn", visible=name == policy, name=name,
+            colorbar={"title": "pass", "tickformat": ".0%"},
+            hovertemplate=(f"{spec.rows}=%{{y}}<br>{spec.cols}=%{{x}}<br>pass %{{z:.1%}} of "
+                           "%{customdata[0]}<br>warn %{customdata[1]}, fail %{customdata[2]}"
+                           "<br>worst %{customdata[3]}<extra>" + name + "</extra>")))
+    buttons = [{"label": name, "method": "update",
+                "args": [{"visible": [n == name for n in names]}]} for name in names]
+    fig.update_layout(
+        title={"text": f"pass rate by {spec.title}", "font": {"size": 14}}, height=340,
+        margin={"l": 110, "r": 20, "t": 70, "b": 50},
+        xaxis={"title": spec.cols, "type": "category"},
+        yaxis={"title": spec.rows, "type": "category"},
+        updatemenus=[{"buttons": buttons, "active": names.index(policy), "x": 1.0,
+                      "xanchor": "right", "y": 1.22, "yanchor": "top"}])
     return fig
 
 
-def render(df: pd.DataFrame, out: str | Path, title: str = "fia-fuzz precision dashboard"
-           ) -> Path:
-    """Write the dashboard to `out` and return its path."""
+def distribution_figure(df: pd.DataFrame) -> go.Figure | None:
+    """ECDFs per output dtype of MERE and of max abs error in multiples of the baseline's."""
+    panels = [("out_mere", "mean relative error (MERE)"),
+              ("out_fa_ratio", "max abs err / same-dtype baseline's")]
+    samples = [agg.error_samples(df, m) for m, _ in panels]
+    if not any(samples):
+        return None
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in panels])
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
+    dtypes = sorted({d for s in samples for d in s})
+    for col, s in enumerate(samples, start=1):
+        for dtype, vals in s.items():
+            vals = np.maximum(vals, 1e-12)
+            y = np.arange(1, vals.size + 1) / vals.size
+            fig.add_trace(go.Scatter(x=vals, y=y, mode="lines", line_shape="hv",
+                                     name=dtype, legendgroup=dtype, showlegend=col == 1,
+                                     line={"color": colors[dtypes.index(dtype) % len(colors)]}),
+                          row=1, col=col)
+        fig.update_xaxes(type="log", row=1, col=col)
+    fig.update_yaxes(title_text="share of cases <= x", tickformat=".0%", row=1, col=1)
+    fig.update_layout(height=340, margin={"l": 60, "r": 20, "t": 40, "b": 40},
+                      title={"text": "error distributions per output dtype", "font": {"size": 14}})
+    return fig
+
+
+def trend_figure(df: pd.DataFrame) -> go.Figure | None:
+    """Pass rate per policy over runs (only with more than one run)."""
+    t = agg.trend(df)
+    if len(t) < 2:
+        return None
+    fig = go.Figure()
+    for name in POLICIES:
+        fig.add_trace(go.Scatter(x=t["run_id"], y=t[name], mode="lines+markers", name=name))
+    fig.update_layout(height=320, yaxis={"tickformat": ".0%", "range": [0, 1.05]},
+                      xaxis={"type": "category", "title": "run"},
+                      title={"text": "pass rate over runs", "font": {"size": 14}},
+                      margin={"l": 60, "r": 20, "t": 40, "b": 60})
+    return fig
+
+
+def _cards(df: pd.DataFrame, policy: str) -> str:
+    h = agg.headline(df)
+    cards = []
+    for r in h.itertuples(index=False):
+        cls = "card default" if r.policy == policy else "card"
+        tag = " (selected)" if r.policy == policy else ""
+        cards.append(
+            f"<div class='{cls}' data-policy='{html.escape(r.policy)}'>"
+            f"<div><b>{html.escape(r.policy)}</b>{tag}</div>"
+            f"<div class='rate'>{_pct(r.pass_rate)}</div>"
+            f"<div class='sub'>pass of {r.judged} judged: {r.warn} warn, {r.fail} fail</div>"
+            f"<div class='sub'>same-dtype golden passes {_pct(r.baseline_pass_rate)}</div>"
+            "</div>")
+    return "<div class='cards headline'>" + "".join(cards) + "</div>"
+
+
+def _num(v: object) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "-"
+    if isinstance(v, (float, np.floating)):
+        return f"{v:.3g}"
+    return html.escape(str(v))
+
+
+def _features(r: pd.Series) -> str:
+    keys = ["layout", "q_dtype", "kv_dtype", "out_dtype", "branch", "B", "N", "KV_N", "S1",
+            "S2", "D", "quant", "kv_source", "sparse_mode", "mask", "padding"]
+    return " ".join(f"{k}={_num(r.get(k))}" for k in keys if k in r.index)
+
+
+def worst_table(df: pd.DataFrame, policy: str, n: int, table_id: str) -> str:
+    """The worst-N cases as an HTML table (metrics, all verdicts, repro command)."""
+    w = agg.worst_cases(agg.prepare(df), n, policy)
+    if w.empty:
+        return "<p>No judged cases.</p>"
+    head = ("<tr><th>#</th><th>case / runner</th><th>features</th><th>verdict</th>"
+            "<th>all policies</th><th>out max abs err @ index (actual vs golden)</th>"
+            "<th>out err / baseline</th><th>out MERE</th><th>out cosine</th>"
+            "<th>out ULP / LSB max</th><th>lse max abs err</th><th>lse err / baseline</th>"
+            "<th>repro</th></tr>")
+    rows = []
+    for i, (_, r) in enumerate(w.iterrows(), start=1):
+        v = r.get(f"verdict_{policy}")
+        reason = r.get(f"reason_{policy}") or ""
+        badges = " ".join(
+            f"<span class='{html.escape(str(r.get(f'verdict_{p}')))}'>"
+            f"{POLICY_ABBR.get(p, p)}:{html.escape(str(r.get(f'verdict_{p}')))}</span>"
+            for p in POLICIES)
+        worst = (f"{_num(r.get('out_max_abs'))} @ {html.escape(str(r.get('out_worst_index', '')))}"
+                 f" ({_num(r.get('out_worst_actual'))} vs {_num(r.get('out_worst_golden'))})")
+        ulp = r.get("out_ulp_max") if pd.notna(r.get("out_ulp_max", np.nan)) else r.get(
+            "out_lsb_max")
+        rows.append(
+            f"<tr class='{html.escape(str(v))}'><td>{i}</td>"
+            f"<td><code>{html.escape(str(r.get('case_id')))}</code><br>"
+            f"{html.escape(str(r.get('runner')))}</td>"
+            f"<td>{_features(r)}</td>"
+            f"<td><b>{html.escape(str(v))}</b><br>{html.escape(str(reason))}</td>"
+            f"<td>{badges}</td><td>{worst}</td><td>{_num(r.get('out_fa_ratio'))}</td>"
+            f"<td>{_num(r.get('out_mere'))}</td><td>{_num(r.get('out_cosine'))}</td>"
+            f"<td>{_num(ulp)}</td><td>{_num(r.get('lse_max_abs'))}</td>"
+            f"<td>{_num(r.get('lse_fa_ratio'))}</td>"
+            f"<td><code>{html.escape(str(r.get('repro', '')))}</code></td></tr>")
+    return (f"<table id='{table_id}' class='worst'>{head}" + "".join(rows) + "</table>")
+
+
+def problems_table(df: pd.DataFrame) -> str:
+    p = agg.problems(df)
+    if p.empty:
+        return "<p>No runner errors, crashes or timeouts.</p>"
+    rows = "".join(
+        f"<tr><td><code>{html.escape(str(r.get('case_id')))}</code></td>"
+        f"<td>{html.escape(str(r.get('runner')))}</td><td>{html.escape(str(r.get('outcome')))}</td>"
+        f"<td>{html.escape(str(r.get('error', ''))[:300])}</td>"
+        f"<td><code>{html.escape(str(r.get('repro', '')))}</code></td></tr>"
+        for _, r in p.head(50).iterrows())
+    return ("<table class='problems'><tr><th>case</th><th>runner</th><th>outcome</th>"
+            f"<th>error</th><th>repro</th></tr>{rows}</table>")
+
+
+def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
+    parts = [_cards(df, policy)]
+    out = agg.outcomes(df)
+    parts.append("<p>Outcomes: " + ", ".join(f"{html.escape(str(k))} {v}"
+                                             for k, v in out.items()) + "</p>")
+    figs = [(s, heatmap_figure(df, s, policy)) for s in agg.HEATMAPS]
+    figs = [(s, f) for s, f in figs if f is not None]
+    if figs:
+        parts.append("<h2>Pass rate per feature cell</h2><div class='grid heatmaps'>")
+        parts += [_fig_html(f, f"{key}-heat-{s.rows}-{s.cols}") for s, f in figs]
+        parts.append("</div>")
+    dist = distribution_figure(df)
+    if dist is not None:
+        parts.append("<h2>Error distributions</h2>" + _fig_html(dist, f"{key}-dist"))
+    tr = trend_figure(df)
+    if tr is not None:
+        parts.append("<h2>Trend over runs</h2>" + _fig_html(tr, f"{key}-trend"))
+    parts.append(f"<h2>Worst cases (top {worst_n}, {html.escape(policy)})</h2>")
+    parts.append(worst_table(df, policy, worst_n, "worst" if key == "t0" else f"worst-{key}"))
+    parts.append("<h2>Runner errors, crashes, timeouts</h2>" + problems_table(df))
+    return "\n".join(parts)
+
+
+def _policy_notes() -> str:
+    items = "".join(
+        f"<li><b>{html.escape(name)}</b>{' (default)' if name == DEFAULT_POLICY else ''}: "
+        f"{html.escape(' '.join((fn.__doc__ or '').split()))}</li>"
+        for name, fn in POLICIES.items())
+    return ("<h2>Policies</h2><ul class='note'>" + items + "</ul><p class='note'>Functional "
+            "failures (shape, NaN/Inf on one side, a non-exact invalid row) fail under every "
+            "policy. Absolute-threshold policies judge the output dtype as much as the kernel: "
+            "bf16 rounding alone gives relative errors up to 2^-9 (about 2e-3), above the "
+            "thousandth rule's 1e-3; each card shows how the same-dtype golden itself fares."
+            "</p>")
+
+
+def render(df: pd.DataFrame, out: str | Path, title: str = "fia-fuzz precision dashboard",
+           policy: str = DEFAULT_POLICY, worst_n: int = agg.WORST_N) -> Path:
+    """Write the dashboard of `df` to `out` and return its path."""
+    agg.verdict_col(policy)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    parts = [f"<h1>{html.escape(title)}</h1>"]
-    judged = df[df["verdict"].notna()] if "verdict" in df else df.iloc[0:0]
-    parts.append(f"<p id='headline'>{len(df)} results, {len(judged)} judged.</p>")
-    if not judged.empty:
-        items = []
-        for name in POLICIES:
-            col = f"verdict_{name}"
-            if col in judged:
-                rate = judged[col].eq("pass").mean()
-                items.append(f"<li><b>{html.escape(name)}</b>: {rate:.1%} pass</li>")
-        parts.append("<ul class='headline'>" + "".join(items) + "</ul>")
-        fig = _heatmap(pass_rate_table(judged, "layout", "q_dtype"),
-                       "pass rate by layout x query dtype")
-        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=True))
-    if "outcome" in df:
-        counts = df["outcome"].value_counts()
-        parts.append("<h2>Outcomes</h2>" + counts.to_frame("cases").to_html())
-    worst = worst_cases(df)
-    if not worst.empty:
-        cols = ["case_id", "runner", "layout", "q_dtype", "branch", "out_max_abs",
-                "out_max_rel", "out_cosine", "verdict", "repro"]
-        cols = [c for c in cols if c in worst]
-        parts.append("<h2>Worst cases</h2>" + worst[cols].to_html(index=False, table_id="worst"))
-    page = ("<!doctype html><html><head><meta charset='utf-8'><title>"
-            f"{html.escape(title)}</title><style>body{{font-family:sans-serif;margin:2em}}"
-            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
-            "</style></head><body>" + "\n".join(parts) + "</body></html>")
+    df = agg.prepare(df)
+    runs = agg.run_order(df)
+    tabs = list(agg.by_runner(df))
+    summary = (f"{len(df)} results from {len(runs) or 1} run(s) on "
+               f"{len(agg.runners(df))} runner(s); verdicts under <b>{html.escape(policy)}</b>"
+               f" (select another policy in each heatmap).")
+    body = [f"<h1>{html.escape(title)}</h1>", f"<p id='headline'>{summary}</p>"]
+    if len(tabs) > 1:
+        body.append("<div class='tabs'>" + "".join(
+            f"<button onclick='showTab({i})' class='{'active' if i == 0 else ''}'>"
+            f"{html.escape(name)}</button>" for i, (name, _) in enumerate(tabs)) + "</div>")
+    for i, (name, part) in enumerate(tabs):
+        body.append(f"<section class='tab{' active' if i == 0 else ''}' "
+                    f"data-runner={json.dumps(name)}>")
+        body.append(_section(part, f"t{i}", policy, worst_n))
+        body.append("</section>")
+    body.append(_policy_notes())
+    page = ("<!doctype html><html><head><meta charset='utf-8'>"
+            f"<title>{html.escape(title)}</title><style>{CSS}</style>"
+            f"<script>{get_plotlyjs()}</script><script>{TAB_JS}</script></head><body>"
+            + "\n".join(body) + "</body></html>")
     out.write_text(page, encoding="utf-8")
     return out

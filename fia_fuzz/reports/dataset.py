@@ -11,7 +11,6 @@ directories and shards.
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,21 @@ RESULTS = "results"
 
 
 def _plain(x: Any) -> Any:
+    """A JSON-ready scalar; NaN and +-inf stay floats (json writes NaN/Infinity)."""
     if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return repr(x)
+        return x.item()
     return x
+
+
+def _parquet_ready(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns pyarrow can write: an object column mixing types becomes strings."""
+    for col in df.columns:
+        if df[col].dtype != object:
+            continue
+        kinds = {type(v) for v in df[col] if v is not None and v == v}
+        if len(kinds) > 1:
+            df[col] = df[col].map(lambda v: None if v is None or v != v else str(v))
+    return df
 
 
 class ResultWriter:
@@ -52,7 +61,7 @@ class ResultWriter:
         if df.empty:
             return None
         tmp = self.parquet.with_suffix(".parquet.tmp")
-        df.to_parquet(tmp, index=False)
+        _parquet_ready(df).to_parquet(tmp, index=False)
         os.replace(tmp, self.parquet)
         return self.parquet
 
@@ -64,6 +73,7 @@ class ResultWriter:
 
 
 def read_journal(path: Path) -> pd.DataFrame:
+    """The complete lines of a journal (a line cut by a kill mid-write is dropped)."""
     rows = []
     with open(path, encoding="utf-8") as fh:
         for line in fh:
@@ -78,7 +88,8 @@ def read_journal(path: Path) -> pd.DataFrame:
 
 
 def result_files(run_dirs: list[str | os.PathLike[str]]) -> list[Path]:
-    """The file to read per stem: parquet if compacted, else the journal."""
+    """The file to read per stem: the parquet if compacted and not older than the
+    journal (a resumed writer appends to the journal again), else the journal."""
     files: list[Path] = []
     for d in run_dirs:
         rdir = Path(d) / RESULTS
@@ -87,8 +98,10 @@ def result_files(run_dirs: list[str | os.PathLike[str]]) -> list[Path]:
         stems = {p.name.split(".")[0] for p in rdir.iterdir()
                  if p.suffix in (".jsonl", ".parquet")}
         for stem in sorted(stems):
-            pq = rdir / f"{stem}.parquet"
-            files.append(pq if pq.exists() else rdir / f"{stem}.jsonl")
+            pq, journal = rdir / f"{stem}.parquet", rdir / f"{stem}.jsonl"
+            fresh = pq.exists() and (not journal.exists()
+                                     or pq.stat().st_mtime >= journal.stat().st_mtime)
+            files.append(pq if fresh else journal)
     return files
 
 
@@ -99,8 +112,9 @@ def read_results(run_dirs: list[str | os.PathLike[str]] | str | os.PathLike[str]
         run_dirs = [run_dirs]
     frames = []
     for f in result_files(list(run_dirs)):
-        frames.append(pd.read_parquet(f) if f.suffix == ".parquet" else read_journal(f))
-    frames = [f for f in frames if not f.empty]
+        frame = pd.read_parquet(f) if f.suffix == ".parquet" else read_journal(f)
+        if not frame.empty:
+            frames.append(frame.assign(run_dir=str(f.parent.parent)))
     if not frames:
         return pd.DataFrame()
     return pd.concat(frames, ignore_index=True, sort=False)

@@ -1,10 +1,13 @@
-"""FIA composed from torch's scaled_dot_product_attention: real kernels we can run here.
+"""FIA composed around torch's scaled_dot_product_attention: real kernels we can run here.
 
-`torch-sdpa` calls the fused kernel (on CPU `_scaled_dot_product_flash_attention_for_cpu`,
-the kernel the public SDPA dispatches to for these inputs, called directly because
-it also returns the logsumexp); `torch-math` forces torch's unfused math backend
-in the input dtype, as a second implementation. Both compose the op's features
-around the attention call: layouts by permute, GQA by repeating KV heads.
+`torch-sdpa` calls the fused kernel: on CPU
+`aten._scaled_dot_product_flash_attention_for_cpu`, the kernel the public SDPA
+dispatches to for these inputs, called directly because it also returns the
+logsumexp; on CUDA the public SDPA (flash/memory-efficient) with the lse
+computed beside it. `torch-math` forces torch's unfused math backend in the
+input dtype, as a second implementation. Both share the composition of the
+op's features around the kernel (`fia_fuzz.runners.composition`), which is
+independent of the golden model on purpose.
 """
 
 from __future__ import annotations
@@ -15,42 +18,29 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.runners.base import Runner, register
-from fia_fuzz.runners.torch_convert import to_numpy, to_torch
-from fia_fuzz.spec import Case, output_specs
-from fia_fuzz.spec.call import CallView
-
-#: Optional inputs this composition does not express yet.
-UNSUPPORTED = ("pse_shift", "atten_mask", "actual_seq_lengths", "actual_seq_lengths_kv",
-               "block_table", "query_padding_size", "kv_padding_size", "key_shared_prefix",
-               "query_rope", "learnable_sink", "antiquant_scale", "key_antiquant_scale",
-               "dequant_scale1", "quant_scale2", "dequant_scale_query")
+from fia_fuzz.runners.composition.limits import refusal
+from fia_fuzz.spec import Case
 
 
-def _to_bnsd(t: Any, layout: str, heads: int) -> Any:
-    if layout == "BNSD":
-        return t
-    if layout == "BSND":
-        return t.permute(0, 2, 1, 3)
-    b, s, h = t.shape
-    return t.reshape(b, s, heads, h // heads).permute(0, 2, 1, 3)
+def default_device() -> str:
+    """CUDA when torch sees a GPU, else CPU."""
+    import torch
 
-
-def _from_bnsd(t: Any, layout: str) -> Any:
-    if layout == "BNSD":
-        return t
-    if layout == "BSND":
-        return t.permute(0, 2, 1, 3)
-    if layout == "NBSD":
-        return t.permute(1, 0, 2, 3)
-    b, n, s, d = t.shape
-    return t.permute(0, 2, 1, 3).reshape(b, s, n * d)
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class _TorchComposition(Runner):
-    fused: bool = True
+    """A torch kernel wrapped in the op's composition; `device` as torch names it."""
 
-    def __init__(self, device: str = "cpu"):
-        self.device = device
+    def __init__(self, device: str | None = None, post_quant_order: str | None = None):
+        self._device = device
+        self.post_quant_order = post_quant_order
+
+    @property
+    def device(self) -> str:
+        if self._device is None:
+            self._device = default_device()
+        return self._device
 
     def available(self) -> tuple[bool, str]:
         if importlib.util.find_spec("torch") is None:
@@ -58,76 +48,79 @@ class _TorchComposition(Runner):
         return True, ""
 
     def supports(self, case: Case) -> tuple[bool, str]:
-        used = [n for n in UNSUPPORTED if case.params.get(n) is not None]
-        if used:
-            return False, f"{self.name} does not express {used} yet"
-        if isinstance(case.params.get("key"), list):
-            return False, f"{self.name} does not express tensor-list KV yet"
-        if case.view().in_layout not in ("BSH", "BSND", "BNSD"):
-            return False, f"{self.name} does not express layout {case.view().in_layout} yet"
-        return True, ""
+        why = refusal(case.view())
+        return (False, f"{self.name}: {why}") if why else (True, "")
 
     def metadata(self) -> dict[str, str]:
         import torch
 
-        return {"runner": self.name, "torch": torch.__version__, "device": self.device}
+        meta = {"runner": self.name, "torch": torch.__version__, "device": self.device}
+        if self.device.startswith("cuda"):
+            meta["device_name"] = torch.cuda.get_device_name(torch.device(self.device))
+        else:
+            import platform
+
+            meta["device_name"] = platform.processor() or platform.machine()
+        return meta
 
     def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         import torch
 
-        view = CallView(call)
-        layout = view.in_layout
-        q = _to_bnsd(to_torch(call["query"], self.device), layout, view.N)
-        k = _to_bnsd(to_torch(call["key"], self.device), layout, view.KV_N)
-        v = _to_bnsd(to_torch(call["value"], self.device), layout, view.KV_N)
-        g = view.N // view.KV_N
-        if g > 1:
-            k = k.repeat_interleave(g, dim=1)
-            v = v.repeat_interleave(g, dim=1)
-        scale = float(view.attrs["scale"])
-        with torch.no_grad():
-            out, lse = self._attend(q, k, v, scale)
-        out_spec, lse_spec = output_specs(view)
-        out = _from_bnsd(out, view.out_layout)
-        if not view.attrs["softmax_lse_flag"]:
-            return to_numpy(out), np.zeros(lse_spec.shape, np.float32)
-        return to_numpy(out), to_numpy(lse.float().unsqueeze(-1))
+        from fia_fuzz.runners.composition.attend import compose
 
-    def _attend(self, q: Any, k: Any, v: Any, scale: float) -> tuple[Any, Any]:
+        with torch.no_grad():
+            return compose(call, self._attend, self.device, self.post_quant_order)
+
+    def _attend(self, q: Any, k: Any, v: Any, bias: Any, scale: float) -> tuple[Any, Any]:
         raise NotImplementedError
+
+
+def _same_head_dim(q: Any, k: Any, v: Any) -> tuple[Any, Any, Any, int]:
+    """Zero-pad q/k or v so the fused CPU kernel gets one head size; exact (zeros add 0)."""
+    import torch.nn.functional as F
+
+    dq, dv = q.shape[-1], v.shape[-1]
+    if dq < dv:
+        q, k = F.pad(q, (0, dv - dq)), F.pad(k, (0, dv - dq))
+    elif dv < dq:
+        v = F.pad(v, (0, dq - dv))
+    return q, k, v, dv
 
 
 @register("torch-sdpa")
 class TorchSdpaRunner(_TorchComposition):
     name = "torch-sdpa"
 
-    def _attend(self, q: Any, k: Any, v: Any, scale: float) -> tuple[Any, Any]:
+    def _attend(self, q: Any, k: Any, v: Any, bias: Any, scale: float) -> tuple[Any, Any]:
         import torch
 
         if q.device.type == "cpu":
+            q, k, v, dv = _same_head_dim(q, k, v)
             out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-                q, k, v, scale=scale)
-            return out, lse
-        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=scale)
-        return out, _lse(q, k, scale)
+                q, k, v, attn_mask=bias, scale=scale)
+            return out[..., :dv], lse
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=bias.to(q.dtype), scale=scale)
+        return out, _lse(q, k, bias, scale)
 
 
 @register("torch-math")
 class TorchMathRunner(_TorchComposition):
     name = "torch-math"
 
-    def _attend(self, q: Any, k: Any, v: Any, scale: float) -> tuple[Any, Any]:
+    def _attend(self, q: Any, k: Any, v: Any, bias: Any, scale: float) -> tuple[Any, Any]:
         import torch
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         with sdpa_kernel([SDPBackend.MATH]):
-            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=scale)
-        return out, _lse(q, k, scale)
+            out = torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, attn_mask=bias.to(q.dtype), scale=scale)
+        return out, _lse(q, k, bias, scale)
 
 
-def _lse(q: Any, k: Any, scale: float) -> Any:
-    """logsumexp of the fp32 scores, for backends whose kernel does not return it."""
+def _lse(q: Any, k: Any, bias: Any, scale: float) -> Any:
+    """logsumexp of the fp32 biased scores, for kernels that do not return it."""
     import torch
 
-    scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) * scale
+    scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) * scale + bias
     return torch.logsumexp(scores, dim=-1)

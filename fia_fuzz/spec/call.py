@@ -18,7 +18,7 @@ import numpy as np
 
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined
-from fia_fuzz.spec.tensors import TensorSpec, describe
+from fia_fuzz.spec.tensors import DTYPES, TensorSpec, describe
 
 INPUT_LAYOUTS = ("BSH", "BSND", "BNSD", "TND", "NTD")
 #: input layout string -> (query/kv layout, output layout) [V4 inputLayout].
@@ -89,11 +89,25 @@ def _rows(x: Any) -> list[list[Any]] | None:
     return None
 
 
+def _malformed(s: TensorSpec | list[TensorSpec] | None) -> bool:
+    """A description whose shape is not a tuple of non-negative ints or whose dtype is unknown."""
+    for t in s if isinstance(s, list) else [s]:
+        if t is None:
+            continue
+        if t.dtype not in DTYPES or not isinstance(t.shape, tuple):
+            return True
+        if any(isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0
+               for d in t.shape):
+            return True
+    return False
+
+
 class CallView:
     """Everything a rule may ask about a call, derived once and lazily."""
 
     def __init__(self, kwargs: dict[str, Any]):
         self.raw = kwargs
+        self.present = frozenset(k for k, v in kwargs.items() if v is not None)
         self.unknown = sorted(k for k in kwargs if k not in ALL_ARGS)
         self.bad: dict[str, BadArgument] = {}
         self.specs: dict[str, TensorSpec | list[TensorSpec] | None] = {}
@@ -131,6 +145,8 @@ class CallView:
                 self.values[name] = flat
             if name == "block_table":
                 self.block_rows = _rows(value)
+        self.malformed: set[str] = {n for n, s in self.specs.items() if _malformed(s)}
+        self.malformed |= {n for n, s in self.value_specs.items() if _malformed(s)}
         self.attrs: dict[str, Any] = {k: kwargs.get(k, d) for k, d in ATTR_DEFAULTS.items()}
         for k in ATTR_DEFAULTS:
             if kwargs.get(k, ATTR_DEFAULTS[k]) is None:
@@ -138,11 +154,26 @@ class CallView:
 
     # ---- argument access -------------------------------------------------
     def spec(self, name: str) -> TensorSpec | None:
-        """The TensorSpec of a single-tensor argument (first element for a KV list)."""
+        """The TensorSpec of a single-tensor argument (first element for a KV list).
+
+        None when absent; raises `Undetermined` when present but malformed (bad
+        shape or unknown dtype), so only the argument rules report it.
+        """
+        if name in self.malformed:
+            raise Undetermined(name)
         s = self.specs.get(name)
         if isinstance(s, list):
             return s[0] if s else None
         return s
+
+    def spec_list(self, name: str) -> list[TensorSpec]:
+        """Every tensor of a key/value argument (one element when not a list)."""
+        if name in self.malformed:
+            raise Undetermined(name)
+        s = self.specs.get(name)
+        if s is None:
+            return []
+        return s if isinstance(s, list) else [s]
 
     def need(self, name: str) -> TensorSpec:
         s = self.spec(name)
@@ -151,13 +182,13 @@ class CallView:
         return s
 
     def has(self, name: str) -> bool:
-        if name in self.values:
-            return self.values[name] is not None or self.value_specs[name] is not None
-        return self.specs.get(name) is not None
+        """The argument is given (a malformed argument counts as given)."""
+        return name in self.present
 
     def attr_int(self, name: str) -> int:
         v = self.attrs[name]
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) \
+                or not -(1 << 63) <= int(v) < (1 << 63):
             raise Undetermined(name)
         return int(v)
 
@@ -177,7 +208,7 @@ class CallView:
     def out_layout(self) -> str:
         return self.layout_pair[1]
 
-    @property
+    @cached_property
     def packed(self) -> bool:
         return self.in_layout in PACKED_LAYOUTS
 
@@ -185,9 +216,9 @@ class CallView:
     def is_kv_list(self) -> bool:
         return isinstance(self.specs.get("key"), list)
 
-    @property
+    @cached_property
     def paged(self) -> bool:
-        return self.has("block_table")
+        return "block_table" in self.present
 
     # ---- dimensions --------------------------------------------------------
     @cached_property
@@ -210,50 +241,106 @@ class CallView:
             raise Undetermined("num_key_value_heads")
         return self.N // self.KV_N
 
+    @property
+    def kv_pack(self) -> int:
+        """int4 values per key/value last-axis element: 8 for int32-packed int4 [V2 Q_S=1]."""
+        k = self.spec("key")
+        return 8 if k is not None and k.dtype == "int32" else 1
+
     @cached_property
     def q_dims(self) -> dict[str, int]:
         """B, S1, N, D read from the query shape in the input layout."""
         q = self.need("query")
         return self._dims(q, self.in_layout, self.N, "query")
 
-    def _dims(self, t: TensorSpec, layout: str, heads: int, what: str) -> dict[str, int]:
+    def _dims(self, t: TensorSpec, layout: str, heads: int, what: str,
+              pack: int = 1) -> dict[str, int]:
         shape = t.shape
         if len(shape) != len(layout) or any(
                 not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
             raise Undetermined(what)
+        shape = tuple(int(d) for d in shape)
         if layout == "BSH":
             b, s, h = shape
+            h *= pack
             if heads <= 0 or h % heads:
                 raise Undetermined(what)
-            return {"B": b, "S": s, "N": heads, "D": h // heads}
+            return {"B": b, "S": s, "N": heads, "D": h // heads, "H": h}
         if layout == "BSND":
             b, s, n, d = shape
-            return {"B": b, "S": s, "N": n, "D": d}
+            return {"B": b, "S": s, "N": n, "D": d * pack}
         if layout == "BNSD":
             b, n, s, d = shape
-            return {"B": b, "S": s, "N": n, "D": d}
+            return {"B": b, "S": s, "N": n, "D": d * pack}
         if layout == "TND":
             t_, n, d = shape
-            return {"T": t_, "N": n, "D": d}
+            return {"T": t_, "N": n, "D": d * pack}
         if layout == "NTD":
             n, t_, d = shape
-            return {"T": t_, "N": n, "D": d}
+            return {"T": t_, "N": n, "D": d * pack}
         raise Undetermined(what)
+
+    def tensor_dims(self, name: str, index: int = 0) -> dict[str, int]:
+        """Dims of a contiguous key/value-like tensor (element `index` of a list)."""
+        ts = self.spec_list(name)
+        if not ts or index >= len(ts):
+            raise Undetermined(name)
+        return self._dims(ts[index], self.in_layout, self.KV_N, name, self.kv_pack)
 
     @cached_property
     def kv_dims(self) -> dict[str, int]:
-        """B, S2, N, D of key for non-paged KV (per the input layout)."""
+        """B, S2, N, D of key for non-paged KV (first tensor of a list)."""
         if self.paged:
             raise Undetermined("key")
-        k = self.need("key")
-        return self._dims(k, self.in_layout, self.KV_N, "key")
+        return self.tensor_dims("key")
 
     @cached_property
     def v_dims(self) -> dict[str, int]:
         if self.paged:
             raise Undetermined("value")
-        v = self.need("value")
-        return self._dims(v, self.in_layout, self.KV_N, "value")
+        return self.tensor_dims("value")
+
+    @cached_property
+    def cache_layout(self) -> str:
+        """Paged KV cache form by rank: BnBsH (3), BnNBsD (4), NZ (5) [V4 PagedAttention, MLA]."""
+        if not self.paged:
+            raise Undetermined("block_table")
+        k = self.need("key")
+        forms = {3: "BnBsH", 4: "BnNBsD", 5: "NZ"}
+        if k.ndim not in forms:
+            raise Undetermined("key")
+        return forms[k.ndim]
+
+    def cache_dims(self, name: str) -> dict[str, int]:
+        """blocks, block size, heads and head dim of a paged cache tensor."""
+        t = self.need(name)
+        form = self.cache_layout
+        shape = tuple(int(d) for d in t.shape)
+        if form == "BnBsH" and t.ndim == 3:
+            bn, bs, h = shape
+            if h % self.KV_N:
+                raise Undetermined(name)
+            return {"blocks": bn, "bs": bs, "N": self.KV_N, "D": h // self.KV_N, "H": h}
+        if form == "BnNBsD" and t.ndim == 4:
+            bn, n, bs, d = shape
+            return {"blocks": bn, "bs": bs, "N": n, "D": d, "H": n * d}
+        if form == "NZ" and t.ndim == 5:
+            bn, n, d1, bs, d0 = shape
+            return {"blocks": bn, "bs": bs, "N": n, "D": d1 * d0, "H": n * d1 * d0, "d0": d0}
+        raise Undetermined(name)
+
+    @cached_property
+    def block_table_shape(self) -> tuple[int, int]:
+        """(rows, columns) of a 2-D block_table given as a tensor, TensorSpec or nested list."""
+        t = self.value_specs.get("block_table")
+        if t is not None:
+            if t.ndim != 2 or "block_table" in self.malformed:
+                raise Undetermined("block_table")
+            return int(t.shape[0]), int(t.shape[1])
+        rows = self.block_rows
+        if rows is None or len({len(r) for r in rows}) > 1:
+            raise Undetermined("block_table")
+        return len(rows), len(rows[0]) if rows else 0
 
     @cached_property
     def B(self) -> int:
@@ -277,34 +364,38 @@ class CallView:
         return self.q_dims["D"]
 
     @cached_property
+    def Dk(self) -> int:
+        """Head dim of key (unpacked for int4-as-int32)."""
+        if self.paged:
+            return self.cache_dims("key")["D"]
+        return self.kv_dims["D"]
+
+    @cached_property
     def Dv(self) -> int:
         if self.paged:
-            v = self.need("value")
-            if v.ndim == 3:
-                if self.KV_N <= 0 or v.shape[2] % self.KV_N:
-                    raise Undetermined("value")
-                return v.shape[2] // self.KV_N
-            if v.ndim == 4:
-                return v.shape[3]
-            raise Undetermined("value")
+            return self.cache_dims("value")["D"]
         return self.v_dims["D"]
 
     @cached_property
     def S2(self) -> int:
         """Key/value sequence length of the (largest) KV tensor, before any prefix."""
         if self.paged:
-            bt = self.value_specs.get("block_table")
-            if bt is None or bt.ndim != 2:
-                raise Undetermined("block_table")
-            return bt.shape[1] * self.attr_int("block_size")
+            return self.block_table_shape[1] * self.attr_int("block_size")
         if self.is_kv_list:
-            ks = self.specs["key"]
-            assert isinstance(ks, list)
-            return max(self._dims(k, self.in_layout, self.KV_N, "key")["S"] for k in ks)
+            n = len(self.spec_list("key"))
+            if not n:
+                raise Undetermined("key")
+            return max(self.tensor_dims("key", i)["S"] for i in range(n))
         if self.packed:
-            lens = self.packed_lengths("actual_seq_lengths_kv")
+            lens = self.act_kv
             return max(lens) if lens else 0
         return self.kv_dims["S"]
+
+    def kv_seq(self, b: int) -> int:
+        """The KV tensor length of batch b (its own tensor for a KV list)."""
+        if self.is_kv_list:
+            return self.tensor_dims("key", b)["S"]
+        return self.S2
 
     @property
     def decode(self) -> bool:
@@ -313,10 +404,49 @@ class CallView:
             return False
         return self.S1 == 1
 
+    @property
+    def rope(self) -> bool:
+        return self.has("query_rope") or self.has("key_rope")
+
+    @property
+    def mla512(self) -> bool:
+        """MLA with query D 512 [V4 MLA场景 query d=512]."""
+        return self.rope and self.D == 512
+
+    @property
+    def nz(self) -> bool:
+        return self.paged and self.cache_layout == "NZ"
+
+    @property
+    def separate_antiquant(self) -> bool:
+        return any(self.has(n) for n in ("key_antiquant_scale", "value_antiquant_scale",
+                                         "key_antiquant_offset", "value_antiquant_offset"))
+
+    @property
+    def combined_antiquant(self) -> bool:
+        """Combined params in effect (separate ones win when both are given) [V4 伪量化参数约束]."""
+        return (self.has("antiquant_scale") or self.has("antiquant_offset")) \
+            and not self.separate_antiquant
+
+    @property
+    def left_padding(self) -> bool:
+        return self.has("query_padding_size") or self.has("kv_padding_size")
+
+    def ints(self, name: str) -> list[int] | None:
+        """The int values of a value argument; Undetermined when any is not an int64."""
+        a = self.values.get(name)
+        if a is None:
+            if self.has(name):
+                raise Undetermined(name)
+            return None
+        if not all(isinstance(x, int) and -(1 << 63) <= x < (1 << 63) for x in a):
+            raise Undetermined(name)
+        return a
+
     def packed_lengths(self, name: str) -> list[int]:
         """Per-batch lengths from cumulative offsets (TND/NTD, fia-semantics.md §2)."""
-        a = self.values.get(name)
-        if a is None or not all(isinstance(x, int) for x in a):
+        a = self.ints(name)
+        if a is None:
             raise Undetermined(name)
         prev = 0
         out = []
@@ -327,25 +457,81 @@ class CallView:
 
     def lengths(self, name: str, full: int) -> list[int]:
         """Per-batch lengths for right-padded layouts: absent -> full, length 1 -> broadcast."""
-        a = self.values.get(name)
+        a = self.ints(name)
         if a is None:
             return [full] * self.B
-        if not all(isinstance(x, int) for x in a):
-            raise Undetermined(name)
         if len(a) == 1:
             return a * self.B
         if len(a) < self.B:
             raise Undetermined(name)
         return a[: self.B]
 
+    @cached_property
+    def act_q(self) -> list[int]:
+        """Valid query rows per batch [V4 actualSeqLengths]; ignored (= 1) in decode."""
+        if self.packed:
+            return self.packed_lengths("actual_seq_lengths")
+        if self.decode:
+            return [1] * self.B
+        return self.lengths("actual_seq_lengths", self.S1)
+
+    @cached_property
+    def act_kv(self) -> list[int]:
+        """Valid key rows per batch; per-batch (not cumulative) for paged caches."""
+        if self.paged:
+            if self.values.get("actual_seq_lengths_kv") is None:
+                raise Undetermined("actual_seq_lengths_kv")
+            return self.lengths("actual_seq_lengths_kv", 0)
+        if self.packed:
+            return self.packed_lengths("actual_seq_lengths_kv")[: self.B]
+        if self.is_kv_list and self.values.get("actual_seq_lengths_kv") is None:
+            return [self.kv_seq(b) for b in range(self.B)]
+        return self.lengths("actual_seq_lengths_kv", self.S2)
+
+    @cached_property
+    def prefix_S(self) -> int:
+        if not self.has("key_shared_prefix"):
+            return 0
+        return self.tensor_dims("key_shared_prefix")["S"]
+
+    @cached_property
+    def prefix_len(self) -> int:
+        """Effective shared-prefix length: actual_shared_prefix_len or the prefix S [V4]."""
+        if not self.has("key_shared_prefix"):
+            return 0
+        a = self.ints("actual_shared_prefix_len")
+        if a is None:
+            return self.prefix_S
+        if len(a) != 1 or not 0 <= a[0] <= self.prefix_S:
+            raise Undetermined("actual_shared_prefix_len")
+        return a[0]
+
+    @cached_property
+    def max_blocks_per_seq(self) -> int:
+        """maxBlockNumPerSeq: blocks of the longest actual_seq_lengths_kv [V4 blockTable]."""
+        bs = self.attr_int("block_size")
+        if bs <= 0:
+            raise Undetermined("block_size")
+        return max(-(-max(a, 0) // bs) for a in self.act_kv) if self.act_kv else 0
+
+    @cached_property
+    def out_dtype(self) -> str:
+        """attention_out dtype [V4 attentionOut, int8量化场景, MLA 全量化 (bf16)]."""
+        q = self.need("query")
+        if self.has("quant_scale2"):
+            return "int8"
+        if q.dtype == "int8":
+            return "bfloat16" if self.rope else "float16"
+        return q.dtype
+
     @property
     def numel_budget(self) -> int:
-        """Element count of the query and KV tensors (for the memory-sanity rule)."""
+        """Element count of every tensor argument (for the memory-sanity rule)."""
         total = 0
-        for name in ("query", "key", "value"):
+        for name in TENSOR_ARGS:
             s = self.specs.get(name)
             for t in s if isinstance(s, list) else [s]:
-                if t is not None:
+                if t is not None and isinstance(t.shape, tuple):
                     try:
                         total += math.prod(int(d) for d in t.shape)
                     except (TypeError, ValueError):

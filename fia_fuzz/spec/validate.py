@@ -45,14 +45,15 @@ def require_legal(query: Any, key: Any, value: Any, **kwargs: Any) -> CallView:
 
 
 def output_specs(view: CallView) -> tuple[TensorSpec, TensorSpec]:
-    """(attention_out, softmax_lse) for a call already known to be legal [V4 attentionOut]."""
-    q = view.need("query")
-    if view.has("quant_scale2"):
-        out_dtype = "int8"
-    elif q.dtype == "int8":
-        out_dtype = "float16"
-    else:
-        out_dtype = q.dtype
+    """(attention_out, softmax_lse) for a call already known to be legal.
+
+    attention_out: the output layout of input_layout with D = Dv [V4 attentionOut];
+    int8 with quant_scale2, float16 for an int8 query (bfloat16 for MLA full
+    quant [V4 MLA 全量化 attention BFLOAT16]), else the query dtype.
+    softmax_lse: (B, N, Q_S, 1), (T, N, 1) for TND/NTD_TND, (1,) without
+    softmax_lse_flag [V4 softmaxLse].
+    """
+    out_dtype = view.out_dtype
     n, dv = view.N, view.Dv
     out_layout = view.out_layout
     if view.packed:

@@ -5,4 +5,25 @@ the import order below is the evaluation order (arguments before shapes
 before features), so the cheapest, most basic violation is reported first.
 """
 
-from fia_fuzz.spec.rulebook import arguments, dims, dtypes, heads, layouts  # noqa: F401
+# isort: off
+from fia_fuzz.spec.rulebook import (  # noqa: F401
+    arguments,
+    dtypes,
+    layouts,
+    heads,
+    dims,
+    lengths,
+    masks,
+    pse,
+    padding,
+    kvlist,
+    paged,
+    prefix,
+    antiquant,
+    quant,
+    rope,
+    tnd,
+    nz,
+    outputs,
+)
+# isort: on

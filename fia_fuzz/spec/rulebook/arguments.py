@@ -13,6 +13,7 @@ from fia_fuzz.spec.params import ATTR_DEFAULTS, TENSOR_ARGS
 from fia_fuzz.spec.rules import rule, src
 from fia_fuzz.spec.tensors import DTYPES
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: Refuse descriptions whose data would not fit a host (elements of q+k+v).
 MAX_ELEMENTS = 1 << 34
 
@@ -28,7 +29,8 @@ def _unknown(c: CallView) -> str | None:
 @rule("args.required", "query, key and value are given",
       src("V4", "aclnnFusedInferAttentionScoreV4GetWorkspaceSize 参数说明"))
 def _required(c: CallView) -> str | None:
-    missing = [n for n in ("query", "key", "value") if c.raw.get(n) is None]
+    missing = [n for n in ("query", "key", "value")
+               if c.raw.get(n) is None or (isinstance(c.raw[n], (list, tuple)) and not c.raw[n])]
     if missing:
         return f"required argument(s) {missing} are None"
     return None
@@ -43,7 +45,7 @@ def _types(c: CallView) -> str | None:
     return None
 
 
-@rule("args.attr_type", "scalar attributes have their documented Python type",
+@rule("args.attr_type", "scalar attributes have their documented type (ints within int64)",
       src("V2", "算子原型 (REG_OP attrs)"))
 def _attr_types(c: CallView) -> str | None:
     bad = []
@@ -52,7 +54,8 @@ def _attr_types(c: CallView) -> str | None:
         if isinstance(default, bool):
             ok = isinstance(v, (bool, np.bool_))
         elif isinstance(default, int):
-            ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+            ok = (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                  and INT64_MIN <= int(v) <= INT64_MAX)
         elif isinstance(default, float):
             ok = (isinstance(v, (int, float, np.integer, np.floating))
                   and not isinstance(v, bool) and bool(np.isfinite(v)))
@@ -91,20 +94,20 @@ def _shape_sane(c: CallView) -> str | None:
     return "bad dimension(s): " + ", ".join(bad) if bad else None
 
 
-@rule("args.values_integral", "value-carrying arguments hold integers only",
+@rule("args.values_integral", "value-carrying arguments hold int64 integers only",
       src("MS", "actual_seq_lengths (int64)"))
 def _values_integral(c: CallView) -> str | None:
     bad = []
     for name, vals in c.values.items():
         if vals is None:
             continue
-        odd = [v for v in vals if not isinstance(v, int)]
+        odd = [v for v in vals if not isinstance(v, int) or not INT64_MIN <= v <= INT64_MAX]
         if odd:
-            bad.append(f"{name} holds non-integers {odd[:4]!r}")
+            bad.append(f"{name} holds non-integers or values outside int64 {odd[:4]!r}")
     return "; ".join(bad) or None
 
 
-@rule("args.memory", "the query/key/value description fits in host memory",
+@rule("args.memory", "all tensor descriptions together fit in host memory",
       src("SEM", "10. Limits (S <= 20M, B <= 65536)"))
 def _memory(c: CallView) -> str | None:
     n = c.numel_budget

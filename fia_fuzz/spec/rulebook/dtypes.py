@@ -1,9 +1,11 @@
-"""Input dtypes and their combinations [V2 REG_OP, V4 参数说明]."""
+"""Input dtypes and their combinations [V2 REG_OP, V4 参数说明, V4 int8量化场景]."""
 
 from __future__ import annotations
 
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.rules import rule, src
+
+INT_KV = ("int8", "int4", "int32")
 
 
 @rule("dtype.query", "query is float16, bfloat16 or int8",
@@ -28,7 +30,7 @@ def _kv_match(c: CallView) -> str | None:
       src("V4", "约束说明 (query/key/value 数据类型一致, 伪量化除外)"))
 def _kv_float(c: CallView) -> str | None:
     q, k = c.spec("query"), c.spec("key")
-    if q is None or k is None:
+    if q is None or k is None or q.dtype not in ("float16", "bfloat16"):
         return None
     if k.dtype in ("float16", "bfloat16") and k.dtype != q.dtype:
         return f"key.dtype={k.dtype!r} differs from query.dtype={q.dtype!r}"
@@ -39,6 +41,66 @@ def _kv_float(c: CallView) -> str | None:
       src("V4", "参数说明 key/value"))
 def _kv(c: CallView) -> str | None:
     k = c.spec("key")
-    if k is not None and k.dtype not in ("float16", "bfloat16", "int8", "int4", "int32"):
+    if k is not None and k.dtype not in ("float16", "bfloat16") + INT_KV:
         return f"key.dtype={k.dtype!r}, expected float16, bfloat16, int8, int4 or int32"
     return None
+
+
+@rule("dtype.int8_query_kv", "an int8 query (full quantisation) needs int8 key/value",
+      src("V4", "约束说明 int8量化场景 (输入INT8: query/key/value 类型为INT8)"))
+def _int8_query(c: CallView) -> str | None:
+    q, k = c.spec("query"), c.spec("key")
+    if q is not None and k is not None and q.dtype == "int8" and k.dtype != "int8":
+        return f"query.dtype='int8' needs int8 key/value, got key.dtype={k.dtype!r}"
+    return None
+
+
+@rule("dtype.all_int8_decode", "query, key and value all int8 is not supported when Q_S == 1",
+      src("V4", "约束说明 当Q_S等于1时 (query、key、value输入类型均为INT8的场景暂不支持)"))
+def _all_int8_decode(c: CallView) -> str | None:
+    q, k = c.need("query"), c.need("key")
+    if q.dtype == "int8" and k.dtype == "int8" and c.decode and not c.rope:
+        return f"query, key and value are all int8 with Q_S={c.S1}"
+    return None
+
+
+@rule("dtype.mask", "atten_mask is bool, int8 or uint8",
+      src("V4", "参数说明 attenMaskOptional"))
+def _mask(c: CallView) -> str | None:
+    m = c.spec("atten_mask")
+    if m is not None and m.dtype not in ("bool", "int8", "uint8"):
+        return f"atten_mask.dtype={m.dtype!r}, expected bool, int8 or uint8"
+    return None
+
+
+@rule("dtype.pse", "pse_shift is float16 for a float16/int8 query, bfloat16 for a bfloat16 query",
+      src("V4", "约束说明 pseShift (数据类型约束)"))
+def _pse(c: CallView) -> str | None:
+    p, q = c.spec("pse_shift"), c.spec("query")
+    if p is None or q is None:
+        return None
+    want = "bfloat16" if q.dtype == "bfloat16" else "float16"
+    if p.dtype != want:
+        return f"pse_shift.dtype={p.dtype!r} with query.dtype={q.dtype!r}, expected {want!r}"
+    return None
+
+
+@rule("dtype.block_table", "block_table is int32",
+      src("V4", "参数说明 blockTableOptional"))
+def _block_table(c: CallView) -> str | None:
+    t = c.value_specs.get("block_table")
+    if t is not None and t.dtype != "int32":
+        return f"block_table.dtype={t.dtype!r}, expected 'int32'"
+    return None
+
+
+@rule("dtype.int64_values", "actual lengths, padding sizes and prefix length tensors are int64",
+      src("V4", "参数说明 actualSeqLengths/queryPaddingSize/kvPaddingSize/actualSharedPrefixLen"))
+def _int64_values(c: CallView) -> str | None:
+    bad = []
+    for name in ("actual_seq_lengths", "actual_seq_lengths_kv", "query_padding_size",
+                 "kv_padding_size", "actual_shared_prefix_len"):
+        t = c.value_specs.get(name)
+        if t is not None and t.dtype != "int64":
+            bad.append(f"{name}.dtype={t.dtype!r}")
+    return ", ".join(bad) + ", expected 'int64'" if bad else None

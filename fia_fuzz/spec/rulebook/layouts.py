@@ -5,11 +5,15 @@ from __future__ import annotations
 from fia_fuzz.spec.call import LAYOUTS, CallView
 from fia_fuzz.spec.rules import Undetermined, rule, src
 
+NBSD_LAYOUTS = ("BSH_NBSD", "BSND_NBSD", "BNSD_NBSD")
+
 
 @rule("layout.known", "input_layout is one of the documented layouts",
       src("V4", "参数说明 inputLayout"))
 def _known(c: CallView) -> str | None:
     lay = c.attrs["input_layout"]
+    if not isinstance(lay, str):
+        return None
     if lay not in LAYOUTS:
         return f"input_layout={lay!r} not in {sorted(LAYOUTS)}"
     return None
@@ -54,9 +58,8 @@ def _kv_rank(c: CallView) -> str | None:
         return None
     lay = c.in_layout
     for name in ("key", "value"):
-        s = c.specs.get(name)
-        for t in s if isinstance(s, list) else [s]:
-            if t is not None and t.ndim != len(lay):
+        for t in c.spec_list(name):
+            if t.ndim != len(lay):
                 return (f"{name}.shape={list(t.shape)} has rank {t.ndim}, "
                         f"layout {lay} needs {len(lay)}")
     return None
@@ -76,14 +79,14 @@ def _kv_batch(c: CallView) -> str | None:
 @rule("layout.kv_heads", "key/value have num_key_value_heads heads",
       src("V4", "参数说明 numKeyValueHeads"))
 def _kv_heads(c: CallView) -> str | None:
-    if c.paged or c.is_kv_list:
+    if c.paged:
         return None
     try:
         kd, vd = c.kv_dims, c.v_dims
     except Undetermined:
-        if c.in_layout == "BSH":
-            k = c.need("key")
-            return (f"key H={k.shape[-1]} is not a multiple of "
+        k = c.need("key")
+        if c.in_layout == "BSH" and k.ndim == 3:
+            return (f"key H={k.shape[-1] * c.kv_pack} is not a multiple of "
                     f"num_key_value_heads={c.KV_N}")
         raise
     if kd["N"] != c.KV_N or vd["N"] != c.KV_N:
@@ -106,18 +109,45 @@ def _kv_seq(c: CallView) -> str | None:
 @rule("layout.qk_head_dim", "key head dim D equals the query's",
       src("V4", "参数说明 key/value"))
 def _qk_d(c: CallView) -> str | None:
-    if c.paged or c.is_kv_list:
+    if c.paged:
         return None
     if c.kv_dims["D"] != c.D:
         return f"key D={c.kv_dims['D']} != query D={c.D}"
     return None
 
 
-@rule("layout.value_head_dim", "value D equals key D except with MLA rope (Dv may differ)",
-      src("SEM", "9. MLA"))
+@rule("layout.value_head_dim",
+      "value D equals query/key D, except MLA rope and the packed-layout D combinations",
+      src("V4", "参数说明 key/value (shape 需要完全一致); TND 综合限制"))
 def _v_d(c: CallView) -> str | None:
-    if c.paged or c.is_kv_list or c.has("query_rope"):
+    if c.paged or c.rope or c.packed:
         return None
-    if c.v_dims["D"] != c.kv_dims["D"]:
-        return f"value D={c.v_dims['D']} != key D={c.kv_dims['D']} without query_rope/key_rope"
+    if c.v_dims["D"] != c.D:
+        return f"value D={c.v_dims['D']} != query D={c.D} without query_rope/key_rope"
+    return None
+
+
+@rule("layout.bnsd_bsnd_prefill", "BNSD_BSND is a prefill layout (Q_S > 1)",
+      src("V4", "参数说明 inputLayout (Q_S>1: BSH、BSND、BNSD、BNSD_BSND)"))
+def _bnsd_bsnd(c: CallView) -> str | None:
+    if c.attrs["input_layout"] == "BNSD_BSND" and c.S1 <= 1:
+        return f"input_layout='BNSD_BSND' needs Q_S > 1, got Q_S={c.S1}"
+    return None
+
+
+@rule("layout.nbsd_seq", "the *_NBSD output layouts need 1 < Q_S <= 16",
+      src("V4", "参数说明 inputLayout (1<Q_S<=16: BSH_NBSD、BSND_NBSD、BNSD_NBSD)"))
+def _nbsd_seq(c: CallView) -> str | None:
+    lay = c.attrs["input_layout"]
+    if lay in NBSD_LAYOUTS and not 1 < c.S1 <= 16:
+        return f"input_layout={lay!r} needs 1 < Q_S <= 16, got Q_S={c.S1}"
+    return None
+
+
+@rule("layout.nbsd_rope", "the *_NBSD output layouts are MLA (query_rope/key_rope) layouts",
+      src("V4", "MLA场景 query d=512 inputLayout; SEM §2"))
+def _nbsd_rope(c: CallView) -> str | None:
+    lay = c.attrs["input_layout"]
+    if lay in NBSD_LAYOUTS and not c.rope:
+        return f"input_layout={lay!r} without query_rope/key_rope"
     return None

@@ -1,0 +1,106 @@
+"""KV sources: every way the op receives key/value, reduced to one BNSD form [SEM §2, §3, §6].
+
+`load_kv` is the single entry: contiguous tensors (BSH/BSND/BNSD, with right
+or left padding), packed TND/NTD, tensor lists, paged caches and the shared
+prefix all come out as `KV`: BNSD key/value in their storage dtype, plus the
+per-batch valid window. Dequantisation of int8/int4 KV slots in after this
+step (golden/antiquant.py), so every source serves the quantised paths too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from fia_fuzz.golden.layouts import to_bnsd, unpack
+from fia_fuzz.golden.lengths import kv_offsets, packed_lengths, per_batch
+from fia_fuzz.golden.paged import paged_bnsd
+from fia_fuzz.golden.prefix import prefix_bnsd, prepend
+from fia_fuzz.spec.call import CallView
+
+
+@dataclass(frozen=True)
+class KV:
+    """key (B, KV_N, L, D), value (B, KV_N, L, Dv), key_rope (B, KV_N, L, 64) or None.
+
+    Batch b's keys are columns [kv_off, kv_off + prefix + kv_len); everything
+    else is padding the masks exclude.
+    """
+
+    key: np.ndarray
+    value: np.ndarray
+    key_rope: np.ndarray | None
+    kv_len: np.ndarray
+    kv_off: np.ndarray
+    prefix: int
+
+
+def load_kv(view: CallView, call: dict[str, Any]) -> KV:
+    """Key, value and key_rope of a legal call as `KV` (storage dtype, not yet dequantised)."""
+    names = ["key", "value"] + (["key_rope"] if call.get("key_rope") is not None else [])
+    b = view.B
+    if view.paged:
+        lens = per_batch(view.values["actual_seq_lengths_kv"], b, 0)
+        table = np.asarray(call["block_table"])
+        parts = [paged_bnsd(np.asarray(call[n]), view.KV_N, table, lens) for n in names]
+    elif view.is_kv_list:
+        sizes = [to_bnsd(np.asarray(t), view.in_layout, view.KV_N).shape[2]
+                 for t in call["key"]]
+        given = view.values.get("actual_seq_lengths_kv")
+        lens = (np.asarray(sizes, np.int64) if given is None
+                else np.minimum(per_batch(given, b, 0), sizes))
+        parts = [_stack([to_bnsd(np.asarray(t), view.in_layout, view.KV_N)
+                         for t in _as_list(call[n], b)], lens) for n in names]
+    elif view.packed:
+        lens = packed_lengths(view, "actual_seq_lengths_kv")
+        parts = [unpack(np.asarray(call[n]), view.in_layout, lens) for n in names]
+    else:
+        parts = [to_bnsd(np.asarray(call[n]), view.in_layout, view.KV_N) for n in names]
+        s2 = parts[0].shape[2]
+        lens = np.minimum(per_batch(view.values.get("actual_seq_lengths_kv"), b, s2), s2)
+        kv = KV(parts[0], parts[1], parts[2] if len(parts) > 2 else None, lens,
+                kv_offsets(view, lens, s2), 0)
+        return _with_prefix(view, call, kv)
+    kv = KV(parts[0], parts[1], parts[2] if len(parts) > 2 else None, lens,
+            np.zeros(b, np.int64), 0)
+    return _with_prefix(view, call, kv)
+
+
+def _as_list(x: Any, b: int) -> list[Any]:
+    """key_rope may come as a list like key, or (rarely) as one batched tensor."""
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    return [x[i:i + 1] for i in range(b)]
+
+
+def _stack(per_batch_bnsd: list[np.ndarray], lens: np.ndarray) -> np.ndarray:
+    """Tensor-list KV (each (1, N, S_b, D)) as one right-padded (B, N, max len, D)."""
+    s = int(lens.max()) if len(lens) else 0
+    first = per_batch_bnsd[0]
+    out = np.zeros((len(per_batch_bnsd), first.shape[1], s, first.shape[3]), first.dtype)
+    for i, t in enumerate(per_batch_bnsd):
+        out[i, :, :lens[i]] = t[0, :, :lens[i]]
+    return out
+
+
+def _with_prefix(view: CallView, call: dict[str, Any], kv: KV) -> KV:
+    if call.get("key_shared_prefix") is None:
+        return kv
+    pk = prefix_bnsd(view, call["key_shared_prefix"])
+    pv = prefix_bnsd(view, call["value_shared_prefix"])
+    return replace(kv, key=prepend(pk, kv.key), value=prepend(pv, kv.value),
+                   prefix=pk.shape[2])
+
+
+def dequantise(kv: KV, view: CallView, call: dict[str, Any], precision: str) -> KV:
+    """Float K/V for the attention step: the hook where antiquant (SEM §7) slots in.
+
+    Float KV passes through unchanged; int8/int4 KV is the quantised path's
+    job (golden/antiquant.py dequantise_call, which reads BNSD K/V at the
+    logical positions `KV` keeps) and is refused here rather than misread.
+    """
+    if kv.key.dtype.kind == "f" or kv.key.dtype.name == "bfloat16":
+        return kv
+    raise NotImplementedError(f"golden: {kv.key.dtype} KV (antiquant) is not implemented yet")

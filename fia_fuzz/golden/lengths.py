@@ -1,0 +1,73 @@
+"""Per-batch valid windows of query rows and KV columns [SEM §3, §6].
+
+Batch b attends with query rows [q_off, q_off + q_len) of its (padded) query
+and KV columns [kv_off, kv_off + prefix + kv_len) of its KV as the KV sources
+lay it out. Right padding has offset 0; left padding puts the window at
+S - pad - len. Masks and pse_shift index by these absolute positions, sparse
+modes and the pre/next band by positions relative to the window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fia_fuzz.spec.call import CallView
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Valid query rows and KV columns of every batch, as (B,) int64 arrays."""
+
+    q_len: np.ndarray
+    q_off: np.ndarray
+    kv_len: np.ndarray
+    kv_off: np.ndarray
+    #: shared-prefix tokens in front of every batch's KV (actual_shared_prefix_len).
+    prefix: int
+
+    @property
+    def s2b(self) -> np.ndarray:
+        """Per-batch KV length with the prefix counted (the S2 of mode 3/4 anchoring)."""
+        return self.kv_len + self.prefix
+
+
+def per_batch(values: list[int] | None, b: int, full: int) -> np.ndarray:
+    """Lengths or pads as (B,): absent -> full, one value -> broadcast, else the first B."""
+    if values is None:
+        return np.full(b, full, np.int64)
+    if len(values) == 1:
+        return np.full(b, values[0], np.int64)
+    return np.asarray(values[:b], np.int64)
+
+
+def packed_lengths(view: CallView, name: str) -> np.ndarray:
+    """Per-batch lengths from the cumulative offsets of TND/NTD [V4 §TND]."""
+    return np.asarray(view.packed_lengths(name), np.int64)
+
+
+def _left_offset(view: CallView, name: str, s: int, lengths: np.ndarray) -> np.ndarray:
+    """Start of the valid window under left padding (negative pads count as 0) [SEM §3]."""
+    pads = view.values.get(name)
+    if pads is None:
+        return np.zeros_like(lengths)
+    pad = np.maximum(per_batch(pads, len(lengths), 0), 0)
+    return np.maximum(s - pad - lengths, 0)
+
+
+def query_window(view: CallView) -> tuple[np.ndarray, np.ndarray]:
+    """(q_len, q_off): decode ignores actual_seq_lengths [SEM §3]; TND lengths are cumulative."""
+    if view.packed:
+        lens = packed_lengths(view, "actual_seq_lengths")
+        return lens, np.zeros_like(lens)
+    b, s1 = view.B, view.S1
+    if view.decode:
+        return np.full(b, min(s1, 1), np.int64), np.zeros(b, np.int64)
+    lens = np.minimum(per_batch(view.values.get("actual_seq_lengths"), b, s1), s1)
+    return lens, _left_offset(view, "query_padding_size", s1, lens)
+
+
+def kv_offsets(view: CallView, kv_len: np.ndarray, s2: int) -> np.ndarray:
+    """Left-padding offsets of contiguous KV (zeros for every other source)."""
+    return _left_offset(view, "kv_padding_size", s2, kv_len)

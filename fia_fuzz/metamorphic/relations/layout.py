@@ -1,0 +1,115 @@
+"""Layout permutations: the same data as BSH, BSND, BNSD, TND/NTD, and every output layout.
+
+[V4 inputLayout, fia-semantics.md §2]. Dense layouts only change strides, so
+the partner must be bit-identical. Packed layouts (TND/NTD) hold each
+batch's valid rows back to back with cumulative lengths; rows a right-padded
+source does not compute are 0 (lse +inf) on both sides [SEM §3].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fia_fuzz.metamorphic.catalogue import (
+    Call,
+    NotApplicable,
+    Outputs,
+    Partner,
+    keep_legal,
+    lengths,
+    relation,
+    require_absent,
+    view_of,
+)
+from fia_fuzz.metamorphic.equality import EXACT_ADDRESSING
+from fia_fuzz.metamorphic.layouts import (
+    DENSE,
+    cumulative,
+    from_bnsd,
+    pack,
+    relayout,
+    to_bnsd,
+    unpack,
+)
+from fia_fuzz.spec import Case
+from fia_fuzz.spec.call import LAYOUTS, PACKED_LAYOUTS
+
+#: KV-side tensors laid out like key (fia-semantics.md §6, §9).
+KV_LIKE = ("key", "value", "key_shared_prefix", "value_shared_prefix", "key_rope")
+#: Inputs whose meaning under a packed layout this relation does not model.
+NOT_PACKABLE = ("atten_mask", "pse_shift", "query_padding_size", "kv_padding_size",
+                "key_shared_prefix", "block_table", "query_rope", "antiquant_scale",
+                "key_antiquant_scale", "dequant_scale_query")
+
+
+def _dense_partner(call: Call, target: str) -> Partner:
+    v = view_of(call)
+    src_in, src_out = v.in_layout, v.out_layout
+    dst_in, dst_out = LAYOUTS[target]
+    new = dict(call, input_layout=target)
+    new["query"] = relayout(call["query"], src_in, dst_in, v.N)
+    if call.get("query_rope") is not None:
+        new["query_rope"] = relayout(call["query_rope"], src_in, dst_in, v.N)
+    for name in KV_LIKE:
+        x = call.get(name)
+        if x is None or (v.paged and name in ("key", "value", "key_rope")):
+            continue
+        if isinstance(x, list):
+            new[name] = [relayout(e, src_in, dst_in, v.KV_N) for e in x]
+        else:
+            new[name] = relayout(x, src_in, dst_in, v.KV_N)
+    heads = v.N
+
+    def back(o: Outputs) -> Outputs:
+        return relayout(o[0], dst_out, src_out, heads), o[1]
+
+    return Partner(target, new, EXACT_ADDRESSING, partner_out=back)
+
+
+def _packed_partner(call: Call, target: str) -> Partner:
+    v = view_of(call)
+    require_absent(call, NOT_PACKABLE, f"{target} partner does not model")
+    if v.is_kv_list:
+        raise NotApplicable("tensor-list KV has no packed form")
+    dst_in, dst_out = LAYOUTS[target]
+    b, s1, s2 = v.B, v.S1, v.S2
+    act_q = [1] * b if v.decode else lengths(v, "actual_seq_lengths", s1)
+    act_kv = lengths(v, "actual_seq_lengths_kv", s2)
+    if sum(act_q) == 0:
+        raise NotApplicable("no valid query row to pack")
+    q = to_bnsd(call["query"], v.in_layout, v.N)
+    k = to_bnsd(call["key"], v.in_layout, v.KV_N)
+    val = to_bnsd(call["value"], v.in_layout, v.KV_N)
+    new = dict(call, input_layout=target, query=pack(q, act_q, dst_in),
+               key=pack(k, act_kv, dst_in), value=pack(val, act_kv, dst_in),
+               actual_seq_lengths=cumulative(act_q), actual_seq_lengths_kv=cumulative(act_kv))
+    src_out, flag = v.out_layout, bool(v.attrs["softmax_lse_flag"])
+
+    def back(o: Outputs) -> Outputs:
+        out = from_bnsd(unpack(o[0], act_q, s1, dst_out), src_out)
+        lse = unpack(o[1], act_q, s1, "TND", fill=np.inf) if flag else o[1]
+        return out, lse
+
+    return Partner(target, new, EXACT_ADDRESSING, partner_out=back)
+
+
+@relation("layout", "the same data in every other input/output layout gives the same output",
+          "V4 参数说明 inputLayout; fia-semantics.md §2")
+def layout_permutations(case: Case, call: Call) -> list[Partner]:
+    v = view_of(call)
+    if v.in_layout not in DENSE:
+        raise NotApplicable(f"source layout {v.in_layout} is packed; partners start from "
+                            "dense layouts")
+    own = call.get("input_layout", "BSH")
+    candidates = []
+    for target, (dst_in, _) in LAYOUTS.items():
+        if target == own:
+            continue
+        try:
+            if dst_in in PACKED_LAYOUTS:
+                candidates.append(_packed_partner(call, target))
+            else:
+                candidates.append(_dense_partner(call, target))
+        except NotApplicable:
+            continue
+    return keep_legal(candidates)

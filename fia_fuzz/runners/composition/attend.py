@@ -1,0 +1,189 @@
+"""The whole op around one attention kernel: gather, mask, attend, scatter, quantise.
+
+Per batch the valid query rows and KV tokens are cut out (geometry, kv),
+dequantised (antiquant) and given an additive fp32 bias (masks, pse, a
+learnable sink as one extra key column with a zero value). The batches are
+padded to a common shape, padded keys get -inf, and one kernel call computes
+every batch. Rows with no attendable key (fully masked, act_kv == 0, padding)
+are kept finite for the kernel and set to out 0, lse +inf after [SEM §3, §4].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from fia_fuzz.runners.composition.antiquant import POSITION_FREE, dequantisers
+from fia_fuzz.runners.composition.geometry import prefix_length, windows
+from fia_fuzz.runners.composition.kv import KvSource, prefix_tokens, tensor, to_bnsd, to_nt
+from fia_fuzz.runners.composition.limits import refusal
+from fia_fuzz.runners.composition.masks import MaskPlan
+from fia_fuzz.runners.composition.postquant import channel_shape, post_quantise
+from fia_fuzz.runners.torch_convert import to_numpy, to_torch
+from fia_fuzz.spec.call import CallView
+
+#: kernel(q, k, v, bias, scale) -> (out, lse): BNSD q (B,N,R,Dq), k (B,N,K,Dq),
+#: v (B,N,K,Dv), fp32 bias (B,N,R,K); lse (B,N,R) fp32.
+Kernel = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float],
+                  tuple[torch.Tensor, torch.Tensor]]
+
+
+def _from_bnsd(t: torch.Tensor, layout: str) -> torch.Tensor:
+    if layout == "BNSD":
+        return t
+    if layout == "BSND":
+        return t.permute(0, 2, 1, 3)
+    if layout == "NBSD":
+        return t.permute(1, 0, 2, 3)
+    b, n, s, d = t.shape
+    return t.permute(0, 2, 1, 3).reshape(b, s, n * d)
+
+
+def _work_dtype(call: dict[str, Any], qdtype: torch.dtype) -> torch.dtype:
+    """Antiquant arithmetic: the query dtype in fp16 high-performance mode, else fp32 [SEM §7]."""
+    fast = int(call.get("inner_precise", 1)) & 1
+    if qdtype == torch.float16 and fast and call.get("pse_shift") is None:
+        return torch.float16
+    return torch.float32
+
+
+class _Kv:
+    """key, value (and key_rope) of every batch, dequantised, prefix first."""
+
+    def __init__(self, call: dict[str, Any], view: CallView, qdtype: torch.dtype, device: str):
+        layout, kv_n = view.in_layout, view.KV_N
+        table = call.get("block_table")
+        block_size = int(call.get("block_size") or 0)
+        self.sources = {name: KvSource(call[name], layout, kv_n, device, table, block_size)
+                        for name in ("key", "value", "key_rope") if call.get(name) is not None}
+        # int8, int4 and int32-packed int4 all arrive as int8 values (kv.tensor).
+        quantised = self._dtype("key") == torch.int8
+        self.deq = dequantisers(call, kv_n, device) if quantised else None
+        self.work = _work_dtype(call, qdtype)
+        self.qdtype = qdtype
+        self.prefix: dict[str, torch.Tensor] = {}
+        if call.get("key_shared_prefix") is not None:
+            plen = prefix_length(view)
+            for name in ("key", "value"):
+                self.prefix[name] = prefix_tokens(call[f"{name}_shared_prefix"], layout, kv_n,
+                                                  plen, device)
+
+    def head_dim(self, name: str) -> int:
+        data = self.sources[name].data
+        return int((data[0] if isinstance(data, list) else data).shape[-1])
+
+    def _dtype(self, name: str) -> torch.dtype:
+        data = self.sources[name].data
+        return (data[0] if isinstance(data, list) else data).dtype
+
+    def tokens(self, name: str, b: int, lo: int, hi: int) -> torch.Tensor:
+        x = self.sources[name].tokens(b, lo, hi)
+        pre = self.prefix.get(name)
+        if self.deq is not None and name in self.deq:
+            d = self.deq[name]
+            x = d.apply(x, b, lo, hi, self.work, self.qdtype)
+            if pre is not None:
+                assert d.mode in POSITION_FREE
+                pre = d.apply(pre, b, 0, pre.shape[1], self.work, self.qdtype)
+        if pre is not None:
+            x = torch.cat([pre, x], dim=1)
+        return x
+
+
+def compose(call: dict[str, Any], kernel: Kernel, device: str,
+            post_quant_order: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(attention_out, softmax_lse) of a legal canonical call, NumPy in and out."""
+    view = CallView(call)
+    why = refusal(view)
+    if why:
+        raise NotImplementedError(why)
+    layout, n, kv_n = view.in_layout, view.N, view.KV_N
+    q_all = tensor(call["query"], device)
+    qdtype = q_all.dtype
+    rope = call.get("query_rope")
+    if view.packed:
+        q_src = [to_nt(q_all, layout)]
+        if rope is not None:
+            q_src.append(to_nt(tensor(rope, device), layout))
+    else:
+        q_src = [to_bnsd(q_all, layout, n)]
+        if rope is not None:
+            q_src.append(to_bnsd(tensor(rope, device), layout, n))
+    wins = windows(view)
+    kv = _Kv(call, view, qdtype, device)
+    plan = MaskPlan.of(call, view.decode and rope is None, device)
+    sink = call.get("learnable_sink")
+    sink_t = None if sink is None else to_torch(np.asarray(sink), device).float().reshape(n)
+
+    b_count = len(wins)
+    dq = sum(s.shape[-1] for s in q_src)
+    dv = kv.head_dim("value")
+    r_max = max((w.rows for w in wins), default=0)
+    k_max = max((w.keys for w in wins), default=0)
+    k_cols = k_max + (1 if sink_t is not None else 0)
+    if view.packed:
+        full_out = torch.zeros(n, q_src[0].shape[1], dv, dtype=qdtype, device=device)
+        full_lse = torch.full((n, q_src[0].shape[1]), float("inf"), device=device)
+    else:
+        full_out = torch.zeros(b_count, n, view.S1, dv, dtype=qdtype, device=device)
+        full_lse = torch.full((b_count, n, view.S1), float("inf"), device=device)
+
+    if r_max and k_cols:
+        q = torch.zeros(b_count, n, r_max, dq, dtype=qdtype, device=device)
+        k = torch.zeros(b_count, kv_n, k_cols, dq, dtype=qdtype, device=device)
+        v = torch.zeros(b_count, kv_n, k_cols, dv, dtype=qdtype, device=device)
+        bias = torch.full((b_count, n, r_max, k_cols), float("-inf"), device=device)
+        for b, w in enumerate(wins):
+            if not w.rows:
+                continue
+            parts = [src[b][:, w.q_lo:w.q_hi] if not view.packed else src[:, w.q_lo:w.q_hi]
+                     for src in q_src]
+            q[b, :, :w.rows] = torch.cat(parts, dim=-1)
+            if w.keys:
+                keys = [kv.tokens("key", b, w.kv_lo, w.kv_hi)]
+                if "key_rope" in kv.sources:
+                    keys.append(kv.tokens("key_rope", b, w.kv_lo, w.kv_hi))
+                k[b, :, :w.keys] = torch.cat(keys, dim=-1)
+                v[b, :, :w.keys] = kv.tokens("value", b, w.kv_lo, w.kv_hi)
+                bias[b, :, :w.rows, :w.keys] = plan.bias(b, w).to(device)
+            if sink_t is not None:
+                bias[b, :, :w.rows, k_max] = sink_t[:, None]
+        valid = (bias[..., :k_max] > float("-inf")).any(dim=-1)
+        bias = torch.where(valid.unsqueeze(-1), bias, torch.zeros((), device=device))
+        g = n // kv_n
+        out, lse = kernel(q, k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1),
+                          bias, float(view.attrs["scale"]))
+        out = torch.where(valid.unsqueeze(-1), out, torch.zeros((), dtype=out.dtype,
+                                                                 device=device))
+        lse = torch.where(valid, lse.float(), torch.full((), float("inf"), device=device))
+        for b, w in enumerate(wins):
+            if not w.rows:
+                continue
+            if view.packed:
+                full_out[:, w.q_lo:w.q_hi] = out[b, :, :w.rows]
+                full_lse[:, w.q_lo:w.q_hi] = lse[b, :, :w.rows]
+            else:
+                full_out[b, :, w.q_lo:w.q_hi] = out[b, :, :w.rows]
+                full_lse[b, :, w.q_lo:w.q_hi] = lse[b, :, :w.rows]
+
+    result: torch.Tensor = full_out
+    if call.get("quant_scale2") is not None:
+        order = post_quant_order or ("offset_after_round" if view.decode
+                                     else "offset_before_round")
+        scale = channel_shape(to_torch(np.asarray(call["quant_scale2"]), device), n)
+        offset = call.get("quant_offset2")
+        if offset is not None:
+            offset = channel_shape(to_torch(np.asarray(offset), device), n)
+        result = post_quantise(full_out, scale, offset, order)
+    if view.packed:
+        result = result.permute(1, 0, 2) if view.out_layout == "TND" else result
+        lse_out = full_lse.permute(1, 0).unsqueeze(-1)
+    else:
+        result = _from_bnsd(result, view.out_layout)
+        lse_out = full_lse.unsqueeze(-1)
+    if not view.attrs["softmax_lse_flag"]:
+        return to_numpy(result), np.zeros((1,), np.float32)
+    return to_numpy(result), to_numpy(lse_out.float())

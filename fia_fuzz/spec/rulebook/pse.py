@@ -1,0 +1,28 @@
+"""pse_shift shape [V4 约束说明 pseShift, V2 pseShiftOptional, SEM §5]."""
+
+from __future__ import annotations
+
+from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.rules import rule, src
+
+
+@rule("pse.shape", "pse_shift is (B|1, N, >=Q_S, >=KV_S)",
+      src("V4", "约束说明 pseShift ((B,Q_N,Q_S,KV_S)、(1,Q_N,Q_S,KV_S); Q_S/KV_S 需大于等于)"))
+def _shape(c: CallView) -> str | None:
+    p = c.spec("pse_shift")
+    if p is None:
+        return None
+    sh = p.shape
+    if p.ndim != 4 or sh[0] not in (1, c.B) or sh[1] != c.N or sh[2] < c.S1 \
+            or (not c.paged and sh[3] < c.S2):
+        return (f"pse_shift.shape={list(sh)}, expected (B|1, N, >=Q_S, >=KV_S) with "
+                f"B={c.B}, N={c.N}, Q_S={c.S1}, KV_S={c.S2}")
+    return None
+
+
+@rule("pse.decode_d_align", "pse_shift with Q_S == 1 needs D % 16 == 0",
+      src("V4", "约束说明 pseShift (Q_S=1 仅支持D轴对齐，即D轴可以被16整除)"))
+def _decode_d(c: CallView) -> str | None:
+    if c.has("pse_shift") and c.decode and c.D % 16:
+        return f"pse_shift with Q_S=1 and D={c.D} (not a multiple of 16)"
+    return None

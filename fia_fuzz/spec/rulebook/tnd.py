@@ -1,0 +1,130 @@
+"""Packed layouts TND / TND_NTD / NTD_TND
+[V4 TND、TND_NTD、NTD_TND场景下query，key，value输入的综合限制, SEM §2]."""
+
+from __future__ import annotations
+
+from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.rules import rule, src
+
+T_MAX = 1048576
+
+
+@rule("tnd.layout_by_d", "query D 512 allows TND/TND_NTD; other D allow TND/NTD_TND (plain N"
+                         "TD never)",
+      src("V4", "TND 综合限制 (d等于512: 支持TND、TND_NTD; d不等于512: 支持TND、NTD_TND)"))
+def _layout(c: CallView) -> str | None:
+    if not c.packed:
+        return None
+    lay = c.attrs["input_layout"]
+    ok = ("TND", "TND_NTD") if c.D == 512 else ("TND", "NTD_TND")
+    if lay not in ok:
+        return f"input_layout={lay!r} with query D={c.D}, expected one of {list(ok)}"
+    return None
+
+
+@rule("tnd.t_max", "packed layouts allow T <= 1048576",
+      src("V4", "TND 综合限制 (T<=1048576)"))
+def _t_max(c: CallView) -> str | None:
+    if c.packed and c.q_dims["T"] > T_MAX:
+        return f"query T={c.q_dims['T']} > {T_MAX}"
+    return None
+
+
+@rule("tnd.sparse", "packed layouts: sparse_mode 0 without a mask, or 3 with the mask",
+      src("V4", "TND 综合限制 (sparseMode=0不传mask或者sparseMode=3且传入mask)"))
+def _sparse(c: CallView) -> str | None:
+    if not c.packed:
+        return None
+    mode, has = c.attr_int("sparse_mode"), c.has("atten_mask")
+    if not ((mode == 0 and not has) or (mode == 3 and has)):
+        return f"layout {c.attrs['input_layout']!r} with sparse_mode={mode}, atten_mask " \
+               f"{'given' if has else 'absent'}"
+    return None
+
+
+def _not512(c: CallView) -> bool:
+    return c.packed and c.D != 512
+
+
+@rule("tnd.dtype_bf16", "packed layouts with query D != 512 need bfloat16 query/key/value",
+      src("V4", "TND 综合限制 d不等于512 (query，key，value 数据类型仅支持BFLOAT16)"))
+def _bf16(c: CallView) -> str | None:
+    if not _not512(c):
+        return None
+    q, k = c.need("query"), c.need("key")
+    if q.dtype != "bfloat16" or k.dtype != "bfloat16":
+        return f"layout {c.attrs['input_layout']!r}, D={c.D}: query {q.dtype}, key {k.dtype}"
+    return None
+
+
+@rule("tnd.head_dims", "packed head dims: TND 128/128/128 or 192/192/(128|192); NTD_TND "
+      "Q_D=K_D in 128/192 with V_D 128; rope 128; GQA/paged not V_D 192",
+      src("V4", "TND 综合限制 d不等于512 (MLA: Q_D、K_D、V_D等于128; GQA/MHA/MQA: ...)"))
+def _dims(c: CallView) -> str | None:
+    if not _not512(c):
+        return None
+    qd, kd, vd = c.D, c.Dk, c.Dv
+    lay = c.attrs["input_layout"]
+    if c.rope:
+        ok = (qd, kd, vd) == (128, 128, 128)
+    elif lay == "NTD_TND":
+        ok = qd == kd and qd in (128, 192) and vd == 128
+    else:
+        ok = (qd, kd, vd) == (128, 128, 128) or (qd == kd == 192 and vd in (128, 192))
+    if ok and vd == 192 and (c.G > 1 or c.paged):
+        ok = False
+    if not ok:
+        return f"layout {lay!r}{' with rope' if c.rope else ''}: Q_D={qd}, K_D={kd}, V_D={vd}, " \
+               f"G={c.G}, paged={c.paged}"
+    return None
+
+
+@rule("tnd.causal_lengths", "packed, sparse_mode 3: every batch's actual q length < actual k"
+                            "v length",
+      src("V4", "TND 综合限制 d不等于512 (当sparseMode=3时，要求每个batch单独的actualSeqLe"
+                "ngths < actualSeqLe"
+                "ngthsKv)"))
+def _causal(c: CallView) -> str | None:
+    if not _not512(c) or c.attr_int("sparse_mode") != 3:
+        return None
+    pairs = enumerate(zip(c.act_q, c.act_kv, strict=False))
+    bad = [(b, q, kv) for b, (q, kv) in pairs if not q < kv]
+    return f"(batch, act_q, act_kv) {bad[:4]} violate act_q < act_kv" if bad else None
+
+
+@rule("tnd.block_size", "packed layouts with paged KV (D != 512): block_size 128, 512 or 1024",
+      src("V4", "TND 综合限制 d不等于512 PagedAttention blockSize (仅支持128,512或1024)"))
+def _bs(c: CallView) -> str | None:
+    bs = c.attr_int("block_size")
+    if _not512(c) and c.paged and bs not in (128, 512, 1024):
+        return f"layout {c.attrs['input_layout']!r} with block_size={bs}"
+    return None
+
+
+@rule("tnd.rope_not_paged", "packed MLA with query D 128 does not take paged attention",
+      src("V4", "MLA场景 query d=128 (不支持 ... PagedAttention)"))
+def _rope_paged(c: CallView) -> str | None:
+    return "packed MLA (D=128) with block_table" if _not512(c) and c.rope and c.paged else None
+
+
+@rule("tnd.d512_needs_rope", "packed layouts with query D 512 are MLA: query_rope/key_rope needed",
+      src("V4", "TND 综合限制 d等于512 (MLA（要求queryRope和keyRope不等于空）)"))
+def _d512(c: CallView) -> str | None:
+    if c.packed and c.D == 512 and not c.rope:
+        return f"layout {c.attrs['input_layout']!r} with query D=512 and no query_rope/key_rope"
+    return None
+
+
+@rule("tnd.no_extras", "packed layouts: no left padding, tensor list, pse, prefix, antiquant, "
+      "full quant or post-quant",
+      src("V4", "TND 综合限制 (不支持左padding、tensorlist、pse、prefix、伪量化、全量化、后量化)"))
+def _extras(c: CallView) -> str | None:
+    if not c.packed:
+        return None
+    bad = [n for n, on in (
+        ("left padding", c.left_padding), ("tensor list", c.is_kv_list),
+        ("pse_shift", c.has("pse_shift")), ("shared prefix", c.has("key_shared_prefix")),
+        ("antiquant", c.separate_antiquant or c.combined_antiquant),
+        ("int8 query", c.need("query").dtype == "int8"),
+        ("quant_scale2", c.has("quant_scale2"))) if on]
+    return f"layout {c.attrs['input_layout']!r} with {bad}" if bad else None

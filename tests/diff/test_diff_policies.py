@@ -1,0 +1,158 @@
+"""Named verdict policies (precision-standards.md §1-§5), each with a passing and a failing case."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fia_fuzz.diff import DEFAULT_POLICY, POLICIES, judge
+from fia_fuzz.diff.metrics import compare
+from fia_fuzz.diff.policies import BENCH_LEVELS, benchmark_level, benchmark_ratios
+
+NO_FEATURES: dict = {}
+
+
+def _truth(n=4096, seed=0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(n) * 0.5
+
+
+def _cast(x: np.ndarray, dtype: str) -> np.ndarray:
+    return x.astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+
+
+def _verdict(name, actual, truth, dtype, baseline=None, features=NO_FEATURES):
+    m = compare(actual, truth, dtype)
+    b = compare(baseline, truth, dtype) if baseline is not None else None
+    return POLICIES[name](m, b, dtype, features)
+
+
+def test_every_documented_policy_is_registered() -> None:
+    assert set(POLICIES) == {"ascend-thousandth", "ascend-threshold", "ascend-benchmark",
+                             "flash-attention", "vendor-fia"}
+    assert DEFAULT_POLICY in POLICIES
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_nan_and_invalid_rows_fail_under_every_policy(name: str) -> None:
+    t = _truth()
+    t[:16] = 0.0  # an invalid row
+    base = _cast(t, "float16")
+    nan = base.copy()
+    nan[100] = np.nan
+    assert _verdict(name, nan, t, "float16", base)[0] == "fail"
+    leak = base.copy()
+    leak[3] = np.float16(1e-4)
+    verdict, reason = _verdict(name, leak, t, "float16", base)
+    assert verdict == "fail" and "invalid rows" in reason
+
+
+def test_thousandth_passes_fp16_rounding_and_flags_bf16_rounding() -> None:
+    """The documented reason the default is not ascend-thousandth."""
+    t = _truth()
+    assert _verdict("ascend-thousandth", _cast(t, "float16"), t, "float16")[0] == "pass"
+    bf = _cast(t, "bfloat16")
+    assert _verdict("ascend-thousandth", bf, t, "bfloat16")[0] != "pass"
+    assert _verdict("flash-attention", bf, t, "bfloat16", baseline=bf)[0] == "pass"
+
+
+def test_thousandth_warn_and_fail_bands() -> None:
+    t = np.linspace(1.0, 2.0, 10000)
+    a = t.copy()
+    a[:20] *= 1.002  # 0.2% of elements off by 2e-3: above the thousandth share
+    assert _verdict("ascend-thousandth", a, t, "float16")[0] == "warn"
+    a[:200] *= 1.02  # 2% off by > 1e-2: the hundredth rule fails
+    assert _verdict("ascend-thousandth", a, t, "float16")[0] == "fail"
+    assert _verdict("ascend-thousandth", -t, t, "float16")[1].startswith("cosine")
+
+
+def test_threshold_mere_and_mare() -> None:
+    t = np.linspace(1.0, 2.0, 1000)
+    assert _verdict("ascend-threshold", t * (1 + 2.0 ** -12), t, "float16")[0] == "pass"
+    assert _verdict("ascend-threshold", t * (1 + 2.0 ** -9), t, "float16")[1].startswith("MERE")
+    a = t.copy()
+    a[0] *= 1.02  # one element beyond 10 * Th
+    assert _verdict("ascend-threshold", a, t, "float16")[1].startswith("MARE")
+
+
+def test_benchmark_ratios_and_levels() -> None:
+    t = _truth()
+    base = _cast(t, "float16").astype(np.float64)
+    err = base - t
+    assert _verdict("ascend-benchmark", base, t, "float16", base)[0] == "pass"
+    worse = t + 1.8 * err  # MERE/RMSE ratios 1.8: inside L0 (2) but not L1 (1.5)
+    m, b = compare(worse, t, "float16"), compare(base, t, "float16")
+    assert benchmark_level(benchmark_ratios(m, b, "float16")) == "L0"
+    assert _verdict("ascend-benchmark", worse, t, "float16", base)[0] == "warn"
+    bad = t + 3 * err
+    assert _verdict("ascend-benchmark", bad, t, "float16", base)[0] == "fail"
+    assert _verdict("ascend-benchmark", base, t, "float16", None)[0] == "warn"
+    assert list(BENCH_LEVELS) == ["L2", "L1", "L0"]
+
+
+def test_flash_attention_factor_bands() -> None:
+    t = _truth()
+    base = _cast(t, "float16")
+    i = int(np.argmax(np.abs(base.astype(np.float64) - t)))
+    base_err = float(np.abs(base.astype(np.float64) - t).max())
+    for factor, want in ((1.5, "pass"), (3.0, "warn"), (6.0, "fail")):
+        a = base.astype(np.float64)
+        a[i] = t[i] + factor * base_err * np.sign(a[i] - t[i])
+        assert _verdict("flash-attention", a, t, "float32", base)[0] == want, factor
+
+
+def test_flash_attention_allows_1e5_for_variants() -> None:
+    t = np.ones(64)
+    base = t.copy()
+    a = t + 5e-6
+    assert _verdict("flash-attention", a, t, "float32", base)[0] == "fail"
+    for feats in ({"sparse_mode": 3}, {"paged": True}, {"kv_list": True}, {"mask": "bool"}):
+        assert _verdict("flash-attention", a, t, "float32", base, feats)[0] == "pass", feats
+
+
+def test_vendor_fia_closeness_and_worst_element() -> None:
+    t = np.linspace(0.5, 1.0, 1000)
+    a = t.copy()
+    a[:4] *= 1.02
+    assert _verdict("vendor-fia", a, t, "float16")[0] == "pass"
+    a[:10] *= 1.02  # 1% not close
+    assert _verdict("vendor-fia", a, t, "float16")[1].endswith("(< 99.5%)")
+    b = t.copy()
+    b[0] *= 1.2  # one element 40x its tolerance
+    assert "tolerance" in _verdict("vendor-fia", b, t, "float16")[1]
+
+
+def test_int8_outputs_are_judged_in_lsb() -> None:
+    t = np.array([3.4, -2.5, 10.2, 0.2] * 8)
+    off_by_one = np.array([4, -3, 10, 0] * 8, np.int8)
+    assert _verdict("flash-attention", off_by_one, t, "int8", off_by_one)[0] == "pass"
+    assert _verdict("vendor-fia", off_by_one, t, "int8")[0] == "warn"
+    off_by_two = np.array([6, -3, 10, 0] * 8, np.int8)
+    for name in POLICIES:
+        assert _verdict(name, off_by_two, t, "int8", off_by_one)[0] == "fail", name
+
+
+def test_judge_row_records_every_policy_and_the_worse_tensor() -> None:
+    t_out, t_lse = _truth(256).reshape(1, 2, 8, 16), np.full((1, 2, 8, 1), 3.0)
+    base = (_cast(t_out, "float16"), t_lse.astype(np.float32))
+    bad_lse = base[1].copy()
+    bad_lse[0, 1, 2, 0] = np.nan
+    row = judge((base[0], bad_lse), (t_out, t_lse), base, "float16", lse=True)
+    for name in POLICIES:
+        assert row[f"out_verdict_{name}"] == "pass" or name.startswith("ascend-th")
+        assert row[f"lse_verdict_{name}"] == "fail"
+        assert row[f"verdict_{name}"] == "fail" and row[f"reason_{name}"].startswith("lse:")
+    assert row["verdict"] == row[f"verdict_{DEFAULT_POLICY}"]
+    assert row["functional"].startswith("lse:") and row["out_dtype"] == "float16"
+    assert row["out_fa_ratio"] == pytest.approx(1.0) and row["out_bench_level"] == "L2"
+    no_lse = judge(base, (t_out, t_lse), base, "float16", lse=False)
+    assert no_lse["verdict_flash-attention"] == "pass" and "lse_max_abs" not in no_lse
+    assert no_lse["baseline_verdict_flash-attention"] == "pass"
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["float16", "bfloat16"]))
+def test_the_same_dtype_baseline_passes_the_ratio_policies(seed: int, dtype: str) -> None:
+    t = _truth(512, seed)
+    base = _cast(t, dtype)
+    for name in ("flash-attention", "ascend-benchmark"):
+        assert _verdict(name, base, t, dtype, base)[0] == "pass", name

@@ -1,0 +1,99 @@
+"""The pieces under the relations: exact array moves, paging, comparison, the checker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fia_fuzz.metamorphic import RELATIONS, Tolerance, check_relations, partner_id
+from fia_fuzz.metamorphic.equality import EXACT_ADDRESSING, compare
+from fia_fuzz.metamorphic.layouts import cumulative, pack, relayout, unpack
+from fia_fuzz.metamorphic.paging import block_table, cache_shape, garbage, page, unpage
+from fia_fuzz.runners import get_runner
+
+from .sources import make_case
+
+
+def _ramp(*shape: int) -> np.ndarray:
+    return np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+
+
+@pytest.mark.parametrize("src", ["BSH", "BSND", "BNSD"])
+@pytest.mark.parametrize("dst", ["BSH", "BSND", "BNSD", "NBSD"])
+def test_relayout_round_trips(src: str, dst: str) -> None:
+    x = relayout(_ramp(2, 3, 5, 4), "BNSD", src, 3)
+    assert np.array_equal(relayout(relayout(x, src, dst, 3), dst, src, 3), x)
+
+
+def test_pack_unpack_keeps_valid_rows_and_zero_fills() -> None:
+    x = _ramp(3, 2, 5, 4)
+    lens = [5, 0, 2]
+    t = pack(x, lens)
+    assert t.shape == (7, 2, 4) and cumulative(lens) == [5, 5, 7]
+    back = unpack(t, lens, 5)
+    assert np.array_equal(back[0], x[0]) and not back[1].any()
+    assert np.array_equal(back[2, :, :2], x[2, :, :2]) and not back[2, :, 2:].any()
+    assert np.array_equal(unpack(pack(x, lens, "NTD"), lens, 5, "NTD"), back)
+
+
+@pytest.mark.parametrize("form", ["BnBsH", "BnNBsD", "NZ"])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_page_unpage_round_trip(form: str, shuffled: bool) -> None:
+    x = _ramp(3, 2, 40, 32).astype(np.float16)
+    lens, bs = [40, 17, 0], 16
+    need = 3 + 2 + 0 + 2
+    order = np.array([5, 2, 6, 0, 3, 1, 4]) if shuffled else None
+    table, blocks = block_table(lens, bs, order)
+    assert blocks == need and table.shape == (3, 4)
+    assert (table[1, 2:] == -1).all() and (table[2] == -1).all()
+    shape = cache_shape(form, blocks, bs, 2, 32, "float16")
+    cache = page(x, lens, table, blocks, bs, form, garbage(shape, "float16", 0, "t"))
+    back = unpage(cache, lens, table, bs, 2, 40)
+    for b, n in enumerate(lens):
+        assert np.array_equal(back[b, :, :n], x[b, :, :n])
+        assert not back[b, :, n:].any()
+
+
+def test_compare_exact_and_tolerant() -> None:
+    a = np.ones((2, 3), np.float16)
+    lse = np.zeros((2, 1, 3, 1), np.float32)
+    b = a.copy()
+    b[0, 0] = np.nextafter(np.float16(1), np.float16(2))
+    exact = compare((a, lse), (b, lse), EXACT_ADDRESSING, "float16", lse=True)
+    assert exact["outcome"] == "fail" and exact["out_max_abs_diff"] == 2.0 ** -10
+    loose = compare((a, lse), (b, lse), Tolerance(2, "test"), "float16", lse=True)
+    assert loose["outcome"] == "pass" and loose["out_allowed"] == 2 * 2.0 ** -10
+
+
+def test_compare_invalid_rows_are_exact_under_any_tolerance() -> None:
+    out = np.zeros((1, 2), np.float16)
+    lse = np.array([np.inf, 1.0], np.float32)
+    wrong = np.array([1e30, 1.0], np.float32)
+    row = compare((out, lse), (out, wrong), Tolerance(1000, "loose"), "float16", lse=True)
+    assert row["outcome"] == "fail" and row["nonfinite_mismatch"] == 1
+    shape = compare((out, lse), (out[:, :1], lse), Tolerance(1000, "loose"), "float16", True)
+    assert shape["outcome"] == "fail" and "shapes differ" in shape["detail"]
+
+
+def test_rows_name_relation_partner_and_expectation() -> None:
+    case = make_case("BNSD", b=2)
+    rows = check_relations(case, get_runner("golden"), include_not_applicable=True)
+    assert {r["relation"] for r in rows} == set(RELATIONS)
+    for r in rows:
+        assert r["case_id"] == case.case_id and r["runner"] == "golden"
+        if r["outcome"] == "pass":
+            assert r["partner_id"] == partner_id(case, r["relation"], r["variant"])
+            assert r["expected"] and r["tolerance_reason"]
+            assert r["out_max_abs_diff"] <= r["out_allowed"]
+    graph = [r for r in rows if r["relation"] == "eager_graph"]
+    assert graph[0]["outcome"] == "unsupported" and "no graph variant" in graph[0]["detail"]
+
+
+def test_unsupported_source_is_recorded_not_raised() -> None:
+    case = make_case("BNSD", actual_seq_lengths_kv=[30, 40])
+    sdpa = pytest.importorskip("torch") and get_runner("torch-sdpa")
+    rows = check_relations(case, sdpa, ["run_twice"])
+    ok, why = sdpa.supports(case)
+    if ok:
+        pytest.skip("torch-sdpa now expresses actual_seq_lengths_kv")
+    assert rows[0]["outcome"] == "unsupported" and rows[0]["detail"].startswith("source:")

@@ -1,0 +1,208 @@
+"""Each relation catches a bug planted in a test-double runner, with no golden comparison.
+
+The doubles below are test doubles, named as such: each delegates the
+attention to a real runner (torch-sdpa when torch is installed, else the
+golden) after a deliberately wrong preprocessing step that only some calls
+reach. The relation must flag exactly the partners that reach the bug.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fia_fuzz.metamorphic import check_relations
+from fia_fuzz.runners import Runner, get_runner
+from fia_fuzz.spec import Case
+from fia_fuzz.spec.call import CallView
+
+from .sources import make_case
+
+ENGINE = "torch-sdpa" if importlib.util.find_spec("torch") else "golden"
+
+
+class _Double(Runner):
+    """Delegates to a real runner after `rewrite`; supports whatever the rewrite removes."""
+
+    name = "test-double"
+
+    def __init__(self) -> None:
+        self.engine = get_runner(ENGINE)
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def supports(self, case: Case) -> tuple[bool, str]:
+        return True, ""
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        return self.engine.run(self.rewrite(dict(call)))
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        return call
+
+
+def _bnsd(x: np.ndarray, layout: str, heads: int) -> np.ndarray:
+    if layout == "BSH":
+        b, s, h = x.shape
+        return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
+    return x.transpose(0, 2, 1, 3) if layout == "BSND" else x
+
+
+def _from_bnsd(x: np.ndarray, layout: str) -> np.ndarray:
+    if layout == "BSH":
+        b, n, s, d = x.shape
+        return np.ascontiguousarray(x.transpose(0, 2, 1, 3).reshape(b, s, n * d))
+    return np.ascontiguousarray(x.transpose(0, 2, 1, 3) if layout == "BSND" else x)
+
+
+class PagedMisreadDouble(_Double):
+    """TEST DOUBLE: gathers paged KV itself, reading table entry j+1 for block_size 16.
+
+    Contiguous calls pass through untouched (this engine's paths need full
+    lengths, so the gather fills exactly act_kv rows of a B x max(act_kv) KV).
+    """
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        if call.get("block_table") is None:
+            return call
+        view = CallView(call)
+        table, bs = np.asarray(call.pop("block_table")), int(call.pop("block_size"))
+        act = [int(a) for a in call.pop("actual_seq_lengths_kv")]
+        assert len(set(act)) == 1, "the double's engine needs equal lengths"
+        for name in ("key", "value"):
+            cache = call[name]
+            out = []
+            for b in range(table.shape[0]):
+                rows = []
+                for s in range(act[b]):
+                    j = s // bs
+                    if bs == 16 and j + 1 < table.shape[1] and table[b, j + 1] >= 0:
+                        j += 1  # the planted bug
+                    blk = int(table[b, j])
+                    if cache.ndim == 3:
+                        rows.append(cache[blk, s % bs].reshape(view.KV_N, -1))
+                    else:
+                        rows.append(cache[blk, :, s % bs])
+                out.append(np.stack(rows, axis=1))
+            call[name] = _from_bnsd(np.stack(out), view.in_layout)
+        return call
+
+
+class HeadMapDouble(_Double):
+    """TEST DOUBLE: expands GQA by tiling KV heads (query head n reads n % KV_N, not n // G)."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        view = CallView(call)
+        if view.G == 1:
+            return call
+        for name in ("key", "value"):
+            x = _bnsd(call[name], view.in_layout, view.KV_N)
+            call[name] = _from_bnsd(np.tile(x, (1, view.G, 1, 1)), view.in_layout)
+        call["num_key_value_heads"] = view.N
+        return call
+
+
+class LayoutDouble(_Double):
+    """TEST DOUBLE: reads a BSH hidden axis as (D, N) instead of (N, D) for key only."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        view = CallView(call)
+        if view.in_layout != "BSH" or view.KV_N == 1:
+            return call
+        k = call["key"]
+        b, s, h = k.shape
+        d = h // view.KV_N
+        call["key"] = np.ascontiguousarray(
+            k.reshape(b, s, d, view.KV_N).transpose(0, 1, 3, 2).reshape(b, s, h))
+        return call
+
+
+class BatchShiftDouble(_Double):
+    """TEST DOUBLE: batch b attends to the KV of batch (b + 1) % B."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        for name in ("key", "value"):
+            call[name] = np.ascontiguousarray(np.roll(call[name], -1, axis=0))
+        return call
+
+
+class DecodeScaleDouble(_Double):
+    """TEST DOUBLE: the decode branch forgets the softmax scale."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        if CallView(call).decode:
+            call["scale"] = 1.0
+        return call
+
+
+class StatefulDouble(_Double):
+    """TEST DOUBLE: every second call perturbs one output element by one step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = super().run(call)
+        self.calls += 1
+        if self.calls % 2 == 0:
+            out = out.copy()
+            out.reshape(-1)[0] = np.nextafter(out.reshape(-1)[0], np.inf)
+        return out, lse
+
+
+class InPlaceDouble(_Double):
+    """TEST DOUBLE: zeroes a query column in place before running (a mutating kernel)."""
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        call["query"][..., 0] = 0
+        return super().run(call)
+
+
+def _outcomes(rows: list[dict[str, Any]]) -> dict[str, str]:
+    return {r["variant"]: r["outcome"] for r in rows}
+
+
+def test_paged_relation_catches_wrong_block_read_for_one_block_size() -> None:
+    case = make_case("BNSD", b=2, n=2, kv_n=2, s1=1, s2=70)
+    got = _outcomes(check_relations(case, PagedMisreadDouble(), ["paged"]))
+    assert got["bs16-ordered-BnBsH"] == "fail"
+    assert got["bs16-shuffled-BnBsH"] == "fail"
+    assert got["bs16-shuffled-BnNBsD"] == "fail"
+    assert got["bs128-shuffled-BnBsH"] == "pass", got
+
+
+def test_gqa_relation_catches_wrong_head_mapping() -> None:
+    case = make_case("BNSD", n=8, kv_n=2)
+    got = _outcomes(check_relations(case, HeadMapDouble(), ["gqa_repeat"]))
+    assert got == {"G4->G1": "fail", "G4->G2": "fail"}
+
+
+def test_layout_relation_catches_misread_hidden_axis() -> None:
+    case = make_case("BNSD", n=4, kv_n=2)
+    got = _outcomes(check_relations(case, LayoutDouble(), ["layout"]))
+    assert got["BSH"] == "fail"
+    assert got["BSND"] == "pass" and got["BNSD_BSND"] == "pass"
+
+
+def test_batch_relation_catches_batch_mixup() -> None:
+    case = make_case("BNSD", b=3)
+    got = _outcomes(check_relations(case, BatchShiftDouble(), ["batch_perm"]))
+    assert set(got.values()) == {"fail"}
+
+
+def test_decode_relation_catches_branch_bug() -> None:
+    case = make_case("BSND", s1=4)
+    got = _outcomes(check_relations(case, DecodeScaleDouble(), ["decode_row"]))
+    assert got == {"last": "fail", "first": "fail"}
+
+
+@pytest.mark.parametrize("double", [StatefulDouble, InPlaceDouble])
+def test_run_twice_catches_state_and_mutation(double: type[_Double]) -> None:
+    case = make_case("BNSD")
+    rows = check_relations(case, double(), ["run_twice"])
+    assert [r["outcome"] for r in rows] == ["fail"], rows

@@ -1,0 +1,82 @@
+"""The dashboard in headless Chromium: headline, a heatmap and the worst-cases table render
+without console errors; the screenshot stays as an artifact under the run directory.
+
+Debian's `chromium` is driven through Playwright's CDP client (no browser download).
+scripts/test.sh installs chromium when missing; under CI a missing browser fails.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from injected_dataset import Injected, build_injected
+
+from fia_fuzz.reports import render
+from fia_fuzz.reports.browser import CHROMIUM_FLAGS, find_chromium, screenshot
+
+pytestmark = pytest.mark.browser
+#: Where the screenshot artifact's run directory lives (kept after the test session).
+ARTIFACTS = Path(os.environ.get("FIA_ARTIFACTS", Path(__file__).parents[2] / "runs"))
+
+
+def _chromium() -> str:
+    exe = find_chromium()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI (scripts/test.sh installs it)")
+        pytest.skip("no chromium here (apt-get install chromium)")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def injected() -> Injected:
+    d = ARTIFACTS / "ci-dashboard"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    inj = build_injected(d)
+    render(inj.df, d / "dashboard.html", title="fia-fuzz CI dashboard")
+    return inj
+
+
+def test_dashboard_renders_in_headless_chromium(injected: Injected) -> None:
+    exe = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    run_dir = ARTIFACTS / "ci-dashboard"
+    problems: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        # Playwright adds --headless and a fresh temporary --user-data-dir itself
+        flags = [f for f in CHROMIUM_FLAGS if f != "--headless"]
+        browser = pw.chromium.launch(executable_path=exe, headless=True, args=flags)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+                    if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page.on("request", lambda r: problems.append(f"network: {r.url}")
+                    if not r.url.startswith(("file:", "data:", "blob:")) else None)
+            page.goto((run_dir / "dashboard.html").as_uri(), wait_until="load")
+            assert "results from 2 run(s)" in page.inner_text("#headline")
+            page.wait_for_selector(".tab.active .heatmaps .js-plotly-plot .heatmaplayer",
+                                   state="attached", timeout=20000)
+            assert page.locator(".tab.active .cards .card").count() == 5
+            assert page.locator(".tab.active .heatmaps .js-plotly-plot").count() >= 3
+            rows = page.locator("#worst tr")
+            assert rows.count() > 1 and rows.nth(1).is_visible()
+            assert injected.worst_case in rows.nth(1).inner_text()
+            page.locator(".tabs button").nth(2).click()
+            assert page.locator(".tab.active").get_attribute("data-runner") == (
+                "perturbing-golden-double")
+            page.locator(".tabs button").nth(0).click()
+            page.screenshot(path=str(run_dir / "dashboard.png"), full_page=True)
+        finally:
+            browser.close()
+    assert problems == []
+    assert (run_dir / "dashboard.png").stat().st_size > 10_000
+
+
+def test_cli_screenshot_helper(injected: Injected, tmp_path: Path) -> None:
+    _chromium()
+    png = screenshot(ARTIFACTS / "ci-dashboard" / "dashboard.html", tmp_path / "shot.png",
+                     width=800, height=600)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
