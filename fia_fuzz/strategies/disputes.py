@@ -30,14 +30,9 @@ def _tnd_dv_128() -> Case:
                         "actual_seq_lengths": [2, 5], "actual_seq_lengths_kv": [3, 7]})
 
 
-DISPUTES: dict[str, tuple[str, Case]] = {
-    "layout.qk_head_dim": (
-        "V2 §约束说明 Q_S=1 and V4 §当Q_S等于1时: with INT4 packed into INT32 'KV的N、D或者H是"
-        "实际值的八分之一', so key D = query D / 8 is legal for int32 KV",
-        _int32_packed_kv()),
-    "layout.value_head_dim": (
-        "V4 §TND: 'TND场景，要求Q_D、K_D、V_D等于128，或者Q_D、K_D等于192，V_D等于128/192; "
-        "NTD_TND场景，要求Q_D、K_D等于128/192，V_D等于128' (no rope needed), so V_D != K_D "
-        "is legal in TND/NTD_TND",
-        _tnd_dv_128()),
-}
+DISPUTES: dict[str, tuple[str, Case]] = {}
+#: Settled: layout.qk_head_dim now reads int32 KV as 8 packed int4 (V2 §Q_S=1), and
+#: layout.value_head_dim allows V_D != K_D in TND/NTD_TND (V4 §TND); the examples stay
+#: as regression cases in tests/strategies.
+SETTLED: dict[str, Case] = {"layout.qk_head_dim": _int32_packed_kv(),
+                            "layout.value_head_dim": _tnd_dv_128()}

@@ -100,6 +100,11 @@ def _common_tail(dr: Draft, inner: tuple[int, ...], lse: tuple[bool, ...] = (Fal
 
 
 def _layout(dr: Draft, options: tuple[str, ...]) -> None:
+    cache = dr.ch.pins.get("cache")
+    if cache == "BnNBsD":    # only with a BNSD/TND query [V4 §PagedAttention]
+        options = tuple(x for x in options if x in ("BNSD", "TND"))
+    elif cache == "NZ":      # not with BNSD/BNSD_NBSD [V4 §MLA]
+        options = tuple(x for x in options if not x.startswith("BNSD"))
     dr.layout = dr.ch.pick("layout", options)
     parts = dr.layout.split("_")
     dr.q_layout = parts[0]
@@ -115,11 +120,12 @@ def _qkv_contiguous(dr: Draft, kv_d: int | None = None) -> None:
     dr.set("value", spec(shape(dr.q_layout, dr.b, dr.kv_n, dr.s2, vd), dr.kv_dtype))
 
 
-def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int) -> None:
-    """D (= Dv) among `options` that fit N x S1 within the budget, honouring d_class."""
+def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int, s2_min: int = 1) -> None:
+    """D (= Dv) among `options` that fit N x S1 and KV_N x S2 within the budget (d_class pins)."""
     ch = dr.ch
     budget = dr.prof.max_elements // 2
-    fit = [d for d in options if dr.n * d * s1_min <= budget] or [min(options)]
+    fit = [d for d in options if dr.n * d * s1_min + dr.kv_n * s2_min * 2 * d <= budget] \
+        or [min(options)]
     fit = [d for d in fit if ch.allows("d_class", _d_class(d))]
     dr.d = dr.dv = ch.pick("_d", fit)
 
@@ -183,7 +189,9 @@ def dense(dr: Draft) -> None:
     dr.decode = branch == "decode"
     cls, lo, hi = _q_class(dr, ("1",) if dr.decode else ("0",) if empty == "query"
                            else ("2-16", "17-2048", ">2048"))
-    _layout(dr, PLAIN_LAYOUTS if dr.decode or plain else (*PLAIN_LAYOUTS, "BNSD_BSND"))
+    # BNSD_BSND needs Q_S > 1 [V4 inputLayout], so not for decode or an empty query
+    _layout(dr, PLAIN_LAYOUTS if dr.decode or plain or empty == "query"
+            else (*PLAIN_LAYOUTS, "BNSD_BSND"))
     # left padding first: it excludes paged and tensor-list KV, prefix and int8 output
     full = empty == "none"
     pad_q = ch.pick("q_padding", (False, True) if full and not dr.decode else (False,))
@@ -193,14 +201,17 @@ def dense(dr: Draft) -> None:
     free = full and not dr.padded and not wants_prefix
     dr.kv_list = ch.pick("kv_list", (False, True) if free else (False,))
     can_page = free and not dr.kv_list and not ch.pinned("actual_kv", "absent")
-    dr.paged = ch.pick("paged", (False, True) if can_page else (False,))
+    dr.paged = ch.pick("paged", ((True,) if paged.wanted(dr) else (False, True)) if can_page
+                       else (False,))
     heads(dr, _max_heads(dr, max(1, lo), 16), GROUPS)
-    _head_dims(dr, (64, 16, 32, 128, 48, 80, 96, 256, 320, 512), max(1, lo))
-    dr.b = ch.int(_batch_lo(dr), batch_cap(dr, max(1, lo), 1, dr.prof.max_batch))
+    s2_floor = min(paged.block_sizes(dr, False)) if dr.paged else 1
+    _head_dims(dr, (64, 16, 32, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
+    dr.b = ch.int(_batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor, dr.prof.max_batch))
     dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
     s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
-    if full and not dr.padded and ch.pick("post_quant", (False, True)):
+    # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]
+    if full and not dr.padded and dr.d % 32 == 0 and ch.pick("post_quant", (False, True)):
         quant.post_quant(dr, ("per_tensor", "per_channel"))
     else:
         ch.pick("post_quant", (False,))
@@ -324,12 +335,14 @@ def _antiquant_decode(dr: Draft) -> None:
     fp16_only = form == "separate:0/1" and int8
     dr.q_dtype = ch.pick("q_dtype", ("float16",) if fp16_only else FLOAT)
     needs_pa = form in ("separate:4/4", "separate:5/5")
+    needs_pa = needs_pa or paged.wanted(dr)
     dr.paged = ch.pick("paged", (True,) if needs_pa else (False, True) if int8 else (False,))
     ch.pick("q_seq", ("1",))
     _layout(dr, ("BNSD", "BSND", "BSH"))
     heads(dr, _max_heads(dr, 1, 64), GROUPS)
-    _head_dims(dr, (64, 32, 128, 96, 256) if int8 else (64, 128, 256), 1)
-    dr.b = ch.int(1, batch_cap(dr, 1, 1, dr.prof.max_batch))
+    s2_floor = min(paged.block_sizes(dr, True)) if dr.paged else 1
+    _head_dims(dr, (64, 32, 128, 96, 256) if int8 else (64, 128, 256), 1, s2_floor)
+    dr.b = ch.int(1, batch_cap(dr, 1, s2_floor, dr.prof.max_batch))
     dr.s1 = 1
     s2max = s2_cap(dr, 1, dr.prof.max_seq, 1)
     block_num = 0
@@ -449,8 +462,11 @@ def packed(dr: Draft) -> None:
     want = ch.pins.get("dv")
     dims = tuple(x for x in dims if want is None or (want == "equal") == (x[0] == x[1]))
     dr.d, dr.dv = ch.pick("_dims", dims)
-    no_pa = rope or dr.dv == 192
-    dr.paged = ch.pick("paged", (False,) if no_pa else (False, True))
+    # paged caches hold key and value in equal shapes [V4 §PagedAttention] and PA takes
+    # no V_D 192 [V4 §TND], so only 128/128 pages
+    no_pa = rope or dr.d != dr.dv or dr.dv == 192
+    dr.paged = ch.pick("paged", (False,) if no_pa else (True,) if paged.wanted(dr)
+                       else (False, True))
     groups = (1,) if dr.dv == 192 else GROUPS
     budget_heads = max(1, dr.prof.max_elements // 2 // (16 * (dr.d + 64)))
     heads(dr, min(dr.prof.max_heads, budget_heads), groups)
@@ -559,8 +575,9 @@ def mla(dr: Draft) -> None:
     paged.page(dr, tuple(caches), 128, kv_lens,
                (("key", 512), ("value", 512), ("key_rope", 64)))
     dr.set("actual_seq_lengths_kv", kv)
-    multi = dr.s1 > 1
-    mode = ch.pick("sparse_mode", (3, 4) if multi else (0, 4))
+    # TND allows only 0-without-mask and 3-with-mask, MLA (never decode in TND) 3/4 with
+    # mask: TND takes 3 [V4 §TND, §MLA]
+    mode = ch.pick("sparse_mode", (3,) if tnd else (3, 4) if dr.s1 > 1 else (0, 4))
     if mode == 0:
         for name in ("mask", "mask_shape"):
             ch.pick(name, ("none",))

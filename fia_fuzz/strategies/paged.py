@@ -24,6 +24,13 @@ def block_sizes(dr: Draft, int8_kv: bool) -> tuple[int, ...]:
     return (128, *small, 256, 512)
 
 
+def wanted(dr: Draft) -> bool:
+    """True when a filter needs paged KV (a cache layout, block edge or table feature)."""
+    pins = dr.ch.pins
+    return pins.get("cache", "none") != "none" or pins.get("block_edge", "none") != "none" \
+        or any(pins.get(k) for k in ("table_unused", "table_spare", "table_shuffled"))
+
+
 def block_size(dr: Draft, sizes: tuple[int, ...]) -> int:
     """A block size (simplest first) whose blocks, one per batch plus spares, fit the budget.
 
@@ -51,14 +58,18 @@ def table(dr: Draft, block_size: int, kv_lens: list[int]) -> tuple[list[list[int
     shrinking goes to the contiguous table).
     """
     ch = dr.ch
+    pins = ch.pins
     need = [-(-n // block_size) for n in kv_lens]
-    width = max(1, max(need)) + ch.int(0, 2)
+    width = max(1, max(need)) + ch.int(1 if pins.get("table_unused") else 0, 2)
     room = dr.prof.max_elements // max(1, block_size * dr.kv_n * (dr.d + dr.dv))
-    block_num = max(1, sum(need)) + ch.int(0, max(0, min(3, room - sum(need))))
+    spare_lo = 1 if pins.get("table_spare") else 0
+    block_num = max(1, sum(need)) + ch.int(spare_lo, max(spare_lo, min(3, room - sum(need))))
     ids = list(range(block_num))
-    shuffle = ch.int(0, 1 << 16)
+    shuffle = ch.int(1 if pins.get("table_shuffled") else 0, 1 << 16)
     if shuffle:
         random.Random(shuffle).shuffle(ids)
+        if pins.get("table_shuffled") and ids[: sum(need)] == sorted(ids[: sum(need)]):
+            ids.reverse()
     stale = ch.one((-1, 0, block_num - 1))
     rows, at = [], 0
     for k in need:

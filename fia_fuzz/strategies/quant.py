@@ -31,9 +31,9 @@ def _put(dr: Draft, scale_name: str, offset_name: str, shp: tuple[int, ...], dty
         dr.fills[offset_name] = _offset_fill(dr)
 
 
-def channel_shape(dr: Draft, lead: tuple[int, ...]) -> tuple[int, ...]:
+def channel_shape(dr: Draft, lead: tuple[int, ...], form: str = "") -> tuple[int, ...]:
     """Per-channel forms (lead, KV_N, 1, D), (lead, KV_N, D), (lead, H) [SEM §7]."""
-    form = dr.ch.one(("N1D", "ND", "H"))
+    form = form or dr.ch.one(("N1D", "ND", "H"))
     h = dr.kv_n * dr.d
     return {"N1D": (*lead, dr.kv_n, 1, dr.d), "ND": (*lead, dr.kv_n, dr.d),
             "H": (*lead, h)}[form]
@@ -54,10 +54,14 @@ def combined(dr: Draft, mode: int, per_tensor: bool, offset: bool) -> None:
 
 def separate_decode(dr: Draft, modes: tuple[int, int], per_tensor: bool, offset: bool,
                     block_num: int) -> None:
-    """key_/value_antiquant_scale/offset for Q_S = 1, modes 0-5 and the 0/1 pair [SEM §7]."""
+    """key_/value_antiquant_scale/offset for Q_S = 1, modes 0-5 and the 0/1 pair [SEM §7].
+
+    Key and value params share one shape (V4 §AntiQuant: 'shape需要保持一致').
+    """
+    form = dr.ch.one(("N1D", "ND", "H"))
     for side, mode in (("key", modes[0]), ("value", modes[1])):
         if mode == 0:
-            shp: tuple[int, ...] = (1,) if per_tensor else channel_shape(dr, (1,))
+            shp: tuple[int, ...] = (1,) if per_tensor else channel_shape(dr, (1,), form)
             dtype = dr.q_dtype
         elif mode == 1:
             shp, dtype = (1, dr.b, dr.s2), "float32"
