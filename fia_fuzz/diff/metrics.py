@@ -61,8 +61,15 @@ def fa_noise_floor(golden: np.ndarray, dtype: str) -> float:
     return float(2 * np.max(np.abs(shifted - g)))
 
 
-def compare(actual: np.ndarray, golden: np.ndarray, dtype: str) -> dict[str, Any]:
-    """Metrics of `actual` (device dtype) against `golden` (fp64 truth) for output dtype `dtype`."""
+def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
+            tol_dtype: str | None = None) -> dict[str, Any]:
+    """Metrics of `actual` (stored as `dtype`) against `golden` (fp64 truth).
+
+    `dtype` sets the ULP/LSB units; `tol_dtype` (default `dtype`) the dtype
+    whose tolerances apply: thousandth t, small-value thresholds, vendor
+    rtol/atol and FA3's rounding-noise floor.
+    """
+    tol = tol_dtype or dtype
     a = np.asarray(actual).astype(np.float64)
     g = np.asarray(golden).astype(np.float64)
     if a.shape != g.shape:
@@ -84,11 +91,12 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str) -> dict[str, Any
     out.update(_invalid_rows(a, g, dtype))
     both = np.isfinite(a) & np.isfinite(g)
     if not both.any():
-        out.update(max_abs=0.0, mean_abs=0.0, max_rel=0.0, mere=0.0, mare=0.0, rmse=0.0,
+        out.update(max_abs=0.0, mean_abs=0.0, max_rel=0.0, mere=0.0, mare=0.0, mere_normal=0.0,
+                   mare_normal=0.0, rmse=0.0,
                    cosine=1.0, golden_rms=0.0, thousandth_share=0.0, hundredth_share=0.0,
                    small_count=0, small_err_share=0.0, worst_index="", worst_actual=0.0,
                    worst_golden=0.0, fa_noise=0.0)
-        out.update(_dtype_metrics(np.zeros(0), np.zeros(0), dtype))
+        out.update(_dtype_metrics(np.zeros(0), np.zeros(0), dtype, tol))
         return out
     af, gf = a[both], g[both]
     abs_err = np.abs(af - gf)
@@ -96,15 +104,17 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str) -> dict[str, Any
     worst = int(np.argmax(abs_err))
     norm = float(np.linalg.norm(af) * np.linalg.norm(gf))
     cos = float(np.dot(af, gf) / norm) if norm > 0 else (1.0 if abs_err.max() == 0 else 0.0)
-    t = THOUSANDTH.get(dtype, 1e-3)
-    small = np.abs(gf) < SMALL_VALUE.get(dtype, 2.0 ** -10)
-    small_bad = small & (abs_err > SMALL_VALUE_ATOL.get(dtype, 2.0 ** -16))
+    t = THOUSANDTH.get(tol, 1e-3)
+    small = np.abs(gf) < SMALL_VALUE.get(tol, 2.0 ** -10)
+    small_bad = small & (abs_err > SMALL_VALUE_ATOL.get(tol, 2.0 ** -16))
     out.update(
         max_abs=float(abs_err.max()),
         mean_abs=float(abs_err.mean()),
         max_rel=float(rel_err.max()),
         mere=float(rel_err.mean()),
         mare=float(rel_err.max()),
+        mere_normal=float(rel_err[~small].mean()) if (~small).any() else 0.0,
+        mare_normal=float(rel_err[~small].max()) if (~small).any() else 0.0,
         rmse=float(np.sqrt(np.mean((af - gf) ** 2))),
         cosine=cos,
         golden_rms=float(np.sqrt(np.mean(gf ** 2))),
@@ -115,9 +125,9 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str) -> dict[str, Any
         worst_index=_index(np.flatnonzero(both)[worst:worst + 1], a.shape),
         worst_actual=float(af[worst]),
         worst_golden=float(gf[worst]),
-        fa_noise=fa_noise_floor(gf, dtype),
+        fa_noise=fa_noise_floor(gf, tol),
     )
-    out.update(_dtype_metrics(af, gf, dtype))
+    out.update(_dtype_metrics(af, gf, dtype, tol))
     return out
 
 
@@ -149,7 +159,7 @@ def _invalid_rows(a: np.ndarray, g: np.ndarray, dtype: str) -> dict[str, Any]:
             "invalid_index": _index(np.flatnonzero(bad), a.shape)}
 
 
-def _dtype_metrics(af: np.ndarray, gf: np.ndarray, dtype: str) -> dict[str, Any]:
+def _dtype_metrics(af: np.ndarray, gf: np.ndarray, dtype: str, tol: str) -> dict[str, Any]:
     """ULPs in the output dtype (float outputs) or LSBs (int outputs), and vendor closeness."""
     out: dict[str, Any] = {}
     if dtype in INT_RANGE:
@@ -163,8 +173,8 @@ def _dtype_metrics(af: np.ndarray, gf: np.ndarray, dtype: str) -> dict[str, Any]
         out.update(ulp_max=float(u.max()) if u.size else 0.0,
                    ulp_mean=float(u.mean()) if u.size else 0.0,
                    ulp_share_gt1=_share(u > 1))
-    if dtype in VENDOR_TOL:
-        rtol, atol = VENDOR_TOL[dtype]
+    if tol in VENDOR_TOL:
+        rtol, atol = VENDOR_TOL[tol]
         err = np.abs(af - gf)
         close = err <= atol + rtol * np.abs(gf)
         denom = rtol * np.maximum(np.maximum(np.abs(af), np.abs(gf)), 2.0 ** -14 / rtol)

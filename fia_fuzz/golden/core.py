@@ -88,7 +88,7 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     m = np.full((b, kvn, g, r, 1), -np.inf, work)
     l_sum = np.zeros((b, kvn, g, r, 1), work)
     if sink is not None:  # a key of score sink[n] and value 0 [SEM §5]
-        m = m + sink.reshape(1, kvn, g, 1, 1)
+        m[...] = sink.reshape(1, kvn, g, 1, 1)
         l_sum += 1
     hit = np.zeros((b, kvn, g, r, 1), bool)
     acc = np.zeros((b, kvn, g, r, dv), work)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden.layouts import to_bnsd, unpack
-from fia_fuzz.golden.lengths import kv_offsets, packed_lengths, per_batch
+from fia_fuzz.golden.lengths import left_window, packed_lengths, per_batch
 from fia_fuzz.golden.paged import paged_bnsd
 from fia_fuzz.golden.prefix import prefix_bnsd, prepend
 from fia_fuzz.spec.call import CallView
@@ -60,8 +60,8 @@ def load_kv(view: CallView, call: dict[str, Any]) -> KV:
         parts = [to_bnsd(np.asarray(call[n]), view.in_layout, view.KV_N) for n in names]
         s2 = parts[0].shape[2]
         lens = np.minimum(per_batch(view.values.get("actual_seq_lengths_kv"), b, s2), s2)
-        kv = KV(parts[0], parts[1], parts[2] if len(parts) > 2 else None, lens,
-                kv_offsets(view, lens, s2), 0)
+        lens, offs = left_window(view, "kv_padding_size", "actual_seq_lengths_kv", s2, lens)
+        kv = KV(parts[0], parts[1], parts[2] if len(parts) > 2 else None, lens, offs, 0)
         return _with_prefix(view, call, kv)
     kv = KV(parts[0], parts[1], parts[2] if len(parts) > 2 else None, lens,
             np.zeros(b, np.int64), 0)

@@ -47,13 +47,21 @@ def packed_lengths(view: CallView, name: str) -> np.ndarray:
     return np.asarray(view.packed_lengths(name), np.int64)
 
 
-def _left_offset(view: CallView, name: str, s: int, lengths: np.ndarray) -> np.ndarray:
-    """Start of the valid window under left padding (negative pads count as 0) [SEM §3]."""
-    pads = view.values.get(name)
-    if pads is None:
-        return np.zeros_like(lengths)
+def left_window(view: CallView, pad_name: str, len_name: str, s: int, lengths: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(lengths, offsets) of a left-padded window [SEM §3, IFA kv左padding].
+
+    The window is [S - pad - act, S - pad); negative pads count as 0. Without
+    the matching actual lengths the padding is ignored (right padding). A
+    window starting before 0 gives zeros (IFA: "起点或终点小于0时, 返回数据结果为全0"),
+    modelled per batch as an empty window.
+    """
+    pads = view.values.get(pad_name)
+    if pads is None or view.values.get(len_name) is None:
+        return lengths, np.zeros_like(lengths)
     pad = np.maximum(per_batch(pads, len(lengths), 0), 0)
-    return np.maximum(s - pad - lengths, 0)
+    start = s - pad - lengths
+    return np.where(start < 0, 0, lengths), np.maximum(start, 0)
 
 
 def query_window(view: CallView) -> tuple[np.ndarray, np.ndarray]:
@@ -65,9 +73,4 @@ def query_window(view: CallView) -> tuple[np.ndarray, np.ndarray]:
     if view.decode:
         return np.full(b, min(s1, 1), np.int64), np.zeros(b, np.int64)
     lens = np.minimum(per_batch(view.values.get("actual_seq_lengths"), b, s1), s1)
-    return lens, _left_offset(view, "query_padding_size", s1, lens)
-
-
-def kv_offsets(view: CallView, kv_len: np.ndarray, s2: int) -> np.ndarray:
-    """Left-padding offsets of contiguous KV (zeros for every other source)."""
-    return _left_offset(view, "kv_padding_size", s2, kv_len)
+    return left_window(view, "query_padding_size", "actual_seq_lengths", s1, lens)

@@ -50,8 +50,9 @@ def band(view: CallView, call: dict[str, Any], q_len: np.ndarray, s2b: np.ndarra
     pre, nxt = view.attr_int("pre_tokens"), view.attr_int("next_tokens")
     ones = np.ones_like(q_len)
     if mode == 0:
-        left_padded = (call.get("query_padding_size") is not None
-                       or call.get("kv_padding_size") is not None)
+        left_padded = any(call.get(pad) is not None and call.get(lens) is not None
+                          for pad, lens in (("query_padding_size", "actual_seq_lengths"),
+                                            ("kv_padding_size", "actual_seq_lengths_kv")))
         if call.get("atten_mask") is None or left_padded:
             return None
         return pre * ones, nxt * ones

@@ -113,13 +113,16 @@ def heatmap_figure(df: pd.DataFrame, spec: agg.Heatmap, policy: str = DEFAULT_PO
 
 
 def distribution_figure(df: pd.DataFrame) -> go.Figure | None:
-    """ECDFs per output dtype of MERE and of max abs error in multiples of the baseline's."""
-    panels = [("out_mere", "mean relative error (MERE)"),
-              ("out_fa_ratio", "max abs err / same-dtype baseline's")]
+    """ECDFs per output dtype of MERE and of the max abs error (out, lse) in multiples of the
+    same-dtype baseline's."""
+    panels = [("out_mere", "out: mean relative error (MERE)"),
+              ("out_fa_ratio", "out: max abs err / same-dtype baseline's"),
+              ("lse_fa_ratio", "lse: max abs err / same-dtype baseline's")]
+    panels = [(m, t) for m, t in panels if agg.error_samples(df, m)]
     samples = [agg.error_samples(df, m) for m, _ in panels]
-    if not any(samples):
+    if not samples:
         return None
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in panels])
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[t for _, t in panels])
     colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
     dtypes = sorted({d for s in samples for d in s})
     for col, s in enumerate(samples, start=1):
@@ -176,10 +179,22 @@ def _num(v: object) -> str:
     return html.escape(str(v))
 
 
+#: Feature values that are the op's plain form; the worst table lists only the others.
+PLAIN = {"quant": "none", "kv_source": "contiguous", "sparse_mode": 0, "mask": "none",
+         "padding": "none", "pse": False, "rope": False, "sink": False, "actual_q": "absent",
+         "actual_kv": "absent", "inner_precise": 0, "lse": False}
+
+
 def _features(r: pd.Series) -> str:
-    keys = ["layout", "q_dtype", "kv_dtype", "out_dtype", "branch", "B", "N", "KV_N", "S1",
-            "S2", "D", "quant", "kv_source", "sparse_mode", "mask", "padding"]
-    return " ".join(f"{k}={_num(r.get(k))}" for k in keys if k in r.index)
+    """One line per case: layout, dtypes, branch, shape, then every non-plain feature."""
+    kv = r.get("kv_dtype")
+    dt = f"{r.get('q_dtype')}" + (f"/{kv}" if kv != r.get("q_dtype") else "")
+    shape = " ".join(f"{k}={_num(r.get(k))}" for k in ("B", "N", "KV_N", "S1", "S2", "D")
+                     if k in r.index)
+    extras = " ".join(f"{k}={_num(r.get(k))}" for k, plain in PLAIN.items()
+                      if k in r.index and pd.notna(r.get(k)) and r.get(k) != plain)
+    return (f"{_num(r.get('layout'))} {html.escape(dt)} -> {_num(r.get('out_dtype'))} "
+            f"{_num(r.get('branch'))}<br>{shape}<br>{extras}")
 
 
 def worst_table(df: pd.DataFrame, policy: str, n: int, table_id: str) -> str:
@@ -237,12 +252,21 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
     out = agg.outcomes(df)
     parts.append("<p>Outcomes: " + ", ".join(f"{html.escape(str(k))} {v}"
                                              for k, v in out.items()) + "</p>")
-    figs = [(s, heatmap_figure(df, s, policy)) for s in agg.HEATMAPS]
-    figs = [(s, f) for s, f in figs if f is not None]
-    if figs:
+    shown, single = [], []
+    for spec in agg.HEATMAPS:
+        cells = agg.cell_table(df, spec.rows, spec.cols, policy)
+        if len(cells) == 1:
+            single.append(f"{spec.rows}={cells.iloc[0][spec.rows]}, "
+                          f"{spec.cols}={cells.iloc[0][spec.cols]}")
+        elif len(cells) > 1:
+            shown.append((spec, heatmap_figure(df, spec, policy)))
+    if shown or single:
         parts.append("<h2>Pass rate per feature cell</h2><div class='grid heatmaps'>")
-        parts += [_fig_html(f, f"{key}-heat-{s.rows}-{s.cols}") for s, f in figs]
+        parts += [_fig_html(f, f"{key}-heat-{s.rows}-{s.cols}") for s, f in shown if f]
         parts.append("</div>")
+    if single:
+        parts.append("<p class='note'>One cell only (every judged case has the same value): "
+                     + "; ".join(html.escape(x) for x in single) + ".</p>")
     dist = distribution_figure(df)
     if dist is not None:
         parts.append("<h2>Error distributions</h2>" + _fig_html(dist, f"{key}-dist"))

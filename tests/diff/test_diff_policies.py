@@ -156,3 +156,38 @@ def test_the_same_dtype_baseline_passes_the_ratio_policies(seed: int, dtype: str
     base = _cast(t, dtype)
     for name in ("flash-attention", "ascend-benchmark"):
         assert _verdict(name, base, t, dtype, base)[0] == "pass", name
+
+
+def test_lse_is_judged_at_the_op_dtype() -> None:
+    """An absolute lse error is a relative error of the softmax weights (judge docstring)."""
+    t_out, t_lse = _truth(256).reshape(1, 2, 8, 16), np.full((1, 2, 8, 1), 4.2)
+    base = (_cast(t_out, "float16"), t_lse.astype(np.float32))
+    small = (base[0], (t_lse + 1e-4).astype(np.float32))  # 20x the fp32 baseline's error
+    row = judge(small, (t_out, t_lse), base, "float16", lse=True)
+    assert row["lse_verdict_flash-attention"] == "pass"
+    assert row["lse_abs_floor"] == 2.0 ** -11
+    big = (base[0], (t_lse + 5e-3).astype(np.float32))
+    row = judge(big, (t_out, t_lse), base, "float16", lse=True)
+    assert row["lse_verdict_flash-attention"] == "fail"
+    assert row["verdict"] == "fail" and row["reason_flash-attention"].startswith("lse:")
+
+
+def test_lse_tolerance_dtype() -> None:
+    from fia_fuzz.diff.judge import lse_tolerance_dtype
+
+    assert lse_tolerance_dtype("bfloat16", {}) == "bfloat16"
+    assert lse_tolerance_dtype("float32", {"q_dtype": "float32"}) == "float32"
+    assert lse_tolerance_dtype("int8", {"q_dtype": "bfloat16"}) == "bfloat16"
+    assert lse_tolerance_dtype("int8", {"q_dtype": "int8"}) == "float16"
+
+
+def test_benchmark_mare_ignores_small_values() -> None:
+    t = np.linspace(0.5, 1.0, 1000)
+    t[:3] = 1e-5  # small values: judged by their absolute error, not by MARE
+    base = _cast(t, "float16")
+    a = base.astype(np.float64)
+    a[:3] = t[:3] + 2.0 ** -17
+    assert _verdict("ascend-benchmark", a, t, "float16", base)[0] == "pass"
+    assert compare(a, t, "float16")["mare"] > 0.7
+    a[:3] = t[:3] + 2.0 ** -14  # beyond the small-value atol (the floor forgives one element)
+    assert "small ratio" in _verdict("ascend-benchmark", a, t, "float16", base)[1]

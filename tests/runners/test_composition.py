@@ -500,7 +500,7 @@ def test_int4_kv_true_and_packed(form: str) -> None:
     _close(out, ref.transpose(0, 2, 1, 3).reshape(b, 1, n * d))
 
 
-@pytest.mark.parametrize("order", ["offset_after_round", "offset_before_round"])
+@pytest.mark.parametrize("order", ["round_then_offset", "offset_then_round"])
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_post_quant_orders(order: str, per_channel: bool) -> None:
     rng = np.random.default_rng(19)
@@ -515,7 +515,7 @@ def test_post_quant_orders(order: str, per_channel: bool) -> None:
     x = _dense(q, k, v, 0.5)[0]
     bshape = (1, n, 1, d) if per_channel else (1, 1, 1, 1)
     qs, qo = qs2.reshape(bshape).astype(np.float64), qo2.reshape(bshape).astype(np.float64)
-    if order == "offset_before_round":
+    if order == "offset_then_round":
         want = np.clip(np.round(x * qs + qo), -128, 127)
     else:
         want = np.clip(np.round(np.round(np.clip(x * qs, -256, 255)) + qo), -128, 127)

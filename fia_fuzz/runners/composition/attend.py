@@ -171,8 +171,8 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
 
     result: torch.Tensor = full_out
     if call.get("quant_scale2") is not None:
-        order = post_quant_order or ("offset_after_round" if view.decode
-                                     else "offset_before_round")
+        order = post_quant_order or ("round_then_offset" if view.decode
+                                     else "offset_then_round")
         scale = channel_shape(to_torch(np.asarray(call["quant_scale2"]), device), n)
         offset = call.get("quant_offset2")
         if offset is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-ORDERS = ("offset_after_round", "offset_before_round")
+ORDERS = ("round_then_offset", "offset_then_round")
 
 
 def channel_shape(t: torch.Tensor, heads: int) -> torch.Tensor:
@@ -27,7 +27,7 @@ def post_quantise(x: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor | N
     """int8 of x (..., N, S, Dv) with scale/offset broadcastable to (N, 1, Dv)."""
     if order not in ORDERS:
         raise ValueError(f"post-quant order {order!r}, expected one of {ORDERS}")
-    if order == "offset_after_round":
+    if order == "round_then_offset":
         y = x.to(torch.float16) * scale.to(torch.float16)
         y = torch.round(y.clamp(-256, 255))
         if offset is not None:

@@ -1,0 +1,92 @@
+"""The two precisions from one code path, and blocking that must not change the math
+[SEM §5]."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+from golden_refs import close, dense_ref, golden, rand
+
+from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.golden.core import KV_BLOCK, round_p
+
+
+def test_round_p_float16_is_a_cast():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.random(1 << 16, np.float32) ** 12,
+                        np.float32(2.0 ** -24) * np.arange(0, 4096, 0.5, dtype=np.float32),
+                        np.array([0, 1, 2.0 ** -14, 2.0 ** -25, 6.1e-5, 0.99999], np.float32)])
+    want = x.astype(np.float16).astype(np.float32)
+    assert (round_p(x.copy(), np.dtype(np.float16)) == want).all()
+    bf = np.dtype(ml_dtypes.bfloat16)
+    assert (round_p(x.copy(), bf) == x.astype(bf).astype(np.float32)).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_device_flow_by_hand(dtype):
+    """fp32 scores and softmax, P cast to the input dtype, fp32 P·V, / l in fp32, cast."""
+    rng = np.random.default_rng(1)
+    q, k, v = (rand(rng, s, np.float32).astype(dtype) for s in
+               ((1, 1, 5, 32), (1, 1, 17, 32), (1, 1, 17, 32)))
+    scale = 0.17
+    q32, k32, v32 = (x.astype(np.float32) for x in (q, k, v))
+    s = np.matmul(q32 * np.float32(scale), k32.swapaxes(-1, -2))
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - m)
+    l_sum = p.sum(-1, keepdims=True)
+    o = np.matmul(p.astype(dtype).astype(np.float32), v32) / l_sum
+    out, lse = npu_fused_infer_attention_score(q, k, v, input_layout="BNSD", scale=scale,
+                                               softmax_lse_flag=True)
+    assert out.dtype == np.dtype(dtype) and lse.dtype == np.float32
+    assert out.tobytes() == o.astype(dtype).tobytes()
+    np.testing.assert_allclose(lse[..., 0], (np.log(l_sum) + m)[..., 0], rtol=1e-6)
+
+
+def test_fp64_returns_float64_unrounded():
+    rng = np.random.default_rng(2)
+    q, k = rand(rng, (1, 2, 3, 16)), rand(rng, (1, 2, 5, 16))
+    out, lse = golden(q, k, k, num_heads=2, input_layout="BNSD")
+    assert out.dtype == np.float64 and lse.dtype == np.float64
+    ref, ref_lse = dense_ref(q, k, k, 1.0)
+    close(out, ref, 1e-13)
+
+
+def test_blocked_online_softmax_over_many_blocks_and_tiles():
+    """S2 spanning several KV blocks, ragged lengths and a mask: exact in fp64."""
+    rng = np.random.default_rng(3)
+    b, n, s1, s2 = 2, 2, 40, 2 * KV_BLOCK + 77
+    q, k, v = rand(rng, (b, n, s1, 16)), rand(rng, (b, n, s2, 16)), rand(rng, (b, n, s2, 16))
+    mask = rng.random((b, 1, s1, s2)) < 0.5
+    lens_q, lens_kv = [40, 13], [s2, KV_BLOCK + 3]
+    out, lse = golden(q, k, v, num_heads=n, input_layout="BNSD", atten_mask=mask, scale=0.3,
+                      actual_seq_lengths=lens_q, actual_seq_lengths_kv=lens_kv)
+    ex = mask.copy()
+    for x in range(b):
+        ex[x, :, lens_q[x]:] = True
+        ex[x, :, :, lens_kv[x]:] = True
+    ref, ref_lse = dense_ref(q, k, v, 0.3, excluded=ex)
+    close(out, ref, 1e-12)
+    close(lse, ref_lse[..., None], 1e-12)
+    dev, dev_lse = npu_fused_infer_attention_score(
+        q, k, v, num_heads=n, input_layout="BNSD", atten_mask=mask, scale=0.3,
+        actual_seq_lengths=lens_q, actual_seq_lengths_kv=lens_kv, softmax_lse_flag=True)
+    # fp16 output rounding (2^-11 relative) plus the fp16 P cast
+    np.testing.assert_allclose(dev.astype(np.float64), out, rtol=4e-3, atol=4e-3)
+    fin = np.isfinite(ref_lse)
+    np.testing.assert_allclose(dev_lse[..., 0][fin], ref_lse[fin], rtol=1e-5)
+
+
+@pytest.mark.parametrize("inner_precise", [0, 1, 2, 3])
+def test_inner_precise_does_not_change_the_reference_model(inner_precise):
+    rng = np.random.default_rng(4)
+    q, k = rand(rng, (1, 1, 4, 16)), rand(rng, (1, 1, 6, 16))
+    a = npu_fused_infer_attention_score(q, k, k, input_layout="BNSD",
+                                        inner_precise=inner_precise)
+    b = npu_fused_infer_attention_score(q, k, k, input_layout="BNSD")
+    assert a[0].tobytes() == b[0].tobytes()
+
+
+def test_lse_flag_off_returns_one_zero():
+    rng = np.random.default_rng(5)
+    q, k = rand(rng, (1, 1, 4, 16)), rand(rng, (1, 1, 6, 16))
+    _, lse = npu_fused_infer_attention_score(q, k, k, input_layout="BNSD")
+    assert lse.shape == (1,) and lse.dtype == np.float32 and lse[0] == 0
