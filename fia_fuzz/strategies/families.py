@@ -327,8 +327,9 @@ def _antiquant_decode(dr: Draft) -> None:
                                  "separate:2/2", "separate:3/3", "separate:4/4",
                                  "separate:5/5", "separate:0/1"))
     int4_ok = form in ("separate:0/0", "separate:1/1", "separate:3/3", "separate:0/1")
-    kv_opts = ("int8", "int4", "int32") if int4_ok and not ch.pinned("paged", True) \
-        else ("int8",)
+    # paged caches take no int4 behind a float query [V4 §PagedAttention]
+    pa_pinned = ch.pinned("paged", True) or paged.wanted(dr)
+    kv_opts = ("int8", "int4", "int32") if int4_ok and not pa_pinned else ("int8",)
     dr.kv_dtype = ch.pick("kv_dtype", kv_opts)
     int8 = dr.kv_dtype == "int8"
     # the key-0/value-1 pair on int8 KV takes a float16 query only [V4 §AntiQuant row 3]

@@ -12,7 +12,7 @@ from typing import Any
 
 from fia_fuzz.strategies.draft import Draft
 
-SCALES = (1.0, 0.25, 4.0, 1.0 / 64, 16.0)
+SCALES = (1.0, 0.25, 4.0, 16.0)
 FLOAT_DISTS = ("normal", "uniform", "outlier", "const_rows", "large", "negative")
 FINFO_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38}
 #: int ranges (low, high) of the integer tensors, by dtype (int32 = 8 packed int4).

@@ -76,7 +76,7 @@ def _n_max(draw: st.DrawFn, case: Case) -> Change:
     b, _, _, _, _, _, dt = _bnsd(case)
     kv_n = draw(st.sampled_from([5, 8, 16]))
     g = -(-257 // kv_n)
-    return _qkv(1, kv_n * g, 1, 16, kv_n, 1, dt)
+    return _qkv(1, kv_n * g, 2, 16, kv_n, 1, dt)
 
 
 def _d_max(draw: st.DrawFn, case: Case) -> Change:
@@ -91,7 +91,7 @@ def _d_align(draw: st.DrawFn, case: Case) -> Change:
 
 def _b_max(draw: st.DrawFn, case: Case) -> Change:
     _, _, _, _, _, _, dt = _bnsd(case)
-    return _qkv(65537, 1, 1, 16, 1, 1, dt)
+    return _qkv(65537, 1, 2, 16, 1, 1, dt)
 
 
 def _memory(draw: st.DrawFn, case: Case) -> Change:
@@ -203,13 +203,13 @@ def _kv_seq(draw: st.DrawFn, case: Case) -> Change:
 
 def _qk_d(draw: st.DrawFn, case: Case) -> Change:
     b, n, s1, d, kv_n, s2, dt = _bnsd(case)
-    kd = d + 16 * draw(st.integers(1, 2))
-    return {"key": TensorSpec((b, kv_n, s2, kd), dt), "value": TensorSpec((b, kv_n, s2, kd), dt)}
+    kd = d + 16 * draw(st.integers(1, 2)) if d < 480 else d - 16
+    return {"key": TensorSpec((b, kv_n, s2, kd), dt)}
 
 
 def _v_d(draw: st.DrawFn, case: Case) -> Change:
     b, n, s1, d, kv_n, s2, dt = _bnsd(case)
-    return {"value": TensorSpec((b, kv_n, s2, d + 16), dt)}
+    return {"value": TensorSpec((b, kv_n, s2, d + 16 if d < 512 else d - 16), dt)}
 
 
 BREAKERS: dict[str, Breaker] = {
@@ -219,11 +219,12 @@ BREAKERS: dict[str, Breaker] = {
     "args.shape_sane": Breaker(_shape_sane, PLAIN_BNSD),
     "args.values_integral": Breaker(_values_integral, {**PLAIN_BNSD, "branch": "prefill"}),
     "args.memory": Breaker(_memory, PLAIN_BNSD),
-    "dims.d_align_float": Breaker(_d_align, PLAIN_BNSD),
+    "dims.d_align_float": Breaker(_d_align, {**PLAIN_BNSD, "branch": "prefill"}),
     "dims.d_max": Breaker(_d_max, PLAIN_BNSD),
     "dims.n_max": Breaker(_n_max, PLAIN_BNSD),
     "dims.b_max": Breaker(_b_max, PLAIN_BNSD),
-    "dtype.query": Breaker(_dtype_query, {"antiquant": "separate:1/1", "kv_dtype": "int8"}),
+    "dtype.query": Breaker(_dtype_query, {"antiquant": "separate:1/1", "kv_dtype": "int8",
+                                          "branch": "decode", "pse": False}),
     "dtype.kv_match": Breaker(_kv_match, PLAIN_BNSD),
     "dtype.kv_float_match_query": Breaker(_kv_float_match, PLAIN_BNSD),
     "dtype.kv": Breaker(_dtype_kv, PLAIN_BNSD),
