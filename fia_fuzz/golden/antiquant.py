@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden.int4 import as_int8_values
+from fia_fuzz.golden.paged import gather
 
 #: Separate-parameter modes (key_/value_antiquant_mode) [V2 keyAntiquantMode].
 ANTIQUANT_MODES: dict[int, str] = {
@@ -79,37 +80,31 @@ def _opt(x: Any) -> np.ndarray | None:
     return None if x is None else np.asarray(x)
 
 
-def gather_paged(param: np.ndarray, block_table: Any, block_size: int, seq: int,
-                 kv_lengths: Any) -> np.ndarray:
+def gather_paged(param: np.ndarray, block_table: Any, seq: int, kv_lengths: Any
+                 ) -> np.ndarray:
     """Per-token params of modes 4/5 at logical positions: (B, seq) or (B, KV_N, seq).
 
     Mode 4 params are (block_num, block_size), mode 5 (block_num, KV_N, block_size)
-    [V2 Q_S=1 per-token叠加使用page attention模式管理scale/offset]. Token s of
-    batch b lives in block block_table[b][s // block_size] at s % block_size
-    (fia-semantics.md §2). Only positions below kv_lengths[b] are read, so
-    unused table entries (any value, e.g. -1) are never dereferenced; the
-    positions beyond hold 0.
+    [V2 Q_S=1 per-token叠加使用page attention模式管理scale/offset]: laid out by
+    physical block like the cache itself, so they are read through block_table
+    exactly as the KV is (golden/paged.py `gather`: only positions below
+    kv_lengths[b] are read, the rest hold 0).
     """
     table = np.asarray(block_table, dtype=np.int64)
-    lengths = np.broadcast_to(np.asarray(kv_lengths, dtype=np.int64).reshape(-1)[
-        : table.shape[0]], (table.shape[0],))
+    lengths = np.asarray(kv_lengths, dtype=np.int64).reshape(-1)
     per_head = param.ndim == 3
-    out_shape = (table.shape[0], param.shape[1], seq) if per_head else (table.shape[0], seq)
-    out = np.zeros(out_shape, dtype=param.dtype)
-    for b in range(table.shape[0]):
-        n_valid = min(int(lengths[b]), seq)
-        pos = np.arange(n_valid)
-        blocks = table[b, pos // block_size]
-        if per_head:
-            out[b, :, :n_valid] = param[blocks, :, pos % block_size].T
-        else:
-            out[b, :n_valid] = param[blocks, pos % block_size]
-    return out
+    tokens = gather(param.transpose(0, 2, 1) if per_head else param, table, lengths)
+    width = tokens.shape[1]
+    if width < seq:
+        tokens = np.concatenate(
+            [tokens, np.zeros((tokens.shape[0], seq - width) + tokens.shape[2:], tokens.dtype)],
+            axis=1)
+    tokens = tokens[:, :seq]
+    return tokens.transpose(0, 2, 1) if per_head else tokens
 
 
 def param_bnsd(param: np.ndarray, mode: int, *, kv_heads: int, seq: int,
-               block_table: Any = None, block_size: int = 0, kv_lengths: Any = None
-               ) -> np.ndarray:
+               block_table: Any = None, kv_lengths: Any = None) -> np.ndarray:
     """A scale or offset as an array broadcasting against BNSD KV (B, KV_N, seq, D).
 
     Shapes per mode [V4 伪量化参数约束, V2 kv伪量化参数分离], with the key/value
@@ -140,7 +135,7 @@ def param_bnsd(param: np.ndarray, mode: int, *, kv_heads: int, seq: int,
     if mode in PAGED_MODES:
         if block_table is None:
             raise ValueError(f"antiquant mode {mode} needs block_table")
-        gathered = gather_paged(p, block_table, block_size, seq, kv_lengths)
+        gathered = gather_paged(p, block_table, seq, kv_lengths)
         return gathered[:, None, :, None] if mode == 4 else gathered[..., None]
     raise ValueError(f"antiquant mode {mode} is not one of {sorted(ANTIQUANT_MODES)}")
 
@@ -185,13 +180,13 @@ def dequantize(kv: np.ndarray, scale: np.ndarray, offset: np.ndarray | None, *,
 
 def dequantize_kv(key: np.ndarray, value: np.ndarray, params: tuple[KvQuantParams,
                   KvQuantParams], *, query_dtype: Any, high_precision: bool,
-                  precision: str = "device", block_table: Any = None, block_size: int = 0,
+                  precision: str = "device", block_table: Any = None,
                   kv_lengths: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Float K and V from integer BNSD K and V (B, KV_N, S, D|Dv) and their params."""
     out = []
     for kv, p in zip((key, value), params, strict=True):
         where = dict(kv_heads=kv.shape[1], seq=kv.shape[2], block_table=block_table,
-                     block_size=block_size, kv_lengths=kv_lengths)
+                     kv_lengths=kv_lengths)
         scale = param_bnsd(p.scale, p.mode, **where)
         offset = None if p.offset is None else param_bnsd(p.offset, p.mode, **where)
         out.append(dequantize(kv, scale, offset, query_dtype=query_dtype,
@@ -222,4 +217,4 @@ def dequantise_call(key: np.ndarray, value: np.ndarray, call: dict[str, Any], *,
     return dequantize_kv(as_int8_values(key), as_int8_values(value), params,
                          query_dtype=query_dtype, high_precision=high_precision,
                          precision=precision, block_table=call.get("block_table"),
-                         block_size=int(call.get("block_size") or 0), kv_lengths=kv_lengths)
+                         kv_lengths=kv_lengths)

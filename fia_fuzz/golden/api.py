@@ -18,6 +18,7 @@ from fia_fuzz.golden.kv import KV, dequantise, load_kv
 from fia_fuzz.golden.layouts import from_bnsd, pack, to_bnsd, unpack
 from fia_fuzz.golden.lengths import query_window
 from fia_fuzz.golden.masks import Masking, pse_bias
+from fia_fuzz.golden.quant import POST_QUANT_ORDERS, full_quant_of_call, post_quantise_call
 from fia_fuzz.spec import require_legal
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.params import V2_TO_CANONICAL
@@ -35,37 +36,40 @@ ROW_INVALID = ("reference", "docs")
 #: The finite score the uncorrected kernel gives masked keys (vendor reference fill).
 FILL = -1.7e38
 
-#: Inputs of the quantised paths (SEM §7-8), computed by golden/quant.py and
-#: golden/antiquant.py; refused here rather than misread.
-_QUANT_INPUTS = ("dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2",
-                 "quant_offset2", "dequant_scale_query")
-
 
 def npu_fused_infer_attention_score(query: Any, key: Any, value: Any, *,
                                     precision: str = "device", row_invalid: str = "reference",
+                                    post_quant_order: str = "round_then_offset",
                                     **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
     """(attention_out, softmax_lse) of a legal call; IllegalCall otherwise.
 
     precision="device" (default) returns the dtypes the device returns (lse
     float32) computed in the device's precision flow; precision="fp64"
-    returns the ideal result unrounded, both outputs as float64.
-    row_invalid picks the fully-masked-row model (see ROW_INVALID).
+    returns the ideal result unrounded, both outputs as float64 (an int8
+    output as its unrounded value, clip(x*qs2 + qo2, -128, 127)).
+    row_invalid picks the fully-masked-row model (see ROW_INVALID);
+    post_quant_order the order of the int8 output's rounding and offset
+    (see POST_QUANT_ORDERS).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r}, expected one of {PRECISIONS}")
     if row_invalid not in ROW_INVALID:
         raise ValueError(f"row_invalid={row_invalid!r}, expected one of {ROW_INVALID}")
+    if post_quant_order not in POST_QUANT_ORDERS:
+        raise ValueError(f"post_quant_order={post_quant_order!r}, expected one of "
+                         f"{POST_QUANT_ORDERS}")
     view = require_legal(query, key, value, **kwargs)
-    used = [name for name in _QUANT_INPUTS if kwargs.get(name) is not None]
-    if used or view.need("query").dtype == "int8":
-        raise NotImplementedError(f"golden: quantised path {used or ['int8 query']} "
-                                  "is not implemented yet")
+    if view.need("query").dtype == "int8" and view.rope:
+        # [V4 MLA 全量化] documents the dtypes and dequant_scale_query, not how the int8
+        # key/value are scaled; golden/quant.py dequantize_query is ready for it.
+        raise NotImplementedError("golden: MLA full quantisation (int8 query with rope): "
+                                  "the key/value dequantisation is undocumented")
     call = {"query": query, "key": key, "value": value, **kwargs}
-    return _compute(view, call, precision, row_invalid)
+    return _compute(view, call, precision, row_invalid, post_quant_order)
 
 
-def _compute(view: CallView, call: dict[str, Any], precision: str, row_invalid: str
-             ) -> tuple[np.ndarray, np.ndarray]:
+def _compute(view: CallView, call: dict[str, Any], precision: str, row_invalid: str,
+             post_quant_order: str) -> tuple[np.ndarray, np.ndarray]:
     out_spec, lse_spec = output_specs(view)
     work = WORK[precision]
     query = np.asarray(call["query"])
@@ -87,10 +91,11 @@ def _compute(view: CallView, call: dict[str, Any], precision: str, row_invalid: 
     out, lse = attention(q, k, kv.value, scale=float(view.attrs["scale"]), precision=precision,
                          p_dtype=NUMPY_DTYPES[view.need("query").dtype], mods=mods,
                          sink=None if sink is None else np.asarray(sink),
-                         row_span=(q_off, q_off + q_len), col_span=(kv.kv_off, kv.kv_off + s2b))
+                         row_span=(q_off, q_off + q_len), col_span=(kv.kv_off, kv.kv_off + s2b),
+                         matmuls=full_quant_of_call(call, precision))
     if row_invalid == "docs" and not _corrected(view, q_len, s2b):
         _uncorrected_rows(out, lse, q_len, q_off, kv, view.N)
-    out = finish_output(out, view, call, precision)
+    out = finish_output(out, lse, view, call, precision, post_quant_order)
     return _to_layout(out, lse, view, precision)
 
 
@@ -132,9 +137,18 @@ def _uncorrected_rows(out: np.ndarray, lse: np.ndarray, q_len: np.ndarray, q_off
         lse[b, :, rows] = np.where(dead, out.dtype.type(FILL + np.log(s2b[b])), lse[b, :, rows])
 
 
-def finish_output(out: np.ndarray, view: CallView, call: dict[str, Any], precision: str
-                  ) -> np.ndarray:
-    """The attention output in its output dtype: the hook where post-quant (SEM §8) slots in."""
+def finish_output(out: np.ndarray, lse: np.ndarray, view: CallView, call: dict[str, Any],
+                  precision: str, post_quant_order: str = "round_then_offset") -> np.ndarray:
+    """The BNSD attention output in its output dtype, post-quantised to int8 (SEM §8)
+    when quant_scale2 is given (from the float output the call would otherwise
+    return: query dtype, fp16 for an int8 query)."""
+    if call.get("quant_scale2") is not None:
+        query_dtype = view.need("query").dtype
+        return post_quantise_call(out, call, out_layout="BNSD", num_heads=view.N,
+                                  precision=precision,
+                                  float_dtype=NUMPY_DTYPES["float16" if query_dtype == "int8"
+                                                           else query_dtype],
+                                  dead_rows=np.isinf(lse), order=post_quant_order)
     if precision == "fp64":
         return out
     return out.astype(_out_dtype(output_specs(view)[0].dtype, precision))
@@ -163,8 +177,10 @@ def _to_layout(out: np.ndarray, lse: np.ndarray, view: CallView, precision: str
 
 def npu_fused_infer_attention_score_v2(query: Any, key: Any, value: Any, *,
                                        precision: str = "device", row_invalid: str = "reference",
+                                       post_quant_order: str = "round_then_offset",
                                        **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
     """The same op under the v2 keyword names (fia-semantics.md §1)."""
     canonical = {V2_TO_CANONICAL.get(k, k): v for k, v in kwargs.items()}
     return npu_fused_infer_attention_score(query, key, value, precision=precision,
-                                           row_invalid=row_invalid, **canonical)
+                                           row_invalid=row_invalid,
+                                           post_quant_order=post_quant_order, **canonical)

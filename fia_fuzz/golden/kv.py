@@ -14,11 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.golden.antiquant import dequantise_call, is_high_precision
 from fia_fuzz.golden.layouts import to_bnsd, unpack
 from fia_fuzz.golden.lengths import left_window, packed_lengths, per_batch
 from fia_fuzz.golden.paged import paged_bnsd
 from fia_fuzz.golden.prefix import prefix_bnsd, prepend
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.tensors import NUMPY_DTYPES
 
 
 @dataclass(frozen=True)
@@ -95,12 +97,21 @@ def _with_prefix(view: CallView, call: dict[str, Any], kv: KV) -> KV:
 
 
 def dequantise(kv: KV, view: CallView, call: dict[str, Any], precision: str) -> KV:
-    """Float K/V for the attention step: the hook where antiquant (SEM §7) slots in.
+    """Float K/V for the attention step (antiquant, SEM §7; golden/antiquant.py).
 
-    Float KV passes through unchanged; int8/int4 KV is the quantised path's
-    job (golden/antiquant.py dequantise_call, which reads BNSD K/V at the
-    logical positions `KV` keeps) and is refused here rather than misread.
+    Float KV passes through unchanged, and so does the int8 KV of the full
+    int8 flow (int8 query), whose matmuls consume it as integers (quant.py).
+    int8/int4 KV with a float query is dequantised at the logical positions
+    `KV` keeps, in the query dtype ("device") or float64 ("fp64").
     """
     if kv.key.dtype.kind == "f" or kv.key.dtype.name == "bfloat16":
         return kv
-    raise NotImplementedError(f"golden: {kv.key.dtype} KV (antiquant) is not implemented yet")
+    query_dtype = NUMPY_DTYPES[view.need("query").dtype]
+    if query_dtype == np.int8:
+        return kv
+    high = is_high_precision(query_dtype, view.attr_int("inner_precise"),
+                             pse=call.get("pse_shift") is not None)
+    key, value = dequantise_call(kv.key, kv.value, call, query_dtype=query_dtype,
+                                 prefill=not view.decode, high_precision=high,
+                                 precision=precision, kv_lengths=kv.kv_len, prefix=kv.prefix)
+    return replace(kv, key=key, value=value)

@@ -177,9 +177,10 @@ def fixpipe_dequant(acc: np.ndarray, scale: float) -> np.ndarray:
                ).astype(np.float16)
 
 
-def quantize_p(p: np.ndarray, quant_scale1: float, *, work: Any = np.float32) -> np.ndarray:
-    """Unnormalised softmax P (in [0, 1]) times quant_scale1, rounded half-even to int8."""
-    return saturate_round_int8(_op(work, p.astype(np.float64) * np.float64(work(quant_scale1))))
+def quantize_p(p: np.ndarray, quant_scale1: float) -> np.ndarray:
+    """Unnormalised softmax P (in [0, 1]) times quant_scale1 in fp32, rounded half-even to int8."""
+    product = p.astype(np.float64) * np.float64(np.float32(quant_scale1))
+    return saturate_round_int8(_op(np.float32, product))
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,10 @@ class FullQuant:
     `scores` replaces Q·K^T (before the softmax scale), `pv` replaces P·V on
     the unnormalised P; everything between (scale, pse, mask, softmax, the row
     sum) is the float flow's. Operands are the int8 values in any float type.
+    In "fp64" nothing is rounded: P*qs1 is only saturated to the int8 range,
+    not rounded to an integer (as the float flow's "fp64" skips the fp16
+    rounding of P), which keeps the ideal independent of how the core blocks
+    the keys.
     """
 
     dequant_scale1: float
@@ -217,9 +222,10 @@ class FullQuant:
 
     def pv(self, p: np.ndarray, v: np.ndarray) -> np.ndarray:
         """P quantised to int8 by quant_scale1, int32 P·V, times dequant_scale2 (like `scores`)."""
-        pv = int_matmul(quantize_p(p, self.quant_scale1, work=self.work), v)
         if self.precision == "fp64":
-            return pv.astype(np.float64) * self.dequant_scale2
+            p_q = np.clip(p.astype(np.float64) * self.quant_scale1, *SAT8)
+            return np.matmul(p_q, v.astype(np.float64)) * self.dequant_scale2
+        pv = int_matmul(quantize_p(p, self.quant_scale1), v)
         return fixpipe_dequant(pv, self.dequant_scale2).astype(np.float32)
 
 
@@ -233,9 +239,8 @@ def int8_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, dequant_scale
     order, global row max), against which the blocked golden is checked.
     precision "device": deq1 product in fp32 rounded to fp16, then fp32 from
     the scale on; P*qs1 in fp32; deq2 like deq1; division by the fp32 row sum.
-    "fp64": the same steps in float64 without the fp16/fp32 roundings; P is
-    still quantised to int8 by quant_scale1 (the user's scale defines that
-    step; it is not a rounding artefact). `masked` (True = not attended) and
+    "fp64": the same steps in float64 without any rounding (see FullQuant).
+    `masked` (True = not attended) and
     `pse` broadcast to (B,N,S1,S2). Rows with every key masked get out 0 and
     lse +inf. Out is fp32/fp64.
     """
@@ -299,3 +304,34 @@ def dequantize_query(query: Any, dequant_scale_query: Any, *, layout: str, num_h
     deq = _op(work, tq.astype(np.float64) * s.reshape(*tokens, 1))
     return back(deq, q.shape)
 
+
+
+# ---- the call-level steps the golden pipeline runs ----------------------------------------
+def full_quant_of_call(call: dict[str, Any], precision: str) -> FullQuant | None:
+    """The int8 flow's scales of a call (int8 q/k/v), or None for a float call."""
+    if call.get("dequant_scale1") is None:
+        return None
+    return FullQuant.from_scales(call["dequant_scale1"], call["quant_scale1"],
+                                 call["dequant_scale2"], precision)
+
+
+def post_quantise_call(out: np.ndarray, call: dict[str, Any], *, out_layout: str,
+                       num_heads: int, precision: str, float_dtype: Any,
+                       dead_rows: np.ndarray | None = None,
+                       order: str = "round_then_offset") -> np.ndarray:
+    """A call's int8 output from its float attention output (§8), in `out_layout`.
+
+    The input is the output the same call returns without quant_scale2 (rounded
+    to `float_dtype`: the query dtype, fp16 for an int8 query), so the golden's
+    int8 output is exactly the post-quant of its float output. Rows the op does
+    not compute (`dead_rows`, True where the row has no key) stay 0: the docs
+    reject int8 output with an offset exactly because such rows would not carry
+    the offset [V4 Q_S>1 INT8: 矩阵会存在某几行不参与计算的情况 ... 该场景会拦截].
+    """
+    x = out if precision == "fp64" else out.astype(float_dtype)
+    q = post_quantize_output(x, call["quant_scale2"], call.get("quant_offset2"),
+                             out_layout=out_layout, num_heads=num_heads, precision=precision,
+                             order=order)
+    if dead_rows is not None:
+        q = np.where(dead_rows[..., None], 0, q).astype(q.dtype)
+    return q

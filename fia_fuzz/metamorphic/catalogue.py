@@ -62,12 +62,14 @@ class Relation:
     summary: str
     source: str
     build: Callable[[Case, Call], list[Partner]] = field(repr=False)
+    #: Every expected equality the relation's partners use (for the catalogue note).
+    tolerances: tuple[Tolerance, ...] = ()
 
 
 RELATIONS: dict[str, Relation] = {}
 
 
-def relation(name: str, summary: str, source: str
+def relation(name: str, summary: str, source: str, tolerances: tuple[Tolerance, ...]
              ) -> Callable[[Callable[[Case, Call], list[Partner]]],
                            Callable[[Case, Call], list[Partner]]]:
     """Register `build` as the relation `name`; registration order is catalogue order."""
@@ -75,9 +77,21 @@ def relation(name: str, summary: str, source: str
              ) -> Callable[[Case, Call], list[Partner]]:
         if name in RELATIONS:
             raise ValueError(f"relation {name!r} registered twice")
-        RELATIONS[name] = Relation(name, summary, source, build)
+        RELATIONS[name] = Relation(name, summary, source, build, tolerances)
         return build
     return deco
+
+
+def describe_catalogue() -> str:
+    """The catalogue as a Markdown table: relation, claim, expected equality and why, source."""
+    lines = ["| relation | claim | expected equality | why | source |",
+             "| --- | --- | --- | --- | --- |"]
+    for rel in RELATIONS.values():
+        for i, tol in enumerate(rel.tolerances):
+            first = i == 0
+            lines.append(f"| {rel.name if first else ''} | {rel.summary if first else ''} | "
+                         f"{tol.describe()} | {tol.reason} | {rel.source if first else ''} |")
+    return "\n".join(lines) + "\n"
 
 
 # ---- shared reading of a call -------------------------------------------------

@@ -34,7 +34,10 @@ class Tolerance:
         return self.units == 0
 
     def describe(self) -> str:
-        return "exact" if self.exact else f"<= {self.units:g} eps(out dtype) x max|out|"
+        if self.exact:
+            return "exact"
+        return (f"out: <= {self.units:g} eps(out dtype) x max abs(out); "
+                f"lse: <= {self.units:g} x 2^-20 x max(abs(lse), 1)")
 
     def out_allowance(self, reference: np.ndarray, dtype: str) -> float:
         if self.exact:

@@ -274,10 +274,10 @@ class CallView:
             return {"B": b, "S": s, "N": n, "D": d * pack}
         if layout == "TND":
             t_, n, d = shape
-            return {"T": t_, "N": n, "D": d * pack}
+            return {"T": t_, "S": t_, "N": n, "D": d * pack}
         if layout == "NTD":
             n, t_, d = shape
-            return {"T": t_, "N": n, "D": d * pack}
+            return {"T": t_, "S": t_, "N": n, "D": d * pack}
         raise Undetermined(what)
 
     def tensor_dims(self, name: str, index: int = 0) -> dict[str, int]:

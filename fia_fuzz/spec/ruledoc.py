@@ -49,7 +49,8 @@ NOTES = """## Disagreements between the documents, and decisions
 7. **MLA full-quant scales.** Which scales an int8 MLA call needs is not
    documented (dequantScaleQuery/queryQuantMode 3 are mentioned); the general
    dequant_scale1/quant_scale1/dequant_scale2 requirement is not applied with
-   rope.
+   rope, nor the "Q_S = 1: all-int8 unsupported" rule (the MLA table allows an
+   int8 query for Q_S 1..16), nor the "no int8 query with paging" rule.
 8. **atten_mask dtype.** V2's REG_OP also lists FLOAT16; V4 says BOOL, INT8,
    UINT8. V4.
 9. **quant_scale2 dtype.** MindSpore lists float32/float16; V4 float32, or

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,8 @@ from fia_fuzz.metamorphic import RELATIONS, Tolerance, check_relations, partner_
 from fia_fuzz.metamorphic.equality import EXACT_ADDRESSING, compare
 from fia_fuzz.metamorphic.layouts import cumulative, pack, relayout, unpack
 from fia_fuzz.metamorphic.paging import block_table, cache_shape, garbage, page, unpage
-from fia_fuzz.runners import get_runner
+from fia_fuzz.runners import Runner, get_runner
+from fia_fuzz.spec import Case
 
 from .sources import make_case
 
@@ -89,11 +92,32 @@ def test_rows_name_relation_partner_and_expectation() -> None:
     assert graph[0]["outcome"] == "unsupported" and "no graph variant" in graph[0]["detail"]
 
 
+class RefusingDouble(Runner):
+    """TEST DOUBLE: a backend that expresses nothing."""
+
+    name = "refusing-double"
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def supports(self, case: Case) -> tuple[bool, str]:
+        return False, "this double expresses no case"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        raise AssertionError("never called for an unsupported case")
+
+
 def test_unsupported_source_is_recorded_not_raised() -> None:
-    case = make_case("BNSD", actual_seq_lengths_kv=[30, 40])
-    sdpa = pytest.importorskip("torch") and get_runner("torch-sdpa")
-    rows = check_relations(case, sdpa, ["run_twice"])
-    ok, why = sdpa.supports(case)
-    if ok:
-        pytest.skip("torch-sdpa now expresses actual_seq_lengths_kv")
-    assert rows[0]["outcome"] == "unsupported" and rows[0]["detail"].startswith("source:")
+    rows = check_relations(make_case("BNSD"), RefusingDouble(), ["run_twice", "layout"])
+    assert rows and all(r["outcome"] == "unsupported" for r in rows)
+    assert rows[0]["detail"] == "source: this double expresses no case"
+
+
+def test_readme_lists_the_catalogue_as_it_is() -> None:
+    from pathlib import Path
+
+    import fia_fuzz.metamorphic as pkg
+    from fia_fuzz.metamorphic.catalogue import describe_catalogue
+
+    text = (Path(pkg.__file__).parent / "README.md").read_text()
+    assert describe_catalogue() in text, "regenerate the table with describe_catalogue()"

@@ -16,10 +16,10 @@ import pytest
 
 from fia_fuzz.metamorphic import check_relations
 from fia_fuzz.runners import Runner, get_runner
-from fia_fuzz.spec import Case
+from fia_fuzz.spec import Case, TensorSpec
 from fia_fuzz.spec.call import CallView
 
-from .sources import make_case
+from .sources import bool_mask, make_case
 
 ENGINE = "torch-sdpa" if importlib.util.find_spec("torch") else "golden"
 
@@ -130,6 +130,49 @@ class BatchShiftDouble(_Double):
         return call
 
 
+class ListOrderDouble(_Double):
+    """TEST DOUBLE: stacks a KV tensor list into one tensor in reverse batch order."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        for name in ("key", "value"):
+            if isinstance(call[name], list):
+                call[name] = np.ascontiguousarray(np.concatenate(call[name][::-1], axis=0))
+        return call
+
+
+class LeftPaddingDouble(_Double):
+    """TEST DOUBLE: ignores kv_padding_size (reads left-padded KV as right-padded)."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        call.pop("kv_padding_size", None)
+        return call
+
+
+class CausalAnchorDouble(_Double):
+    """TEST DOUBLE: anchors sparse mode 3 top-left, like mode 2."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        if call.get("sparse_mode") == 3:
+            call["sparse_mode"] = 2
+        return call
+
+
+class PrefixLengthDouble(_Double):
+    """TEST DOUBLE: ignores actual_shared_prefix_len and attends the whole prefix tensor."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        call.pop("actual_shared_prefix_len", None)
+        return call
+
+
+class SinkDropDouble(_Double):
+    """TEST DOUBLE: drops learnable_sink (the bug this relation found in the golden)."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        call.pop("learnable_sink", None)
+        return call
+
+
 class DecodeScaleDouble(_Double):
     """TEST DOUBLE: the decode branch forgets the softmax scale."""
 
@@ -193,6 +236,37 @@ def test_batch_relation_catches_batch_mixup() -> None:
     case = make_case("BNSD", b=3)
     got = _outcomes(check_relations(case, BatchShiftDouble(), ["batch_perm"]))
     assert set(got.values()) == {"fail"}
+
+
+def test_list_relation_catches_wrong_element_order() -> None:
+    case = make_case("BSND", b=3)
+    got = _outcomes(check_relations(case, ListOrderDouble(), ["kv_list"]))
+    assert got == {"split": "fail"}
+
+
+def test_padding_relation_catches_ignored_kv_padding() -> None:
+    case = make_case("BNSD", s1=1, actual_seq_lengths_kv=[33, 40])
+    got = _outcomes(check_relations(case, LeftPaddingDouble(), ["padding"]))
+    assert got == {"left-kv": "fail"}
+
+
+def test_sparse_relation_catches_wrong_causal_anchor() -> None:
+    case = make_case("BNSD", sparse_mode=3, s1=8, s2=40, atten_mask=bool_mask(2048, 2048),
+                     fills={"atten_mask": {"dist": "triu", "k": 1}})
+    got = _outcomes(check_relations(case, CausalAnchorDouble(), ["sparse_mask"]))
+    assert got == {"mode3->explicit": "fail"}
+
+
+def test_prefix_relation_catches_ignored_prefix_length() -> None:
+    case = make_case("BSH", b=1, s2=30)
+    got = _outcomes(check_relations(case, PrefixLengthDouble(), ["prefix"]))
+    assert got == {"split": "pass", "split-longer-prefix": "fail"}
+
+
+def test_sink_relation_catches_dropped_sink() -> None:
+    case = make_case("BNSD", learnable_sink=TensorSpec((4,), "float16"))
+    got = _outcomes(check_relations(case, SinkDropDouble(), ["sink_column"]))
+    assert got == {"extra-column": "fail"}
 
 
 def test_decode_relation_catches_branch_bug() -> None:

@@ -18,14 +18,17 @@ from fia_fuzz.strategies import cases
 
 from .sources import SOURCES
 
-#: Relations the golden computes through identical arithmetic: they must be bit-exact there.
-GOLDEN_EXACT = {"layout", "gqa_repeat", "batch_perm", "run_twice", "v1_v2", "paged"}
+#: Relations the golden computes through identical arithmetic, so they must be bit-exact
+#: there: it normalises layouts, gathers pages and lists, prepends the prefix and turns every
+#: mask form into one excluded set before one attention core. Measured: padding moves its
+#: KV tiles (lse differs by ~2 float32 ulps) and decode_row changes the matmul shapes.
+#: sink_column is exact because every source fits one golden KV tile (512 columns).
+GOLDEN_EXACT = {"layout", "gqa_repeat", "paged", "kv_list", "prefix", "sparse_mask",
+                "sink_column", "v1_v2", "run_twice", "batch_perm"}
 RUNNERS = ["golden"] + (["torch-sdpa"] if importlib.util.find_spec("torch") else [])
-
-
 #: The relations issue 10 asks for, by catalogue name.
-REQUIRED = {"layout", "gqa_repeat", "paged", "decode_row", "v1_v2", "eager_graph", "run_twice",
-            "batch_perm"}
+REQUIRED = {"layout", "gqa_repeat", "paged", "kv_list", "padding", "prefix", "sparse_mask",
+            "decode_row", "sink_column", "v1_v2", "eager_graph", "run_twice", "batch_perm"}
 
 
 def test_catalogue_covers_the_issue() -> None:
@@ -60,19 +63,21 @@ def test_relation_holds(name: str, runner_name: str) -> None:
     runner = get_runner(runner_name)
     rows = [r for case in SOURCES[name] for r in check_relations(case, runner, [name])]
     assert rows, f"{name} produced no partner for its sources"
-    bad = [r for r in rows if r["outcome"] in ("fail", "error")]
-    assert not bad, bad
+    bad = [f"{r['relation']}/{r['variant']} case {r['case_id']}: {r['outcome']}: {r['detail']}"
+           for r in rows if r["outcome"] in ("fail", "error")]
+    assert not bad, f"{runner_name} breaks a metamorphic relation:\n" + "\n".join(bad)
     judged = [r for r in rows if r["outcome"] == "pass"]
     if not judged:
         pytest.skip(f"{name} on {runner_name}: {rows[0]['detail']}")
     if runner_name == "golden" and name in GOLDEN_EXACT:
-        assert all(r["out_max_abs_diff"] == 0 for r in judged), judged
-        assert all(r.get("lse_max_abs_diff", 0) == 0 for r in judged), judged
+        inexact = [(r["variant"], r["out_max_abs_diff"], r.get("lse_max_abs_diff"))
+                   for r in judged if r["out_max_abs_diff"] or r.get("lse_max_abs_diff")]
+        assert not inexact, f"the golden is not bit-exact under {name}: {inexact}"
 
 
 @pytest.mark.parametrize("runner_name", RUNNERS)
-@settings(max_examples=12)
-@given(case=cases(plain=True))  # broad cases() draws fail batch_perm on TND: see strategies report
+@settings(max_examples=8)
+@given(case=cases())
 def test_catalogue_holds_on_drawn_cases(runner_name: str, case: Case) -> None:
     rows = check_relations(case, get_runner(runner_name))
     bad = [r for r in rows if r["outcome"] in ("fail", "error")]

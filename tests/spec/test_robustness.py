@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from fia_fuzz.spec import IllegalCall, TensorSpec, infer_outputs, validate
 from fia_fuzz.spec.params import ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
+from fia_fuzz.spec.rulebook.examples import BASES, call
 from fia_fuzz.spec.tensors import DTYPES
-from tests.spec.bases import BASES, call
 
 JUNK = st.one_of(
     st.none(), st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=True), st.text(max_size=4),

@@ -4,7 +4,12 @@ from fia_fuzz.metamorphic.relations import (  # noqa: F401, I001  (registration;
     layout,
     heads,
     paged,
+    kvlist,
+    padding,
+    prefix,
+    sparse,
     decode,
+    sinks,
     api,
     batch,
 )

@@ -42,7 +42,7 @@ def _copy(x: Any) -> Any:
 
 
 @relation("v1_v2", "the v1 and v2 entry points agree on every call both can express",
-          "fia-semantics.md §1 (v2 renames); seed 004 函数原型")
+          "fia-semantics.md §1 (v2 renames); seed 004 函数原型", (SAME_KERNEL,))
 def v1_vs_v2(case: Case, call: Call) -> list[Partner]:
     require_absent(call, NOT_IN_V2, "the v2 API has no keyword for")
     if call.get("antiquant_mode", 0) != 0:
@@ -51,7 +51,7 @@ def v1_vs_v2(case: Case, call: Call) -> list[Partner]:
 
 
 @relation("eager_graph", "eager mode and TorchAir graph mode agree",
-          "seed 004 (TorchAir graph mode); fia-semantics.md §1")
+          "seed 004 (TorchAir graph mode); fia-semantics.md §1", (SAME_KERNEL,))
 def eager_vs_graph(case: Case, call: Call) -> list[Partner]:
     if not call:
         raise NotApplicable("empty call")
@@ -59,7 +59,7 @@ def eager_vs_graph(case: Case, call: Call) -> list[Partner]:
 
 
 @relation("run_twice", "the same call twice gives the same bits and leaves its inputs intact",
-          "V4 功能说明 (inference op, deterministic)")
+          "V4 功能说明 (inference op, deterministic)", (DETERMINISM,))
 def run_twice(case: Case, call: Call) -> list[Partner]:
     return [Partner("again", {k: _copy(v) for k, v in call.items()}, DETERMINISM,
                     inputs_unchanged=True)]

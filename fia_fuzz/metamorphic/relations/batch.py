@@ -110,7 +110,8 @@ def _unpermute(o: Outputs, inv: np.ndarray, out_layout: str, lse_flag: bool,
 
 
 @relation("batch_perm", "permuting the batch permutes the output and nothing else",
-          "V4 功能说明 (batches are independent); fia-semantics.md §3")
+          "V4 功能说明 (batches are independent); fia-semantics.md §3",
+          (BATCH_TOLERANCE,))
 def batch_permutation(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
     if v.B < 2:

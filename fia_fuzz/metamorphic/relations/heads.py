@@ -55,7 +55,8 @@ def cache_form(x: np.ndarray) -> str:
 
 
 @relation("gqa_repeat", "GQA equals MHA (or a smaller G) with each KV head repeated",
-          "V4 参数说明 numKeyValueHeads; fia-semantics.md §5 (GQA)")
+          "V4 参数说明 numKeyValueHeads; fia-semantics.md §5 (GQA)",
+          (GQA_TOLERANCE,))
 def gqa_repeat(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
     g, kv_n = v.G, v.KV_N

@@ -94,7 +94,8 @@ def _packed_partner(call: Call, target: str) -> Partner:
 
 
 @relation("layout", "the same data in every other input/output layout gives the same output",
-          "V4 参数说明 inputLayout; fia-semantics.md §2")
+          "V4 参数说明 inputLayout; fia-semantics.md §2",
+          (EXACT_ADDRESSING,))
 def layout_permutations(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
     if v.in_layout not in DENSE:

@@ -120,7 +120,8 @@ def _to_contiguous(call: Call, view: CallView) -> list[Partner]:
 
 
 @relation("paged", "paged KV (any block size, ordered or shuffled table) equals contiguous KV",
-          "V4 参数说明 blockTable/blockSize; fia-semantics.md §2 (Paged KV caches)")
+          "V4 参数说明 blockTable/blockSize; fia-semantics.md §2 (Paged KV caches)",
+          (PAGED_TOLERANCE,))
 def paged_vs_contiguous(case: Case, call: Call) -> list[Partner]:
     view = view_of(call)
     return _to_contiguous(call, view) if view.paged else _to_paged(case, call, view)

@@ -178,7 +178,7 @@ def _paged(c: CallView) -> str | None:
       src("V4", "MLA场景 query d=512 PagedAttention blockSize (128)"))
 def _bs(c: CallView) -> str | None:
     bs = c.attr_int("block_size")
-    if _mla(c) and c.paged and not c.packed and bs != 128:
+    if _mla(c) and c.paged and bs != 128:
         return f"MLA D=512 with block_size={bs}, expected 128"
     return None
 

@@ -79,18 +79,18 @@ LENGTHS = [3, 2]
 
 def test_gather_paged_mode4_reads_only_valid_entries() -> None:
     param = np.arange(8, dtype=np.float32).reshape(4, 2)   # block j holds 2j, 2j+1
-    got = gather_paged(param, TABLE, 2, S, LENGTHS)
+    got = gather_paged(param, TABLE, S, LENGTHS)
     assert got.tolist() == [[6, 7, 2], [0, 1, 0]]
 
 
 def test_gather_paged_mode5_per_head() -> None:
     param = np.arange(16, dtype=np.float32).reshape(4, KVN, 2)  # [blk, n, off] = 4blk+2n+off
-    got = gather_paged(param, TABLE, 2, S, LENGTHS)
+    got = gather_paged(param, TABLE, S, LENGTHS)
     assert got.tolist() == [[[12, 13, 4], [14, 15, 6]], [[0, 1, 0], [2, 3, 0]]]
 
 
 def test_mode4_and_mode5_dequantise_at_logical_positions() -> None:
-    where = {"block_table": TABLE, "block_size": 2, "kv_lengths": LENGTHS}
+    where = {"block_table": TABLE, "kv_lengths": LENGTHS}
     p4 = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
     got = deq(p4, 4, **where)
     want = KV * np.array([[7, 8, 3], [1, 2, 0]])[:, None, :, None]

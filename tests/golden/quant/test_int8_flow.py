@@ -99,8 +99,9 @@ def test_fp64_flow_matches_an_independent_reference() -> None:
     s = np.einsum("bnqd,bnkd->bnqk", q.astype(np.int64), kk) * np.float32(deq1) * scale
     m = s.max(-1, keepdims=True)
     p = np.exp(s - m)
-    p8 = np.clip(np.rint(p * qs1), -128, 127)
-    want = np.einsum("bnqk,bnkd->bnqd", p8, vv) * float(np.float32(deq2)) / p.sum(-1, keepdims=True)
+    p_q = np.minimum(p * qs1, 127)  # saturated, not rounded, in the ideal
+    want = (np.einsum("bnqk,bnkd->bnqd", p_q, vv) * float(np.float32(deq2))
+            / p.sum(-1, keepdims=True))
     np.testing.assert_allclose(out, want, rtol=1e-12, atol=0)
     np.testing.assert_allclose(lse, (np.log(p.sum(-1)) + m[..., 0]), rtol=1e-12)
 
