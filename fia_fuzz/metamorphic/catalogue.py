@@ -115,22 +115,6 @@ def permutation(seed: int, label: str, n: int) -> np.ndarray:
     return np.argsort(keys, kind="stable")
 
 
-def lengths(view: CallView, name: str, full: int) -> list[int]:
-    """Per-batch lengths of a right-padded call (absent -> full, one value -> broadcast)."""
-    return [int(x) for x in view.lengths(name, full)]
-
-
-def with_params(call: Call, **changes: Any) -> Call:
-    """A shallow copy of `call` with keys changed; a value of None removes the key."""
-    out = dict(call)
-    for k, v in changes.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = v
-    return out
-
-
 def keep_legal(partners: list[Partner]) -> list[Partner]:
     """The partners `validate` accepts; NotApplicable naming the broken rules if none is."""
     legal, dropped = [], []

@@ -55,15 +55,26 @@ def case_of(call: Call, seed: int = 0) -> Case:
     return Case(params=params, seed=seed)
 
 
+class BuildFailed(str):
+    """The reason a relation's builder crashed: a defect of the relation, reported as an error."""
+
+
 def build_partners(case: Case, call: Call, relations: Iterable[Relation] | None = None
                    ) -> list[tuple[Relation, list[Partner] | str]]:
-    """Each relation with its partners for this case, or the reason it does not apply."""
+    """Each relation with its partners for this case, or the reason it does not apply.
+
+    A builder that crashes yields a `BuildFailed` reason instead of ending the
+    campaign; `check_relations` turns it into an "error" row.
+    """
     out: list[tuple[Relation, list[Partner] | str]] = []
     for rel in relations if relations is not None else RELATIONS.values():
         try:
             out.append((rel, rel.build(case, call)))
         except NotApplicable as exc:
             out.append((rel, str(exc)))
+        except Exception as exc:  # a defect of ours, recorded as a result
+            out.append((rel, BuildFailed(f"building {rel.name} partners failed: "
+                                         f"{type(exc).__name__}: {exc}")))
     return out
 
 
@@ -112,6 +123,10 @@ def check_relations(case: Case, runner: Runner, relations: Iterable[str] | None 
     if source_outputs is not None:
         source_state = (source_outputs, "", "")
     for rel, built in build_partners(case, call, rels):
+        if isinstance(built, BuildFailed):
+            rows.append({**base, "relation": rel.name, "variant": "", "partner_id": "",
+                         "outcome": "error", "detail": str(built)})
+            continue
         if isinstance(built, str):
             if include_not_applicable:
                 rows.append({**base, "relation": rel.name, "variant": "", "partner_id": "",

@@ -46,23 +46,10 @@ def _pads(view: CallView, name: str) -> list[int] | None:
     return vals * view.B if len(vals) == 1 else vals[: view.B]
 
 
-def prefix_length(call: dict, view: CallView) -> int:
-    if call.get("key_shared_prefix") is None:
-        return 0
-    given = view.values.get("actual_shared_prefix_len")
-    if given:
-        return int(given[0])
-    p = call["key_shared_prefix"]
-    return int(p.shape[{"BSH": 1, "BSND": 1, "BNSD": 2}[view.in_layout]])
-
-
 def windows(call: dict, view: CallView) -> Windows:
     """The valid query rows and key columns of every batch of a dense-layout call."""
     s1, s2 = view.S1, view.S2
-    act_q = [1] * view.B if view.decode else [int(x) for x in view.lengths(
-        "actual_seq_lengths", s1)]
-    act_kv = [int(x) for x in view.lengths("actual_seq_lengths_kv", s2)]
-    prefix = prefix_length(call, view)
+    act_q, act_kv, prefix = list(view.act_q), list(view.act_kv), view.prefix_len
     qpad, kvpad = _pads(view, "query_padding_size"), _pads(view, "kv_padding_size")
     q_start = [s1 - p - a for p, a in zip(qpad, act_q, strict=True)] if qpad and not \
         view.decode else [0] * view.B
@@ -102,7 +89,9 @@ def effective_mask(call: dict, view: CallView) -> np.ndarray:
         i, j = np.arange(aq), np.arange(ak)
         rows = w.q_start[b] + i
         cols = np.where(j < w.prefix, j, w.kv_start[b] + (j - w.prefix))
-        user = None if mask is None else user_mask(mask, b, view.decode)[np.ix_(rows, cols)]
+        # modes 2/3/4 take the fixed 2048 mask, whose contents do not enter the math [SEM §4]
+        uses_user = mask is not None and (mode in (0, 1) or (view.decode and not rope))
+        user = user_mask(mask, b, view.decode)[np.ix_(rows, cols)] if uses_user else None
         if view.decode and not rope:  # Q_S == 1: sparse_mode, pre, next ignored [SEM §4]
             rel = user if user is not None else np.zeros((aq, ak), bool)
         elif mode == 0:

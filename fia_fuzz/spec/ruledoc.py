@@ -94,7 +94,15 @@ NOTES = """## Disagreements between the documents, and decisions
     not stated as an error; it is treated as one since dequantisation needs it.
 25. **Rows-not-computed interception** uses V4's mode-0 formula with the prefix
     term (MindSpore omits it).
-26. **Mask batch dim.** Decode masks are documented with B only; prefill masks
+26. **Prefix and masks/pse with Q_S = 1.** V4 states "mask/pse KV_S >= prefix
+    + key S" for Q_S > 1 only; fia-semantics.md §6 counts the prefix in S2 for
+    masks in general, so the rule applies to both branches.
+27. **MindSpore vs V4 for Q_S > 1.** MindSpore calls block_table, block_size,
+    the separate antiquant params and kv_padding_size "ignored" for Q_S > 1
+    (and kv padding prefill-only); V4 documents paged attention, separate
+    antiquant (bf16 query, int8 KV, Q_S <= 16) and kv left padding in both
+    branches. V4.
+28. **Mask batch dim.** Decode masks are documented with B only; prefill masks
     with B or 1. Masks larger than Q_S x KV_S are legal (extra entries ignored).
 
 ## Documented constraints without a rule

@@ -45,3 +45,20 @@ def test_kv_list_and_paged_calls_load(tmp_path: Path, capsys) -> None:
             "num_heads": 4, "num_key_value_heads": 2, "input_layout": "BSH"}
     assert main(["validate", _write(tmp_path, call)]) == 0
     assert "attention_out: float16[2, 1, 256]" in capsys.readouterr().out
+
+
+def test_case_json_is_accepted(tmp_path: Path, capsys) -> None:
+    from fia_fuzz.spec import Case
+    from fia_fuzz.spec.rulebook.examples import BASES
+
+    case = Case(params=BASES["paged_decode"], seed=3)
+    p = tmp_path / "case.json"
+    p.write_text(case.to_json())
+    assert main(["validate", str(p)]) == 0
+    assert "attention_out: float16[2, 8, 1, 64]" in capsys.readouterr().out
+
+
+def test_malformed_tensor_in_json_is_a_violation(tmp_path: Path, capsys) -> None:
+    bad = {**CALL, "query": {"shape": [1, 8, -4, 64], "dtype": "float16"}}
+    assert main(["validate", _write(tmp_path, bad)]) == 1
+    assert "[args.shape_sane]" in capsys.readouterr().out

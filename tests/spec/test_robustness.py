@@ -66,3 +66,38 @@ def test_accepts_arrays_and_torch_tensors() -> None:
     kv = torch.zeros((2, 16, 32), dtype=torch.float16)
     assert validate(torch.zeros((1, 1, 32), dtype=torch.float16), kv, kv, num_heads=2,
                     block_table=bt, block_size=16, actual_seq_lengths_kv=[20]) == []
+
+
+def _mutate(value: Any, data: st.DataObject) -> Any:
+    if isinstance(value, TensorSpec):
+        shape = list(value.shape)
+        how = data.draw(st.sampled_from(["dim", "drop", "add", "dtype"]))
+        if how == "dim" and shape:
+            i = data.draw(st.integers(0, len(shape) - 1))
+            shape[i] = data.draw(st.sampled_from([0, 1, 2, 3, 16, 17, 64, 2048, shape[i] * 2]))
+        elif how == "drop":
+            shape = shape[:-1]
+        elif how == "add":
+            shape.append(data.draw(st.sampled_from([1, 2])))
+        dtype = data.draw(st.sampled_from(DTYPES)) if how == "dtype" else value.dtype
+        return TensorSpec(tuple(shape), dtype)
+    if isinstance(value, list) and value and isinstance(value[0], TensorSpec):
+        return [_mutate(v, data) for v in value][: data.draw(st.integers(0, 3))]
+    if isinstance(value, list):
+        return data.draw(st.lists(st.integers(-2, 300), max_size=4))
+    if isinstance(value, str):
+        return data.draw(st.sampled_from(["BSH", "BSND", "BNSD", "TND", "NTD", "BNSD_BSND",
+                                          "TND_NTD", "NTD_TND", "BSH_NBSD", "BNSD_NBSD"]))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return data.draw(st.sampled_from([-1, 0, 1, 2, 3, 4, 5, 16, 128, value * 2]))
+    return value
+
+
+@given(base=st.sampled_from(sorted(BASES)), data=st.data())
+def test_mutated_calls_are_judged_by_rules_not_by_the_fallback(base: str, data) -> None:
+    """A bad shape or value is reported by a rule; no check crashes into the generic fallback."""
+    kw = dict(BASES[base])
+    for name in data.draw(st.lists(st.sampled_from(sorted(kw)), min_size=1, max_size=3)):
+        kw[name] = _mutate(kw[name], data)
+    for v in validate(**kw):
+        assert "could not be read" not in v.message, str(v)

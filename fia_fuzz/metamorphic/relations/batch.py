@@ -52,15 +52,19 @@ def _permute(call: Call, v: CallView, perm: np.ndarray) -> Call:
     b = v.B
     new = dict(call)
     if v.packed:
-        qa, ka = call["actual_seq_lengths"], call["actual_seq_lengths_kv"]
         axis = 0 if v.in_layout == "TND" else 1
-        new["query"] = _take_segments(call["query"], qa, perm, axis)
-        for name in ("key", "value"):
-            new[name] = _take_segments(call[name], ka, perm, axis)
-        q_len, k_len = v.packed_lengths("actual_seq_lengths"), v.packed_lengths(
-            "actual_seq_lengths_kv")
-        new["actual_seq_lengths"] = cumulative([q_len[i] for i in perm])
-        new["actual_seq_lengths_kv"] = cumulative([k_len[i] for i in perm])
+        for name in ("query", "query_rope"):
+            if call.get(name) is not None:
+                new[name] = _take_segments(call[name], call["actual_seq_lengths"], perm, axis)
+        new["actual_seq_lengths"] = cumulative([v.act_q[i] for i in perm])
+        if v.paged:  # paged KV lengths stay per batch [SEM §2]
+            new["block_table"] = np.ascontiguousarray(np.asarray(call["block_table"])[perm])
+            new["actual_seq_lengths_kv"] = [v.act_kv[i] for i in perm]
+            return new
+        for name in ("key", "value", "key_rope"):
+            if call.get(name) is not None:
+                new[name] = _take_segments(call[name], call["actual_seq_lengths_kv"], perm, axis)
+        new["actual_seq_lengths_kv"] = cumulative([v.act_kv[i] for i in perm])
         return new
     for name in ("query", "query_rope"):
         if call.get(name) is not None:

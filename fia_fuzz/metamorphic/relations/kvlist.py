@@ -17,7 +17,6 @@ from fia_fuzz.metamorphic.catalogue import (
     NotApplicable,
     Partner,
     keep_legal,
-    lengths,
     relation,
     require_absent,
     view_of,
@@ -52,7 +51,7 @@ def list_vs_batched(case: Case, call: Call) -> list[Partner]:
         return keep_legal([_batched(call, v)])
     if v.B > 256:
         raise NotApplicable(f"B = {v.B} > 256, the tensor-list limit")
-    act_kv = lengths(v, "actual_seq_lengths_kv", v.S2)
+    act_kv = list(v.act_kv)
     cuts = {"split": ([v.S2] * v.B, SPLIT_EXACT)}
     if call.get("actual_seq_lengths_kv") is not None and min(act_kv) < v.S2:
         cuts["trimmed"] = ([max(a, 1) for a in act_kv], TRIM_TOLERANCE)
@@ -68,7 +67,7 @@ def list_vs_batched(case: Case, call: Call) -> list[Partner]:
 def _batched(call: Call, v: CallView) -> Partner:
     keys = [to_bnsd(k, v.in_layout, v.KV_N) for k in call["key"]]
     sizes = [k.shape[2] for k in keys]
-    act = [min(a, s) for a, s in zip(lengths(v, "actual_seq_lengths_kv", max(sizes)), sizes,
+    act = [min(a, s) for a, s in zip(v.act_kv, sizes,
                                      strict=True)]
     new = dict(call, actual_seq_lengths_kv=act)
     for name in ("key", "value"):

@@ -16,7 +16,6 @@ from fia_fuzz.metamorphic.catalogue import (
     Outputs,
     Partner,
     keep_legal,
-    lengths,
     relation,
     require_absent,
     view_of,
@@ -72,9 +71,9 @@ def _packed_partner(call: Call, target: str) -> Partner:
     if v.is_kv_list:
         raise NotApplicable("tensor-list KV has no packed form")
     dst_in, dst_out = LAYOUTS[target]
-    b, s1, s2 = v.B, v.S1, v.S2
-    act_q = [1] * b if v.decode else lengths(v, "actual_seq_lengths", s1)
-    act_kv = lengths(v, "actual_seq_lengths_kv", s2)
+    s1 = v.S1
+    act_q = list(v.act_q)
+    act_kv = list(v.act_kv)
     if sum(act_q) == 0:
         raise NotApplicable("no valid query row to pack")
     q = to_bnsd(call["query"], v.in_layout, v.N)

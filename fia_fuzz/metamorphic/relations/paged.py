@@ -16,7 +16,6 @@ from fia_fuzz.metamorphic.catalogue import (
     NotApplicable,
     Partner,
     keep_legal,
-    lengths,
     permutation,
     relation,
     require_absent,
@@ -73,7 +72,7 @@ def _to_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
     require_absent(call, NOT_WITH_PAGED, "not allowed with paged attention")
     if _per_token_scales(call, view):
         raise NotApplicable("per-token antiquant scales would need PA-managed modes 4/5")
-    act_kv = lengths(view, "actual_seq_lengths_kv", view.S2)
+    act_kv = list(view.act_kv)
     kv = {n: to_bnsd(call[n], view.in_layout, view.KV_N) for n in PAGED_KV
           if call.get(n) is not None}
     dtype = cache_dtype(call["key"])
@@ -105,7 +104,7 @@ def _to_contiguous(call: Call, view: CallView) -> list[Partner]:
         raise NotApplicable(f"{view.in_layout} query: contiguous packed KV not modelled")
     if view.attrs["key_antiquant_mode"] in (4, 5) or view.attrs["value_antiquant_mode"] in (4, 5):
         raise NotApplicable("PA-managed antiquant scales (modes 4/5) have no contiguous form")
-    act_kv = lengths(view, "actual_seq_lengths_kv", view.S2)
+    act_kv = list(view.act_kv)
     table = np.asarray(call["block_table"])
     bs = int(view.attrs["block_size"])
     seq = max(act_kv + [0])

@@ -17,14 +17,12 @@ from fia_fuzz.metamorphic.catalogue import (
     NotApplicable,
     Partner,
     keep_legal,
-    lengths,
     relation,
     require_absent,
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
 from fia_fuzz.metamorphic.layouts import DENSE, from_bnsd, to_bnsd
-from fia_fuzz.metamorphic.masks import prefix_length
 from fia_fuzz.metamorphic.paging import garbage
 from fia_fuzz.spec import Case
 from fia_fuzz.spec.call import CallView
@@ -39,8 +37,8 @@ NOT_WITH_PREFIX = ("block_table", "query_padding_size", "kv_padding_size", "key_
 
 
 def _concatenate(call: Call, v: CallView) -> Partner:
-    p = prefix_length(call, v)
-    act_kv = lengths(v, "actual_seq_lengths_kv", v.S2)
+    p = v.prefix_len
+    act_kv = list(v.act_kv)
     new = dict(call, actual_seq_lengths_kv=[p + a for a in act_kv])
     for name, pre in (("key", "key_shared_prefix"), ("value", "value_shared_prefix")):
         x = to_bnsd(call[name], v.in_layout, v.KV_N)
@@ -55,7 +53,7 @@ def _concatenate(call: Call, v: CallView) -> Partner:
 def _split(case: Case, call: Call, v: CallView) -> list[Partner]:
     if v.B != 1:
         raise NotApplicable("only one batch can share its first KV rows as a prefix")
-    act_kv = lengths(v, "actual_seq_lengths_kv", v.S2)[0]
+    act_kv = list(v.act_kv)[0]
     p = min(act_kv - 1, max(1, v.S2 // 2))
     if p < 1:
         raise NotApplicable("fewer than two valid KV rows to split")

@@ -378,6 +378,9 @@ NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
                                      "value_shared_prefix": i8(1, 2, 8, 64)}),
     ("prefix.mask_covers", "prefix", {"atten_mask": B(4, 20)}),
     ("prefix.pse_covers", "prefix", {"pse_shift": T(1, 4, 4, 20)}),
+    ("prefix.mask_covers", "decode", {"key_shared_prefix": T(1, 8, 128),
+                                      "value_shared_prefix": T(1, 8, 128),
+                                      "atten_mask": B(2, 20)}),
     # antiquant
     ("antiquant.needs_int_kv", "prefill", {"antiquant_scale": T(2, 2, 1, 64)}),
     ("antiquant.scale_needed", "aq_combined", {"antiquant_scale": None,

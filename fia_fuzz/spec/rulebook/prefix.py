@@ -130,24 +130,24 @@ def _not_int8(c: CallView) -> str | None:
     return None
 
 
-@rule("prefix.mask_covers", "prefill, sparse 0/1: the mask's KV_S >= prefix length + key S",
+@rule("prefix.mask_covers", "sparse 0/1 (or Q_S=1): the mask's KV_S >= prefix length + key S",
       src("V4", "当Q_S大于1时 prefix (sparse为0或1时 ... KV_S需大于等于actualSharedPrefixL"
-                "en与key的S长度之和)"))
+                "en与key的S长度之和); SEM §6 (Masks ... count the prefix in S2; Q_S = 1)"))
 def _mask_covers(c: CallView) -> str | None:
     m = c.spec("atten_mask")
-    if not _on(c) or m is None or c.decode or not full_mask_mode(c) or m.ndim < 2:
+    if not _on(c) or m is None or not full_mask_mode(c) or m.ndim < 2:
         return None
     if c.S2 <= m.shape[-1] < c.prefix_len + c.S2:
         return f"atten_mask last dim {m.shape[-1]} < prefix {c.prefix_len} + KV_S {c.S2}"
     return None
 
 
-@rule("prefix.pse_covers", "prefill: pse_shift's KV_S >= prefix length + key S",
+@rule("prefix.pse_covers", "pse_shift's KV_S >= prefix length + key S",
       src("V4", "约束说明 pseShift (prefix场景KV_S需大于等于actualSharedPrefixLen与key的S"
-                "长度之和)"))
+                "长度之和); SEM §6 (the prefix counts in S2; Q_S = 1)"))
 def _pse_covers(c: CallView) -> str | None:
     p = c.spec("pse_shift")
-    if not _on(c) or p is None or c.decode or p.ndim != 4:
+    if not _on(c) or p is None or p.ndim != 4:
         return None
     if c.S2 <= p.shape[-1] < c.prefix_len + c.S2:
         return f"pse_shift last dim {p.shape[-1]} < prefix {c.prefix_len} + KV_S {c.S2}"
