@@ -51,11 +51,11 @@ def dense_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float,
     return out, lse
 
 
-def golden(q, k, v, **kw) -> tuple[np.ndarray, np.ndarray]:
+def golden(*args, **kw) -> tuple[np.ndarray, np.ndarray]:
     """The golden in fp64 with lse on (the form most tests compare)."""
     kw.setdefault("softmax_lse_flag", True)
     kw.setdefault("precision", "fp64")
-    return npu_fused_infer_attention_score(q, k, v, **kw)
+    return npu_fused_infer_attention_score(*args, **kw)
 
 
 def close(a: np.ndarray, b: np.ndarray, tol: float = 1e-9) -> None:

@@ -290,3 +290,40 @@ def test_empty_query_and_empty_kv():
         out, lse = npu_fused_infer_attention_score(q, k0, k0, num_heads=2,
                                                    softmax_lse_flag=True, precision=precision)
         assert out.shape == (2, 3, 32) and (out == 0).all() and np.isinf(lse).all()
+
+
+def test_mla_tnd_d512_paged():
+    """TND MLA D=512: paged, per-batch (not cumulative) KV lengths [V4 §TND d=512]."""
+    rng = np.random.default_rng(16)
+    n, bs, lq, lk = 32, 128, [2, 3], [130, 40]
+    q, qr = rand(rng, (sum(lq), n, 512)), rand(rng, (sum(lq), n, 64))
+    b, s2 = 2, max(lk)
+    k, kr, v = (rand(rng, (b, 1, s2, d)) for d in (512, 64, 512))
+    kc, table = page(k, lk, bs, "BnBsH", np.random.default_rng(2))
+    krc, _ = page(kr, lk, bs, "BnBsH", np.random.default_rng(2))
+    vc, _ = page(v, lk, bs, "BnBsH", np.random.default_rng(2))
+    out, _ = golden(q, kc, vc, query_rope=qr, key_rope=krc, block_table=table, block_size=bs,
+                    num_heads=n, num_key_value_heads=1, input_layout="TND", scale=0.04,
+                    actual_seq_lengths=np.cumsum(lq).tolist(), actual_seq_lengths_kv=lk,
+                    sparse_mode=3, atten_mask=CAUSAL_2048, softmax_lse_flag=False)
+    for x in range(b):
+        rows = slice(sum(lq[:x]), sum(lq[:x + 1]))
+        qx = np.concatenate([q[rows], qr[rows]], -1).transpose(1, 0, 2)[None]
+        kx = np.concatenate([k[x:x + 1, :, :lk[x]], kr[x:x + 1, :, :lk[x]]], -1)
+        i, j = np.arange(lq[x])[:, None], np.arange(lk[x])[None, :]
+        ref, _ = dense_ref(qx, kx, v[x:x + 1, :, :lk[x]], 0.04, excluded=j > i + lk[x] - lq[x])
+        close(out[rows], ref[0].transpose(1, 0, 2))
+
+
+def test_decode_kv_left_padding_window_before_zero_gives_zeros():
+    """IFA: a kv window starting before 0 returns zeros; padding without lengths is ignored."""
+    rng = np.random.default_rng(17)
+    q, k = rand(rng, (2, 1, 1, 16)), rand(rng, (2, 1, 6, 16))
+    out, lse = golden(q, k, k, input_layout="BNSD", actual_seq_lengths_kv=[4, 5],
+                      kv_padding_size=[1, 3])
+    assert (out[1] == 0).all() and np.isinf(lse[1]).all()
+    ref, _ = golden(q[:1], k[:1, :, 1:5], k[:1, :, 1:5], input_layout="BNSD")
+    close(out[:1], ref)
+    plain = golden(q, k, k, input_layout="BNSD")
+    ignored = golden(q, k, k, input_layout="BNSD", kv_padding_size=[2, 2])
+    close(ignored[0], plain[0])

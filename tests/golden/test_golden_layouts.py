@@ -6,6 +6,10 @@ from golden_refs import close, dense_ref, golden, rand
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.golden.layouts import to_bnsd
+from fia_fuzz.strategies import cases
+
 
 @st.composite
 def batched(draw):
@@ -123,3 +127,23 @@ def test_decode_ignores_actual_seq_lengths():
     a = golden(q, k, k, num_heads=2, input_layout="BNSD")
     b = golden(q, k, k, num_heads=2, input_layout="BNSD", actual_seq_lengths=[0, 0])
     close(a[0], b[0])
+
+
+@given(cases())
+def test_strategy_cases_bnsd_relation_and_precisions(case):
+    """On strategy-drawn cases: the call equals its BNSD form, and device tracks fp64."""
+    call = case.call()
+    view = case.view()
+    layout = view.in_layout
+    out, lse = golden(**dict(call, softmax_lse_flag=True))
+    bnsd = {name: to_bnsd(np.asarray(call[name]), layout, view.N if name == "query"
+                          else view.KV_N).copy() for name in ("query", "key", "value")}
+    ref, ref_lse = golden(**dict(call, **bnsd, input_layout="BNSD", softmax_lse_flag=True))
+    close(to_bnsd(out, view.out_layout, view.N), ref)
+    close(lse, ref_lse)
+    dev, _ = npu_fused_infer_attention_score(**call)
+    assert dev.dtype == np.asarray(call["query"]).dtype
+    # P cast and output rounding: each within one rounding of the dtype, scaled by max |v|
+    tol = 2.0 ** -7 if dev.dtype != np.float16 else 2.0 ** -10
+    vmax = float(np.abs(np.asarray(call["value"]).astype(np.float64)).max())
+    np.testing.assert_allclose(dev.astype(np.float64), out, rtol=2 * tol, atol=2 * tol * vmax)
