@@ -53,7 +53,6 @@ class Partner:
     source_out: Callable[[Outputs], Outputs] = _same
     api: str | None = None
     inputs_unchanged: bool = False
-    compare_lse: bool = True
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ def _check_partner(case: Case, runner: Runner, partner: Partner, source: Outputs
     partner_lse = bool(partner.call.get("softmax_lse_flag", False))
     row.update(compare(partner.source_out(source), partner.partner_out(got),
                        partner.tolerance, out_dtype,
-                       lse=partner.compare_lse and lse_flag and partner_lse))
+                       lse=lse_flag and partner_lse))
     if before is not None:
         changed = _mutated(partner.call, before)
         if changed:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fia_fuzz.spec.tensors import TensorSpec, dtype_name
+from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.spec.values import materialise
 
 CACHE_FORMS = ("BnBsH", "BnNBsD", "NZ")
@@ -94,7 +94,3 @@ def unpage(cache: np.ndarray, lengths: list[int], table: np.ndarray, block_size:
             hi = min(s0 + block_size, n)
             out[b, :, s0:hi, :] = blocks[int(table[b, s0 // block_size]), :, :hi - s0, :]
     return out
-
-
-def cache_dtype(x: np.ndarray) -> str:
-    return dtype_name(x.dtype)

@@ -23,6 +23,12 @@ for the A2 line; the disagreements and the decisions taken where the
 documents are silent are listed after the table.
 
 Sources: {sources}.
+
+Adding a rule: register it with `@rule(id, summary, source)` in the
+`fia_fuzz/spec/rulebook/` module of its concern; add at least one call that
+breaks exactly it to `NEGATIVE` in `fia_fuzz/spec/rulebook/examples.py` (the
+tests fail for a rule without one, and check that its base call passes it);
+then regenerate this file. `examples.violating(rule_id)` returns those calls.
 """
 
 NOTES = """## Disagreements between the documents, and decisions

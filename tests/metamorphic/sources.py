@@ -29,6 +29,28 @@ def make_case(layout: str = "BNSD", b: int = 2, n: int = 4, kv_n: int = 2, s1: i
     return case
 
 
+def packed_case(layout: str = "TND", paged: bool = False, seed: int = 4) -> Case:
+    """A legal packed (TND/NTD_TND) bf16 D=128 case: 2 batches, 4 query heads, 2 KV heads."""
+    q_len, kv_len = [5, 8], [40, 70]
+    q = (13, 4, 128) if layout.startswith("TND") else (4, 13, 128)
+    params: dict[str, Any] = {"num_heads": 4, "num_key_value_heads": 2, "input_layout": layout,
+                              "scale": 128 ** -0.5, "softmax_lse_flag": True,
+                              "query": TensorSpec(q, "bfloat16"), "actual_seq_lengths": [5, 13]}
+    if paged:
+        cache = TensorSpec((4, 128, 256), "bfloat16")
+        params.update(key=cache, value=cache, block_table=[[2, -1], [0, -1]], block_size=128,
+                      actual_seq_lengths_kv=kv_len)
+    else:
+        kv = (110, 2, 128) if layout.startswith("TND") else (2, 110, 128)
+        params.update(key=TensorSpec(kv, "bfloat16"), value=TensorSpec(kv, "bfloat16"),
+                      actual_seq_lengths_kv=[40, 110])
+    assert sum(q_len) == 13
+    case = Case(params=params, seed=seed)
+    broken = validate(**case.specs())
+    assert not broken, broken
+    return case
+
+
 def bool_mask(*shape: int) -> TensorSpec:
     return TensorSpec(shape, "bool")
 
@@ -49,7 +71,8 @@ SOURCES: dict[str, list[Case]] = {
                make_case("BSND", s1=1, seed=5), make_case("BNSD", n=2, kv_n=2, s1=3, s2=7),
                make_case("BSH", b=3, actual_seq_lengths=[8, 3, 0],
                          actual_seq_lengths_kv=[40, 17, 5]),
-               make_case("BNSD", atten_mask=bool_mask(2, 1, 8, 40))],
+               make_case("BNSD", atten_mask=bool_mask(2, 1, 8, 40)),
+               packed_case("TND"), packed_case("NTD_TND"), packed_case("TND", paged=True)],
     "gqa_repeat": [make_case("BNSD", n=8, kv_n=2), make_case("BSH", n=6, kv_n=2, s1=1),
                    make_case("BSND", n=4, kv_n=1, dtype="bfloat16"),
                    make_case("BNSD", n=4, kv_n=2, actual_seq_lengths_kv=[12, 40],
@@ -57,7 +80,8 @@ SOURCES: dict[str, list[Case]] = {
     "paged": [make_case("BNSD", s1=1, s2=70), make_case("BSH", s1=1, s2=33, b=3),
               make_case("BSND", s1=4, s2=300, n=2, kv_n=1),
               make_case("BNSD", s1=1, s2=70, actual_seq_lengths_kv=[70, 9],
-                        atten_mask=bool_mask(2, 70))],
+                        atten_mask=bool_mask(2, 70)),
+              packed_case("TND"), packed_case("TND", paged=True)],
     "kv_list": [make_case("BNSD", b=3, actual_seq_lengths_kv=[40, 3, 22]),
                 make_case("BSH", s1=1, b=2),
                 make_case("BSND", b=2, key=[TensorSpec((1, 9, 2, 16), "float16"),
@@ -104,5 +128,6 @@ SOURCES: dict[str, list[Case]] = {
                    make_case("BNSD", b=3, actual_seq_lengths=[8, 2, 5],
                              actual_seq_lengths_kv=[1, 40, 30],
                              atten_mask=bool_mask(3, 1, 8, 40),
-                             pse_shift=TensorSpec((3, 4, 8, 40), "float16"))],
+                             pse_shift=TensorSpec((3, 4, 8, 40), "float16")),
+                   packed_case("NTD_TND"), packed_case("TND", paged=True)],
 }

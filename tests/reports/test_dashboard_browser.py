@@ -29,20 +29,14 @@ def _chromium() -> str:
     return exe
 
 
-@pytest.fixture(scope="module")
-def injected() -> Injected:
-    d = ARTIFACTS / "ci-dashboard"
-    shutil.rmtree(d, ignore_errors=True)
-    d.mkdir(parents=True)
-    inj = build_injected(d)
-    render(inj.df, d / "dashboard.html", title="fia-fuzz CI dashboard")
-    return inj
-
-
-def test_dashboard_renders_in_headless_chromium(injected: Injected) -> None:
+def test_dashboard_renders_in_headless_chromium() -> None:
     exe = _chromium()
     sync_api = pytest.importorskip("playwright.sync_api")
     run_dir = ARTIFACTS / "ci-dashboard"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    injected = build_injected(run_dir)
+    render(injected.df, run_dir / "dashboard.html", title="fia-fuzz CI dashboard")
     problems: list[str] = []
     with sync_api.sync_playwright() as pw:
         # Playwright adds --headless and a fresh temporary --user-data-dir itself
@@ -77,6 +71,6 @@ def test_dashboard_renders_in_headless_chromium(injected: Injected) -> None:
 
 def test_cli_screenshot_helper(injected: Injected, tmp_path: Path) -> None:
     _chromium()
-    png = screenshot(ARTIFACTS / "ci-dashboard" / "dashboard.html", tmp_path / "shot.png",
-                     width=800, height=600)
+    page = render(injected.df, tmp_path / "d.html")
+    png = screenshot(page, tmp_path / "shot.png", width=800, height=600)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -22,7 +22,6 @@ from fia_fuzz.metamorphic.catalogue import (
 )
 from fia_fuzz.metamorphic.equality import EXACT_ADDRESSING
 from fia_fuzz.metamorphic.layouts import (
-    DENSE,
     cumulative,
     from_bnsd,
     pack,
@@ -37,8 +36,8 @@ from fia_fuzz.spec.call import LAYOUTS, PACKED_LAYOUTS
 KV_LIKE = ("key", "value", "key_shared_prefix", "value_shared_prefix", "key_rope")
 #: Inputs whose meaning under a packed layout this relation does not model.
 NOT_PACKABLE = ("atten_mask", "pse_shift", "query_padding_size", "kv_padding_size",
-                "key_shared_prefix", "block_table", "query_rope", "antiquant_scale",
-                "key_antiquant_scale", "dequant_scale_query")
+                "key_shared_prefix", "query_rope", "antiquant_scale", "key_antiquant_scale",
+                "dequant_scale_query")
 
 
 def _dense_partner(call: Call, target: str) -> Partner:
@@ -66,22 +65,22 @@ def _dense_partner(call: Call, target: str) -> Partner:
 
 
 def _packed_partner(call: Call, target: str) -> Partner:
+    """A dense source as TND/NTD: each batch's valid rows back to back [V4 §TND]."""
     v = view_of(call)
     require_absent(call, NOT_PACKABLE, f"{target} partner does not model")
     if v.is_kv_list:
         raise NotApplicable("tensor-list KV has no packed form")
     dst_in, dst_out = LAYOUTS[target]
-    s1 = v.S1
-    act_q = list(v.act_q)
-    act_kv = list(v.act_kv)
+    s1, act_q, act_kv = v.S1, list(v.act_q), list(v.act_kv)
     if sum(act_q) == 0:
         raise NotApplicable("no valid query row to pack")
     q = to_bnsd(call["query"], v.in_layout, v.N)
-    k = to_bnsd(call["key"], v.in_layout, v.KV_N)
-    val = to_bnsd(call["value"], v.in_layout, v.KV_N)
     new = dict(call, input_layout=target, query=pack(q, act_q, dst_in),
-               key=pack(k, act_kv, dst_in), value=pack(val, act_kv, dst_in),
-               actual_seq_lengths=cumulative(act_q), actual_seq_lengths_kv=cumulative(act_kv))
+               actual_seq_lengths=cumulative(act_q), actual_seq_lengths_kv=act_kv)
+    if not v.paged:  # paged KV lengths stay per batch; contiguous ones become cumulative
+        for name in ("key", "value"):
+            new[name] = pack(to_bnsd(call[name], v.in_layout, v.KV_N), act_kv, dst_in)
+        new["actual_seq_lengths_kv"] = cumulative(act_kv)
     src_out, flag = v.out_layout, bool(v.attrs["softmax_lse_flag"])
 
     def back(o: Outputs) -> Outputs:
@@ -92,21 +91,58 @@ def _packed_partner(call: Call, target: str) -> Partner:
     return Partner(target, new, EXACT_ADDRESSING, partner_out=back)
 
 
+def _from_packed(call: Call, target: str) -> Partner:
+    """A TND/NTD source in another packed layout, or unpacked into a dense one."""
+    v = view_of(call)
+    require_absent(call, NOT_PACKABLE, f"{target} partner does not model")
+    src_in, src_out = v.in_layout, v.out_layout
+    dst_in, dst_out = LAYOUTS[target]
+    act_q, act_kv = list(v.act_q), list(v.act_kv)
+    new = dict(call, input_layout=target)
+    names = ("query",) if v.paged else ("query", "key", "value")
+    if dst_in in PACKED_LAYOUTS:
+        for name in names:
+            x = call[name]
+            new[name] = np.ascontiguousarray(x.transpose(1, 0, 2)) if dst_in != src_in else x
+
+        def back(o: Outputs) -> Outputs:
+            out = o[0] if dst_out == src_out else np.ascontiguousarray(o[0].transpose(1, 0, 2))
+            return out, o[1]
+
+        return Partner(target, new, EXACT_ADDRESSING, partner_out=back)
+    s1 = max(act_q + [0])
+    if s1 == 0:
+        raise NotApplicable("no valid query row to unpack")
+    new["query"] = from_bnsd(unpack(call["query"], act_q, s1, src_in), dst_in)
+    new["actual_seq_lengths"] = act_q
+    new["actual_seq_lengths_kv"] = act_kv
+    if not v.paged:
+        s2 = max(act_kv + [1])
+        for name in ("key", "value"):
+            new[name] = from_bnsd(unpack(call[name], act_kv, s2, src_in), dst_in)
+    flag = bool(v.attrs["softmax_lse_flag"])
+
+    def back_dense(o: Outputs) -> Outputs:
+        out = pack(to_bnsd(o[0], dst_out, v.N), act_q, src_out)
+        return out, (pack(o[1], act_q, "TND") if flag else o[1])
+
+    return Partner(target, new, EXACT_ADDRESSING, partner_out=back_dense)
+
+
 @relation("layout", "the same data in every other input/output layout gives the same output",
           "V4 参数说明 inputLayout; fia-semantics.md §2",
           (EXACT_ADDRESSING,))
 def layout_permutations(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
-    if v.in_layout not in DENSE:
-        raise NotApplicable(f"source layout {v.in_layout} is packed; partners start from "
-                            "dense layouts")
     own = call.get("input_layout", "BSH")
     candidates = []
     for target, (dst_in, _) in LAYOUTS.items():
         if target == own:
             continue
         try:
-            if dst_in in PACKED_LAYOUTS:
+            if v.packed:
+                candidates.append(_from_packed(call, target))
+            elif dst_in in PACKED_LAYOUTS:
                 candidates.append(_packed_partner(call, target))
             else:
                 candidates.append(_dense_partner(call, target))

@@ -22,10 +22,9 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.metamorphic.layouts import DENSE, from_bnsd, to_bnsd
+from fia_fuzz.metamorphic.layouts import cumulative, from_bnsd, pack, to_bnsd, unpack
 from fia_fuzz.metamorphic.paging import (
     block_table,
-    cache_dtype,
     cache_shape,
     garbage,
     page,
@@ -33,6 +32,7 @@ from fia_fuzz.metamorphic.paging import (
 )
 from fia_fuzz.spec import Case
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.tensors import dtype_name
 
 PAGED_TOLERANCE = Tolerance(2, "the kernel may align its S2 tiles with block_size in paged "
                                "mode, which reorders the fp32 softmax and P·V accumulation")
@@ -64,18 +64,22 @@ def _pad_last(x: np.ndarray, size: int, fill: float | bool) -> np.ndarray:
     return np.concatenate([x, pad], axis=-1)
 
 
+def _kv_bnsd(x: np.ndarray, view: CallView, act_kv: list[int]) -> np.ndarray:
+    """Contiguous KV as BNSD; packed KV unpacked by its cumulative lengths [SEM §2]."""
+    if view.packed:
+        return unpack(x, act_kv, max(act_kv + [1]), view.in_layout)
+    return to_bnsd(x, view.in_layout, view.KV_N)
+
+
 def _to_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
-    if view.in_layout not in DENSE:
-        raise NotApplicable(f"{view.in_layout} query: paging from packed KV not modelled")
     if view.is_kv_list:
         raise NotApplicable("tensor-list KV cannot be paged [SEM §2]")
     require_absent(call, NOT_WITH_PAGED, "not allowed with paged attention")
     if _per_token_scales(call, view):
         raise NotApplicable("per-token antiquant scales would need PA-managed modes 4/5")
     act_kv = list(view.act_kv)
-    kv = {n: to_bnsd(call[n], view.in_layout, view.KV_N) for n in PAGED_KV
-          if call.get(n) is not None}
-    dtype = cache_dtype(call["key"])
+    kv = {n: _kv_bnsd(call[n], view, act_kv) for n in PAGED_KV if call.get(n) is not None}
+    dtype = dtype_name(call["key"].dtype)
     small, large = block_sizes(view, dtype)
     plans = [(small, False, "BnBsH"), (small, True, "BnBsH"), (small, True, "BnNBsD"),
              (large, True, "BnBsH")]
@@ -87,7 +91,7 @@ def _to_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
         new = dict(call, block_table=table, block_size=bs, actual_seq_lengths_kv=act_kv)
         for name, x in kv.items():
             shape = cache_shape(form, blocks, bs, view.KV_N, x.shape[-1], dtype)
-            filler = garbage(shape, cache_dtype(x), case.seed, f"{name}.{bs}.{form}")
+            filler = garbage(shape, dtype_name(x.dtype), case.seed, f"{name}.{bs}.{form}")
             new[name] = page(x, act_kv, table, blocks, bs, form, filler)
         s2 = table.shape[1] * bs
         if call.get("atten_mask") is not None and view.attrs["sparse_mode"] in (0, 1):
@@ -100,21 +104,20 @@ def _to_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
 
 
 def _to_contiguous(call: Call, view: CallView) -> list[Partner]:
-    if view.in_layout not in DENSE:
-        raise NotApplicable(f"{view.in_layout} query: contiguous packed KV not modelled")
     if view.attrs["key_antiquant_mode"] in (4, 5) or view.attrs["value_antiquant_mode"] in (4, 5):
         raise NotApplicable("PA-managed antiquant scales (modes 4/5) have no contiguous form")
     act_kv = list(view.act_kv)
     table = np.asarray(call["block_table"])
     bs = int(view.attrs["block_size"])
     seq = max(act_kv + [0])
-    new = dict(call, actual_seq_lengths_kv=act_kv)
+    new = dict(call, actual_seq_lengths_kv=cumulative(act_kv) if view.packed else act_kv)
     new.pop("block_table")
     new.pop("block_size", None)
     for name in PAGED_KV:
         if call.get(name) is not None:
             dense = unpage(call[name], act_kv, table, bs, view.KV_N, seq)
-            new[name] = from_bnsd(dense, view.in_layout)
+            new[name] = pack(dense, act_kv, view.in_layout) if view.packed \
+                else from_bnsd(dense, view.in_layout)
     return keep_legal([Partner("contiguous", new, PAGED_TOLERANCE)])
 
 
