@@ -7,11 +7,14 @@ Memory: B=1, N=1, S1=S2=32768, D=128 fp16 in a fresh subprocess, peak RSS
 from resource.getrusage (target < 2 GiB).
 
 Run: .venv/bin/python benchmarks/bench_golden.py [--repeat 3] [--skip-memory]
+Both timings are best-of-repeat; the load average is printed because a busy
+machine slows the two sides differently.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -20,6 +23,7 @@ import time
 import numpy as np
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.golden.threads import tile_threads
 
 
 def _data(b: int, n: int, s: int, d: int, seed: int = 0) -> tuple[np.ndarray, ...]:
@@ -57,8 +61,9 @@ def speed(repeat: int) -> None:
     t_golden, t_sdpa = _best(golden, repeat), _best(sdpa, repeat)
     print(f"speed  B={b} N={n} S1=S2={s} D={d} fp16 BNSD prefill, device precision")
     print(f"  golden {t_golden:.3f} s   torch SDPA fp32 CPU {t_sdpa:.3f} s   "
-          f"ratio {t_golden / t_sdpa:.2f}x (target <= 2x)   torch threads "
-          f"{torch.get_num_threads()}")
+          f"ratio {t_golden / t_sdpa:.2f}x (target <= 2x)")
+    print(f"  golden tile threads {tile_threads()}, torch threads {torch.get_num_threads()}, "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
 def memory_child() -> None:

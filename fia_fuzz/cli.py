@@ -28,17 +28,36 @@ def _filters(items: list[str]) -> dict[str, Any]:
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from fia_fuzz.campaign import CampaignConfig, parse_duration, run_campaign
+    import time
+
+    started = time.time()
+    from fia_fuzz.campaign import CampaignConfig, run_campaign
+    from fia_fuzz.campaign.config import parse_devices, parse_duration, parse_shard, parse_size
 
     if args.max_cases is None and args.budget is None:
         raise SystemExit("campaign: give --max-cases N or --budget DURATION (or both)")
-    cfg = CampaignConfig(runner=args.runner, out=Path(args.out), max_cases=args.max_cases,
-                         budget_s=parse_duration(args.budget) if args.budget else None,
-                         seed=args.seed, profile=args.profile, filters=_filters(args.filter))
-    s = run_campaign(cfg)
+    if args.workers < 1:
+        raise SystemExit(f"campaign: --workers {args.workers}: need at least 1")
+    try:
+        shard, shards = parse_shard(args.shard)
+        cfg = CampaignConfig(
+            runner=args.runner, out=Path(args.out), max_cases=args.max_cases,
+            budget_s=parse_duration(args.budget) if args.budget else None, seed=args.seed,
+            profile=args.profile, filters=_filters(args.filter), workers=args.workers,
+            devices=parse_devices(args.devices) if args.devices else None,
+            shard=shard, shards=shards, negative=args.negative,
+            case_timeout_s=parse_duration(args.case_timeout),
+            memory_limit=parse_size(args.memory_limit) if args.memory_limit else None,
+            shrink=not args.no_shrink)
+    except ValueError as exc:
+        raise SystemExit(f"campaign: {exc}") from None
+    s = run_campaign(cfg, started=started)
     rate = s.cases / s.elapsed_s * 60 if s.elapsed_s else 0.0
-    print(f"campaign {s.run_id}: {s.cases} cases in {s.elapsed_s:.1f}s ({rate:.0f}/min); "
-          f"outcomes {s.outcomes}; verdicts {s.verdicts}")
+    print(f"campaign {s.run_id} (attempt {s.attempt}): {s.cases} cases in {s.elapsed_s:.1f}s "
+          f"({rate:.0f}/min); outcomes {s.outcomes}; verdicts {s.verdicts}")
+    for sh in s.shrunk:
+        what = "minimal" if sh["shrunk"] else "unshrunk"
+        print(f"{what} {sh['kind']} case of {sh['cell']}: {sh['minimal']} -> {sh['bundle']}")
     print(f"results: {s.results}")
     return 0
 
@@ -70,37 +89,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_case(ref: str, results: list[str]) -> Case:
-    path = Path(ref)
-    if path.is_dir():
-        path = path / "case.json"
-    if path.is_file():
-        return Case.from_json(path.read_text())
-    from fia_fuzz.reports import read_results
-
-    df = read_results(results)
-    hit = df[df["case_id"] == ref] if not df.empty else df
-    if hit.empty:
-        raise SystemExit(f"repro: {ref!r} is neither a case file nor a case id in {results}")
-    return Case.from_json(hit.iloc[0]["case_json"])
-
-
 def cmd_repro(args: argparse.Namespace) -> int:
-    from fia_fuzz.campaign import evaluate
-    from fia_fuzz.runners import get_runner
+    from fia_fuzz.campaign.repro import reproduce
 
-    case = _load_case(args.case, args.results)
-    runner = get_runner(args.runner)
-    print(f"case {case.case_id}")
-    for k, v in case.features().items():
-        print(f"  {k:>14}: {v}")
-    row = evaluate(case, runner)
-    metrics = sorted(k for k in row if k.startswith(("out_", "lse_")))
-    keys = ["outcome", "error", "verdict", *metrics]
-    for k in keys:
-        if k in row:
-            print(f"{k:>28}: {row[k]}")
-    return 0 if row.get("verdict") == "pass" else 1
+    return reproduce(args.case, args.runner, args.results)
 
 
 def _call_from_json(data: dict[str, Any]) -> dict[str, Any]:
@@ -195,12 +187,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("campaign", help="draw legal cases, run them, record every result")
     c.add_argument("--runner", default="torch-sdpa")
-    c.add_argument("--max-cases", type=int)
+    c.add_argument("--max-cases", type=int,
+                   help="cases drawn by the whole campaign (all shards and workers)")
     c.add_argument("--budget", help="time budget, e.g. 90s, 2m, 8h")
     c.add_argument("--out", default="runs/latest")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--profile", default="smoke", choices=["smoke", "nightly", "stress"])
     c.add_argument("--filter", action="append", default=[], metavar="FEATURE=VALUE")
+    c.add_argument("--workers", type=int, default=1,
+                   help="worker processes on this host, one device each")
+    c.add_argument("--devices", help="device indices for the workers, e.g. 0-7 or 0,2,4")
+    c.add_argument("--shard", default="0/1",
+                   help="this host's share i/n of the campaign (Slurm array, k8s indexed Job)")
+    c.add_argument("--negative", action="store_true",
+                   help="send illegal cases; record rejected / accepted / crashed / timeout")
+    c.add_argument("--case-timeout", default="300s",
+                   help="a case running longer is killed and recorded as timeout")
+    c.add_argument("--memory-limit", help="address-space cap per worker, e.g. 32G")
+    c.add_argument("--no-shrink", action="store_true",
+                   help="skip shrinking failing cells to minimal cases")
     c.set_defaults(fn=cmd_campaign)
 
     r = sub.add_parser("report", help="merge run directories into one HTML dashboard")
@@ -214,9 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also save a headless-Chromium screenshot of the page")
     r.set_defaults(fn=cmd_report)
 
-    rp = sub.add_parser("repro", help="rerun one case (CASE.json, bundle dir or case id)")
+    rp = sub.add_parser("repro", help="rerun one case (bundle dir, CASE.json or case id)")
     rp.add_argument("case")
-    rp.add_argument("--runner", default="torch-sdpa")
+    rp.add_argument("--runner", help="run live on this runner (default: the stored device "
+                                     "output when the bundle has one)")
     rp.add_argument("--results", action="append", default=["."],
                     help="run directory to look the case id up in (repeatable)")
     rp.set_defaults(fn=cmd_repro)

@@ -1,7 +1,10 @@
 """One case through golden, runner and differ, to one result row.
 
 Every outcome is a row: a case the runner cannot express is `unsupported`,
-a runner exception is `error: <message>`; only judged rows carry verdicts.
+a runner exception is `error` (message in `error`); the isolating worker adds
+`crashed` and `timeout`. Only judged rows carry verdicts. The same judging
+serves a live run and a stored device output (`judge_outputs`), so a repro on
+a machine without the device prints the diff the campaign recorded.
 """
 
 from __future__ import annotations
@@ -9,21 +12,72 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
+
 from fia_fuzz.diff import judge
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import Runner
 from fia_fuzz.spec import Case, output_specs
 
+#: Outcomes that are failures of the backend even without a verdict.
+FAILED_OUTCOMES = ("crashed", "timeout", "error")
+#: Floor of the baseline error in the error ratio, so an exact baseline does not divide by 0.
+_RATIO_FLOOR = 1e-6
 
-def repro_command(case: Case, runner: str) -> str:
-    return f"fia-fuzz repro {case.case_id} --runner {runner}"
+
+def repro_command(case: Case, runner: str, results: str | None = None) -> str:
+    where = f" --results {results}" if results else ""
+    return f"fia-fuzz repro {case.case_id}{where} --runner {runner}"
 
 
-def evaluate(case: Case, runner: Runner) -> dict[str, Any]:
-    """The result row of `case` on `runner` (never raises for a legal case)."""
-    row: dict[str, Any] = {"case_id": case.case_id, "case_json": case.to_json(),
-                           "runner": runner.name, **case.features(),
-                           "repro": repro_command(case, runner.name)}
+def base_row(case: Case, runner: str) -> dict[str, Any]:
+    return {"case_id": case.case_id, "case_json": case.to_json(), "runner": runner,
+            **case.features(), "repro": repro_command(case, runner)}
+
+
+def golden_pair(call: dict[str, Any]) -> tuple[Any, Any]:
+    """(fp64 truth, device-precision baseline) of a canonical call."""
+    truth = npu_fused_infer_attention_score(**call, precision="fp64")
+    baseline = npu_fused_infer_attention_score(**call, precision="device")
+    return truth, baseline
+
+
+def judge_outputs(case: Case, actual: tuple[np.ndarray, np.ndarray], truth: Any,
+                  baseline: Any) -> dict[str, Any]:
+    """Metrics and verdicts of a device output against the golden, plus the error ratio."""
+    out_spec, _ = output_specs(case.view())
+    row = judge(actual, truth, baseline, out_spec.dtype, lse=bool(case.attr("softmax_lse_flag")))
+    row["error_ratio"] = error_ratio(row)
+    return row
+
+
+def error_ratio(row: dict[str, Any]) -> float:
+    """Device max abs error over the same-dtype golden's: what exploration maximises."""
+    if row.get("out_shape_mismatch") or row.get("out_nonfinite_mismatch"):
+        return 1e9
+    err, base = row.get("out_max_abs"), row.get("out_base_max_abs", 0.0)
+    if err is None:
+        return 0.0
+    return float(err) / max(float(base), _RATIO_FLOOR)
+
+
+def failure_kind(row: dict[str, Any]) -> str | None:
+    """'fail', 'crashed', 'timeout' or 'error' for a failing row, None otherwise."""
+    if row.get("outcome") in FAILED_OUTCOMES:
+        return str(row["outcome"])
+    if row.get("verdict") == "fail":
+        return "fail"
+    return None
+
+
+def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = None
+             ) -> dict[str, Any]:
+    """The result row of `case` on `runner` (never raises for a legal case).
+
+    When `outputs` is given, the device's (attention_out, softmax_lse) are put
+    there, for failure bundles.
+    """
+    row = base_row(case, runner.name)
     ok, why = runner.supports(case)
     if not ok:
         row.update(outcome="unsupported", error=why)
@@ -32,8 +86,7 @@ def evaluate(case: Case, runner: Runner) -> dict[str, Any]:
     call = case.call()
     t1 = time.perf_counter()
     try:
-        truth = npu_fused_infer_attention_score(**call, precision="fp64")
-        baseline = npu_fused_infer_attention_score(**call, precision="device")
+        truth, baseline = golden_pair(call)
     except NotImplementedError as exc:
         row.update(outcome="unsupported", error=f"golden: {exc}")
         return row
@@ -45,9 +98,9 @@ def evaluate(case: Case, runner: Runner) -> dict[str, Any]:
                    t_materialise=t1 - t0, t_golden=t2 - t1)
         return row
     t3 = time.perf_counter()
-    out_spec, _ = output_specs(case.view())
-    row.update(judge(actual, truth, baseline, out_spec.dtype,
-                     lse=bool(case.attr("softmax_lse_flag"))))
+    if outputs is not None:
+        outputs["attention_out"], outputs["softmax_lse"] = actual
+    row.update(judge_outputs(case, actual, truth, baseline))
     t4 = time.perf_counter()
     row.update(outcome="ok", error="", t_materialise=t1 - t0, t_golden=t2 - t1,
                t_runner=t3 - t2, t_diff=t4 - t3)

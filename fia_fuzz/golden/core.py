@@ -13,6 +13,8 @@ S1*S2. In device precision P is relative to the running row max of the
 blocks seen so far, as in the device's flash-style kernel; for
 S2 <= KV_BLOCK that is the global max. The scale multiplies q in the
 working type before Q·K^T (one rounding, as scaling the scores would be).
+Tiles run on the golden's own threads (golden/threads.py); each writes
+its own rows, so the result does not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
+
+from fia_fuzz.golden.threads import run_all
 
 PRECISIONS = ("device", "fp64")
 WORK = {"device": np.dtype(np.float32), "fp64": np.dtype(np.float64)}
@@ -149,26 +153,35 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
     g = n // kvn
     out = np.zeros((bsz, n, s1, dv), work)
     lse = np.full((bsz, n, s1), np.inf, work)
+    if bsz == 0 or k.shape[2] == 0:
+        return out, lse
     sink_w = None if sink is None else np.asarray(sink).astype(work).reshape(n)
-    per_row = n * max(1, min(KV_BLOCK, k.shape[2]))
+    c_all = (int(col_span[0].min()), int(col_span[1].max()))
+    kw = k[:, :, c_all[0]:c_all[1]].astype(work)  # converted once: O(S2), shared by tiles
+    vw = v[:, :, c_all[0]:c_all[1]].astype(work)
+    per_row = n * max(1, min(KV_BLOCK, kw.shape[2]))
     rows_per_tile = max(1, TILE_ELEMENTS // per_row)
     rc = min(max(s1, 1), rows_per_tile)
     bc = max(1, rows_per_tile // rc)
+    tiles = []
     for b0 in range(0, bsz, bc):
         bsl = slice(b0, min(b0 + bc, bsz))
         r_lo, r_hi = int(row_span[0][bsl].min()), int(row_span[1][bsl].max())
+        tiles += [(bsl, slice(r0, min(r0 + rc, r_hi))) for r0 in range(r_lo, r_hi, rc)]
+
+    def tile(job: tuple[slice, slice]) -> None:
+        bsl, rows = job
         c_lo, c_hi = int(col_span[0][bsl].min()), int(col_span[1][bsl].max())
-        kb = k[bsl, :, c_lo:c_hi].astype(work)
-        vb = v[bsl, :, c_lo:c_hi].astype(work)
-        for r0 in range(r_lo, r_hi, rc):
-            rows = slice(r0, min(r0 + rc, r_hi))
-            qt = q[bsl, :, rows].astype(work)
-            if matmuls is None:
-                qt *= work.type(scale)
-            qt = qt.reshape(qt.shape[0], kvn, g, qt.shape[2], d)
-            o, ls = attend_tile(qt, kb, vb, precision=precision, p_dtype=p_dtype,
-                                mods=lambda cols, bsl=bsl, rows=rows: mods(bsl, rows, cols),
-                                sink=sink_w, col_start=c_lo, scale=scale, matmuls=matmuls)
-            out[bsl, :, rows] = o.reshape(o.shape[0], n, -1, dv)
-            lse[bsl, :, rows] = ls.reshape(ls.shape[0], n, -1)
+        cols = slice(c_lo - c_all[0], c_hi - c_all[0])
+        qt = q[bsl, :, rows].astype(work)
+        if matmuls is None:
+            qt *= work.type(scale)
+        qt = qt.reshape(qt.shape[0], kvn, g, qt.shape[2], d)
+        o, ls = attend_tile(qt, kw[bsl, :, cols], vw[bsl, :, cols], precision=precision,
+                            p_dtype=p_dtype, mods=lambda c: mods(bsl, rows, c), sink=sink_w,
+                            col_start=c_lo, scale=scale, matmuls=matmuls)
+        out[bsl, :, rows] = o.reshape(o.shape[0], n, -1, dv)
+        lse[bsl, :, rows] = ls.reshape(ls.shape[0], n, -1)
+
+    run_all(tile, tiles)
     return out, lse

@@ -98,6 +98,13 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def functional_failures(df: pd.DataFrame) -> pd.DataFrame:
+    """Judged rows with a functional failure (shape, one-sided NaN/Inf, inexact invalid row)."""
+    if "functional" not in df:
+        return df.iloc[0:0]
+    return df[df["functional"].fillna("").astype(str) != ""]
+
+
 def outcomes(df: pd.DataFrame) -> pd.Series:
     """Cases per outcome (ok, unsupported, error, crashed, timeout)."""
     return df["outcome"].value_counts() if "outcome" in df else pd.Series(dtype=int)

@@ -205,8 +205,7 @@ def worst_table(df: pd.DataFrame, policy: str, n: int, table_id: str) -> str:
     head = ("<tr><th>#</th><th>case / runner</th><th>features</th><th>verdict</th>"
             "<th>all policies</th><th>out max abs err @ index (actual vs golden)</th>"
             "<th>out err / baseline</th><th>out MERE</th><th>out cosine</th>"
-            "<th>out ULP / LSB max</th><th>lse max abs err</th><th>lse err / baseline</th>"
-            "<th>repro</th></tr>")
+            "<th>out ULP / LSB max</th><th>lse max abs err</th><th>repro</th></tr>")
     rows = []
     for i, (_, r) in enumerate(w.iterrows(), start=1):
         v = r.get(f"verdict_{policy}")
@@ -228,7 +227,6 @@ def worst_table(df: pd.DataFrame, policy: str, n: int, table_id: str) -> str:
             f"<td>{badges}</td><td>{worst}</td><td>{_num(r.get('out_fa_ratio'))}</td>"
             f"<td>{_num(r.get('out_mere'))}</td><td>{_num(r.get('out_cosine'))}</td>"
             f"<td>{_num(ulp)}</td><td>{_num(r.get('lse_max_abs'))}</td>"
-            f"<td>{_num(r.get('lse_fa_ratio'))}</td>"
             f"<td><code>{html.escape(str(r.get('repro', '')))}</code></td></tr>")
     return (f"<table id='{table_id}' class='worst'>{head}" + "".join(rows) + "</table>")
 
@@ -251,7 +249,9 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
     parts = [_cards(df, policy)]
     out = agg.outcomes(df)
     parts.append("<p>Outcomes: " + ", ".join(f"{html.escape(str(k))} {v}"
-                                             for k, v in out.items()) + "</p>")
+                                             for k, v in out.items())
+                 + f". Functional failures (fail under every policy): "
+                 f"<b>{len(agg.functional_failures(df))}</b>.</p>")
     shown, single = [], []
     for spec in agg.HEATMAPS:
         cells = agg.cell_table(df, spec.rows, spec.cols, policy)

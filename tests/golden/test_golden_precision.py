@@ -90,3 +90,22 @@ def test_lse_flag_off_returns_one_zero():
     q, k = rand(rng, (1, 1, 4, 16)), rand(rng, (1, 1, 6, 16))
     _, lse = npu_fused_infer_attention_score(q, k, k, input_layout="BNSD")
     assert lse.shape == (1,) and lse.dtype == np.float32 and lse[0] == 0
+
+
+def test_thread_count_does_not_change_bits(monkeypatch):
+    from fia_fuzz.golden import threads
+
+    rng = np.random.default_rng(6)
+    q, k = rand(rng, (2, 4, 300, 16)), rand(rng, (2, 4, 700, 16))
+    runs = []
+    for count in ("1", "3"):
+        monkeypatch.setenv("FIA_GOLDEN_THREADS", count)
+        runs.append(npu_fused_infer_attention_score(q, k, k, num_heads=4, input_layout="BNSD",
+                                                    softmax_lse_flag=True))
+    assert runs[0][0].tobytes() == runs[1][0].tobytes()
+    assert runs[0][1].tobytes() == runs[1][1].tobytes()
+    if threads._BLAS is not None:  # BLAS threading is restored after the call
+        before = threads._BLAS[1]()
+        with threads.single_threaded_blas():
+            assert threads._BLAS[1]() == 1
+        assert threads._BLAS[1]() == before

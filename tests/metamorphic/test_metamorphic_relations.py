@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from fia_fuzz.metamorphic import RELATIONS, build_partners, check_relations
 from fia_fuzz.runners import get_runner
 from fia_fuzz.spec import Case, validate
+from fia_fuzz.spec.rulebook.examples import BASES
 from fia_fuzz.strategies import cases
 
 from .sources import SOURCES
@@ -84,3 +85,19 @@ def test_catalogue_holds_on_drawn_cases(runner_name: str, case: Case) -> None:
     rows = check_relations(case, get_runner(runner_name))
     bad = [r for r in rows if r["outcome"] in ("fail", "error")]
     assert not bad, bad
+
+
+@pytest.mark.parametrize("runner_name", [
+    "golden", *[pytest.param(r, marks=pytest.mark.slow) for r in RUNNERS[1:]]])
+@pytest.mark.parametrize("family", list(BASES))
+def test_catalogue_holds_on_every_feature_family(family: str, runner_name: str) -> None:
+    """The spec's legal base call of each feature family (quant, MLA, NZ, lists, ...)."""
+    case = Case(params=dict(BASES[family]), seed=11)
+    try:
+        case.call()
+    except ValueError as exc:
+        pytest.skip(f"{family}: no default data recipe: {exc}")
+    rows = check_relations(case, get_runner(runner_name))
+    bad = [f"{r['relation']}/{r['variant']}: {r['outcome']}: {r['detail']}"
+           for r in rows if r["outcome"] in ("fail", "error")]
+    assert not bad, "\n".join(bad)

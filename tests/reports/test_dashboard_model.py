@@ -43,6 +43,7 @@ def test_headline_and_every_heatmap_model(injected) -> None:
     assert h.loc["flash-attention", "pass_rate"] == pytest.approx(
         1 - len(injected.perturbed) / n)
     assert h.loc["flash-attention", "baseline_pass_rate"] == 1.0
+    assert agg.functional_failures(injected.df).empty  # planted errors are precision ones
     for spec in agg.HEATMAPS:
         t = agg.cell_table(injected.df, spec.rows, spec.cols)
         assert t["n"].sum() == n, spec

@@ -25,10 +25,38 @@ from fia_fuzz.spec import Case
 GQA_TOLERANCE = Tolerance(2, "the kernel may tile the G query heads of a group together and "
                              "pick its S2 tiles by G, which reorders the fp32 softmax and P·V "
                              "accumulation; every product is the same")
-#: Per-KV-head quantisation parameters would need repeating too (not modelled).
-PER_KV_HEAD = ("antiquant_scale", "antiquant_offset", "key_antiquant_scale",
-               "key_antiquant_offset", "value_antiquant_scale", "value_antiquant_offset",
-               "key_rope_antiquant_scale")
+#: antiquant parameters and the attribute holding their mode [SEM §7].
+ANTIQUANT = {"antiquant_scale": "antiquant_mode", "antiquant_offset": "antiquant_mode",
+             "key_antiquant_scale": "key_antiquant_mode",
+             "key_antiquant_offset": "key_antiquant_mode",
+             "value_antiquant_scale": "value_antiquant_mode",
+             "value_antiquant_offset": "value_antiquant_mode"}
+
+
+def repeat_param(p: np.ndarray, combined: bool, mode: int, decode: bool, kv_n: int, d: int,
+                 r: int) -> np.ndarray:
+    """An antiquant scale/offset with every KV head's entries repeated r times [SEM §7].
+
+    Per-channel forms after the key/value lead dim (2 combined, 1 separate
+    decode, none separate prefill): (H,), (KV_N, D), (KV_N, 1, D); per-tensor
+    and per-token forms have no head axis; mode 2 is (KV_N,), modes 3 and 5
+    (B|block_num, KV_N, S2|block_size).
+    """
+    if mode in (2,):
+        return np.repeat(p, r, axis=0)
+    if mode in (3, 5):
+        return np.repeat(p, r, axis=1)
+    if mode != 0:
+        return p
+    lead = 1 if combined or decode else 0
+    rest = p.shape[lead:]
+    if len(rest) == 0 or p.size == (2 if combined else 1):
+        return p
+    if len(rest) == 1:
+        y = p.reshape(p.shape[:lead] + (kv_n, d))
+        return np.ascontiguousarray(np.repeat(y, r, axis=lead).reshape(
+            p.shape[:lead] + (kv_n * r * d,)))
+    return np.ascontiguousarray(np.repeat(p, r, axis=lead))
 
 
 def repeat_heads(x: np.ndarray, form: str, layout: str, kv_n: int, r: int) -> np.ndarray:
@@ -62,7 +90,7 @@ def gqa_repeat(case: Case, call: Call) -> list[Partner]:
     g, kv_n = v.G, v.KV_N
     if g == 1:
         raise NotApplicable("G = 1: no KV head is shared")
-    require_absent(call, PER_KV_HEAD, "per-KV-head quantisation parameters are not repeated")
+    require_absent(call, ("key_rope_antiquant_scale",), "rope antiquant not modelled")
     factors = [g] + [r for r in range(2, g) if g % r == 0][:1]
     partners = []
     for r in factors:
@@ -77,5 +105,10 @@ def gqa_repeat(case: Case, call: Call) -> list[Partner]:
             else:
                 form = cache_form(x) if paged else "dense"
                 new[name] = repeat_heads(x, form, v.in_layout, kv_n, r)
+        for name, mode_attr in ANTIQUANT.items():
+            if call.get(name) is not None:
+                new[name] = repeat_param(np.asarray(call[name]), name.startswith("antiquant"),
+                                         int(v.attrs[mode_attr]), v.decode, kv_n,
+                                         v.Dv if name.startswith("value") else v.Dk, r)
         partners.append(Partner(f"G{g}->G{g // r}", new, GQA_TOLERANCE))
     return keep_legal(partners)

@@ -40,7 +40,7 @@ def _required(c: CallView) -> str | None:
       src("MS", "关键字参数"))
 def _types(c: CallView) -> str | None:
     if c.bad:
-        parts = [f"{n}: {b.reason}" for n, b in sorted(c.bad.items())]
+        parts = [f"{n}={repr(b.value)[:60]}: {b.reason}" for n, b in sorted(c.bad.items())]
         return "; ".join(parts)
     return None
 

@@ -457,6 +457,10 @@ NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
     ("quant.rows_not_computed", "post_quant", {"sparse_mode": 3, "atten_mask": B(2048, 2048),
                                                "actual_seq_lengths_kv": [2]}),
     ("quant.rows_not_computed", "post_quant", {"next_tokens": -1}),
+    ("quant.rows_not_computed", "post_quant", {"actual_seq_lengths_kv": [1], "pre_tokens": 1}),
+    ("quant.rows_not_computed", "post_quant",
+     {"sparse_mode": 4, "atten_mask": B(2048, 2048), "pre_tokens": 10, "next_tokens": 0,
+      "actual_seq_lengths_kv": [2]}),
     ("quant.int4_no_post", "int4", {"quant_scale2": f32(1)}),
     ("quant.dequant_scale_query", "int8", {"dequant_scale_query": f32(1, 2, 4)}),
     # rope / MLA

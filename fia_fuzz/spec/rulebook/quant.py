@@ -135,19 +135,24 @@ def _rows(c: CallView) -> str | None:
     p = c.prefix_len
     pairs = list(zip(c.act_q, c.act_kv, strict=False))
     if mode == 0 and c.has("atten_mask"):
-        bad = [b for b, (q, kv) in enumerate(pairs) if q - kv - p - pre > 0]
-        if bad or nxt < 0:
-            return f"sparse_mode=0 with mask: batches {bad[:4]} have act_q - act_kv - prefix " \
-                   f"- pre_tokens > 0, or next_tokens={nxt} < 0"
+        bad = [(b, q, kv) for b, (q, kv) in enumerate(pairs) if q - kv - p - pre > 0]
+        parts = [f"(batch, act_q, act_kv) {bad[:4]} have act_q - act_kv - prefix({p}) - "
+                 f"pre_tokens({pre}) > 0"] if bad else []
+        parts += [f"next_tokens={nxt} < 0"] if nxt < 0 else []
+        if parts:
+            return "int8 output, sparse_mode=0 with mask: " + "; ".join(parts)
     elif mode == 3:
-        bad = [b for b, (q, kv) in enumerate(pairs) if kv + p - q < 0]
+        bad = [(b, q, kv) for b, (q, kv) in enumerate(pairs) if kv + p - q < 0]
         if bad:
-            return f"sparse_mode=3: batches {bad[:4]} have act_kv + prefix - act_q < 0"
+            return f"int8 output, sparse_mode=3: (batch, act_q, act_kv) {bad[:4]} have " \
+                   f"act_kv + prefix({p}) - act_q < 0"
     elif mode == 4:
-        bad = [b for b, (q, kv) in enumerate(pairs) if nxt + kv + p - q < 0]
-        if pre < 0 or bad:
-            return f"sparse_mode=4: pre_tokens={pre} < 0 or batches {bad[:4]} have " \
-                   f"next_tokens + act_kv + prefix - act_q < 0"
+        bad = [(b, q, kv) for b, (q, kv) in enumerate(pairs) if nxt + kv + p - q < 0]
+        parts = [f"pre_tokens={pre} < 0"] if pre < 0 else []
+        parts += [f"(batch, act_q, act_kv) {bad[:4]} have next_tokens({nxt}) + act_kv + "
+                  f"prefix({p}) - act_q < 0"] if bad else []
+        if parts:
+            return "int8 output, sparse_mode=4: " + "; ".join(parts)
     return None
 
 

@@ -236,7 +236,11 @@ def test_full_quant_matches_one_pass_reference(s1: int, uint64: bool) -> None:
     for precision in ("device", "fp64"):
         out, lse = fia(q, k, v, precision=precision, **scales, **BASE)
         ref_out, ref_lse = int8_attention(q, k, v, scale=0.3, precision=precision, **scales)
-        want = ref_out if precision == "fp64" else ref_out.astype(F16)
+        if precision == "fp64":  # float64 BLAS may sum P·V in another order: ~1 ulp
+            np.testing.assert_allclose(out, ref_out, rtol=1e-13, atol=1e-300)
+            np.testing.assert_allclose(lse[..., 0], ref_lse, rtol=1e-13)
+            continue
+        want = ref_out.astype(F16)  # device: integer matmuls are exact, so bit for bit
         assert out.dtype == want.dtype and out.tobytes() == want.tobytes()
         assert lse.tobytes() == ref_lse[..., None].astype(lse.dtype).tobytes()
 
@@ -352,3 +356,73 @@ def test_v2_names_reach_the_antiquant_path() -> None:
                num_key_value_heads=KVN, input_layout="BNSD", softmax_scale=0.3,
                return_softmax_lse=True)
     _same(a, b)
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_nz_int8_cache_antiquant(mode: int) -> None:
+    """5-D NZ int8 caches (block_num, KV_N, D/32, block_size, 32) [V4 GQA 伪量化 五维]."""
+    n, kvn, d, bs, nblk, lens = 10, 1, 128, 128, 3, [150, 90]
+    logical = RNG.integers(-128, 128, (2, nblk, bs, kvn, d), dtype=np.int8)  # k, v
+
+    def nz(x):
+        return np.ascontiguousarray(
+            x.reshape(nblk, bs, kvn, d // 32, 32).transpose(0, 2, 3, 1, 4))
+
+    table = np.array([[2, 0], [1, -1]], np.int32)
+    if mode == 0:
+        sk, sv = _dyadic((kvn * d,), BF16), _dyadic((kvn * d,), BF16)
+        fk, fv = sk.reshape(1, 1, kvn, d), sv.reshape(1, 1, kvn, d)
+    else:
+        sk, sv = _dyadic((B, 2 * bs), F32), _dyadic((B, 2 * bs), F32)
+    q = RNG.standard_normal((B, 1, n * d)).astype(BF16)
+    kw = dict(num_heads=n, num_key_value_heads=kvn, input_layout="BSH", scale=0.1,
+              block_table=table, block_size=bs, actual_seq_lengths_kv=lens,
+              softmax_lse_flag=True)
+    quant = dict(key_antiquant_scale=sk, value_antiquant_scale=sv, key_antiquant_mode=mode,
+                 value_antiquant_mode=mode)
+    if mode == 0:
+        kf = (logical[0] * fk.astype(np.float64)).astype(BF16).reshape(nblk, bs, kvn * d)
+        vf = (logical[1] * fv.astype(np.float64)).astype(BF16).reshape(nblk, bs, kvn * d)
+        for precision in ("device", "fp64"):
+            _same(fia(q, nz(logical[0]), nz(logical[1]), precision=precision, **quant, **kw),
+                  fia(q, kf, vf, precision=precision, **kw))
+        return
+    # per-token scales follow the logical position: build the float cache block by block
+    kf = np.zeros((nblk, bs, kvn * d), np.float64)
+    vf = np.zeros((nblk, bs, kvn * d), np.float64)
+    for b in range(B):
+        for j, blk in enumerate(table[b]):
+            if blk < 0:
+                continue
+            pos = slice(j * bs, (j + 1) * bs)
+            kf[blk] = (logical[0, blk] * sk[b, pos, None, None]).reshape(bs, -1)
+            vf[blk] = (logical[1, blk] * sv[b, pos, None, None]).reshape(bs, -1)
+    for precision in ("device", "fp64"):
+        _same(fia(q, nz(logical[0]), nz(logical[1]), precision=precision, **quant, **kw),
+              fia(q, kf.astype(BF16), vf.astype(BF16), precision=precision, **kw))
+
+
+def test_full_quant_with_pse_matches_reference() -> None:
+    s1, s2 = 3, 10
+    q = RNG.integers(-128, 128, (B, N, s1, D), dtype=np.int8)
+    k, v = _kv_int(s2), _kv_int(s2)
+    pse = RNG.standard_normal((B, N, s1, s2)).astype(F16)   # int8 query takes fp16 pse
+    for precision in ("device", "fp64"):
+        out, _ = fia(q, k, v, pse_shift=pse, precision=precision, **FQ, **BASE)
+        ref, _ = int8_attention(q, k, v, scale=0.3, precision=precision, pse=pse, **FQ)
+        if precision == "fp64":
+            np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-300)
+        else:
+            assert out.tobytes() == ref.astype(F16).tobytes()
+
+
+def test_post_quant_bf16_scale_with_bf16_query() -> None:
+    q = RNG.standard_normal((B, 2, N * D)).astype(BF16)
+    k = RNG.standard_normal((B, 11, N * D)).astype(BF16)
+    qs = RNG.uniform(20, 60, (N * D,)).astype(BF16)
+    qo = RNG.uniform(-3, 3, (N * D,)).astype(BF16)
+    kw = dict(num_heads=N, input_layout="BSH")
+    out_f, _ = fia(q, k, k, **kw)
+    out8, _ = fia(q, k, k, quant_scale2=qs, quant_offset2=qo, **kw)
+    want = post_quantize_output(out_f, qs, qo, out_layout="BSH", num_heads=N)
+    assert out8.dtype == np.int8 and out8.tobytes() == want.tobytes()

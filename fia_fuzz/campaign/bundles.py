@@ -1,0 +1,119 @@
+"""Failure bundles: everything needed to reproduce one failing case, on disk, no pickle.
+
+`OUT/bundles/<case_id>/` holds `case.json` (the case), `outputs.npz` (the
+device's attention_out and softmax_lse, bfloat16 stored as its uint16 bits
+plus the dtype name), `metrics.json` (the result row) and `repro.txt` (the
+commands). Written to a temporary directory and renamed, so a bundle is
+complete or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from fia_fuzz.spec import Case
+
+BUNDLES = "bundles"
+OUTPUT_NAMES = ("attention_out", "softmax_lse")
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return repr(x)
+    return x
+
+
+def _pack(outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    packed: dict[str, np.ndarray] = {}
+    for name in OUTPUT_NAMES:
+        a = np.ascontiguousarray(outputs[name])
+        packed[f"{name}__dtype"] = np.array(str(a.dtype))
+        packed[name] = a.view(np.uint16) if a.dtype == ml_dtypes.bfloat16 else a
+    return packed
+
+
+def _unpack(npz: Any) -> tuple[np.ndarray, np.ndarray]:
+    arrays = []
+    for name in OUTPUT_NAMES:
+        a, dtype = npz[name], str(npz[f"{name}__dtype"])
+        arrays.append(a.view(ml_dtypes.bfloat16) if dtype == "bfloat16" else a)
+    return arrays[0], arrays[1]
+
+
+def repro_lines(bundle: Path, case: Case, runner: str) -> list[str]:
+    return [f"fia-fuzz repro {bundle}                  # stored device output, golden recomputed",
+            f"fia-fuzz repro {bundle} --runner {runner}   # live on the backend",
+            f"# case {case.case_id}; case.json alone also works: fia-fuzz repro case.json"]
+
+
+def write_bundle(out_dir: str | os.PathLike[str], case: Case, row: dict[str, Any],
+                 outputs: dict[str, np.ndarray] | None = None) -> Path:
+    """Write (or replace) the bundle of `case` under `out_dir`; returns its directory."""
+    root = Path(out_dir) / BUNDLES
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / case.case_id
+    tmp = Path(tempfile.mkdtemp(prefix=f".{case.case_id}-", dir=root))
+    (tmp / "case.json").write_text(case.to_json(indent=2) + "\n")
+    if outputs is not None:
+        np.savez(tmp / "outputs.npz", **_pack(outputs))
+    metrics = {k: _plain(v) for k, v in row.items() if k != "case_json"}
+    (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    (tmp / "repro.txt").write_text("\n".join(repro_lines(final, case, str(row.get("runner"))))
+                                   + "\n")
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    return final
+
+
+@dataclass
+class Bundle:
+    path: Path
+    case: Case
+    metrics: dict[str, Any]
+    outputs: tuple[np.ndarray, np.ndarray] | None
+
+
+def load_bundle(path: str | os.PathLike[str]) -> Bundle:
+    p = Path(path)
+    case = Case.from_json((p / "case.json").read_text())
+    metrics = json.loads((p / "metrics.json").read_text()) if (p / "metrics.json").exists() else {}
+    outputs = None
+    if (p / "outputs.npz").exists():
+        with np.load(p / "outputs.npz", allow_pickle=False) as npz:
+            outputs = _unpack(npz)
+    return Bundle(path=p, case=case, metrics=metrics, outputs=outputs)
+
+
+def find_bundle(case_id: str, run_dirs: list[str]) -> Path | None:
+    for d in run_dirs:
+        p = Path(d) / BUNDLES / case_id
+        if (p / "case.json").exists():
+            return p
+    return None
+
+
+def bundle_cases(out_dir: str | os.PathLike[str]) -> list[tuple[Case, dict[str, Any]]]:
+    """Every bundled case under `out_dir` with its recorded metrics (the failure corpus)."""
+    root = Path(out_dir) / BUNDLES
+    found = []
+    if root.is_dir():
+        for p in sorted(root.iterdir()):
+            if p.name.startswith(".") or not (p / "case.json").exists():
+                continue
+            metrics = p / "metrics.json"
+            found.append((Case.from_json((p / "case.json").read_text()),
+                          json.loads(metrics.read_text()) if metrics.exists() else {}))
+    return found

@@ -1,0 +1,118 @@
+"""What a campaign is asked to do: the command line as data, and its small parsers."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Feature axes a failing cell is made of when the strategies do not say (see `cell_axes`).
+_DEFAULT_CELL_AXES = ("layout", "q_dtype", "branch")
+
+
+@dataclass(frozen=True)
+class CampaignConfig:
+    """One campaign invocation. Everything that shapes the case stream is in `fingerprint`."""
+
+    runner: str = "torch-sdpa"
+    out: Path = Path("runs/demo")
+    max_cases: int | None = None
+    budget_s: float | None = None
+    seed: int = 0
+    profile: str = "smoke"
+    filters: dict[str, Any] = field(default_factory=dict)
+    workers: int = 1
+    devices: tuple[int, ...] | None = None
+    shard: int = 0
+    shards: int = 1
+    negative: bool = False
+    #: A case running longer than this is killed and recorded as `timeout`.
+    case_timeout_s: float = 300.0
+    #: Address-space cap of a worker process in bytes (RLIMIT_AS); None = no cap.
+    memory_limit: int | None = None
+    #: Failure bundles written per feature cell and worker (rows are kept for all).
+    bundles_per_cell: int = 25
+    shrink: bool = True
+    #: Examples the shrink search of one cell may generate before giving up.
+    shrink_examples: int = 60
+    #: Wall-clock cap of shrinking one cell.
+    shrink_seconds: float = 120.0
+    #: Examples per Hypothesis round of the stream (see partition.py).
+    round_size: int = 50
+
+    def fingerprint(self) -> str:
+        """Identity of the command: a rerun with the same one resumes the same run."""
+        keys = ("runner", "max_cases", "budget_s", "seed", "profile", "filters", "workers",
+                "shard", "shards", "negative", "round_size")
+        d = asdict(self)
+        text = json.dumps({k: d[k] for k in keys}, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def device_of(self, worker: int) -> int | None:
+        if not self.devices:
+            return None
+        return self.devices[worker % len(self.devices)]
+
+
+def parse_duration(text: str) -> float:
+    """'90s', '2m', '8h', '1h30m' or plain seconds -> seconds."""
+    total, num = 0.0, ""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    for ch in text.strip():
+        if ch.isdigit() or ch == ".":
+            num += ch
+        elif ch in units and num:
+            total += float(num) * units[ch]
+            num = ""
+        else:
+            raise ValueError(f"cannot read duration {text!r} (use e.g. 90s, 2m, 8h)")
+    return total + (float(num) if num else 0.0)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'i/n' -> (i, n) with 0 <= i < n (Slurm: $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)."""
+    i, sep, n = text.partition("/")
+    try:
+        shard, shards = int(i), int(n)
+    except ValueError:
+        shard, shards = -1, 0
+    if not sep or shards < 1 or not 0 <= shard < shards:
+        raise ValueError(f"--shard {text!r}: expected i/n with 0 <= i < n, e.g. 0/4")
+    return shard, shards
+
+
+def parse_devices(text: str) -> tuple[int, ...]:
+    """'0-7', '0,2,4' or '0-3,6' -> device indices in order."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        try:
+            out.extend(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+        except ValueError:
+            raise ValueError(f"--devices {text!r}: expected e.g. 0-7 or 0,2,4") from None
+    if not out:
+        raise ValueError(f"--devices {text!r}: no device index")
+    return tuple(out)
+
+
+def parse_size(text: str) -> int:
+    """'16G', '512M' or bytes -> bytes."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().rstrip("B")
+    if t and t[-1] in units:
+        return int(float(t[:-1]) * units[t[-1]])
+    return int(t)
+
+
+def cell_axes() -> tuple[str, ...]:
+    """The feature axes `cases(**filters)` can pin: a failing cell is a value for each."""
+    filters = getattr(importlib.import_module("fia_fuzz.strategies.cases"), "FILTERS", None)
+    return tuple(filters) if filters else _DEFAULT_CELL_AXES
+
+
+def cell_of(features: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The feature cell of a case (or of a result row) as a hashable tuple."""
+    return tuple((k, features.get(k)) for k in cell_axes())

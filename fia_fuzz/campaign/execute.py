@@ -1,0 +1,49 @@
+"""The tasks a campaign sends to its isolated workers (module-level, so spawn can import them).
+
+A task runs inside the worker process, next to the device: golden, runner and
+differ for one case, and the failure bundle when the case fails, so device
+outputs never cross the process boundary except to disk.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fia_fuzz.campaign.bundles import write_bundle
+from fia_fuzz.campaign.evaluate import base_row, evaluate, failure_kind
+from fia_fuzz.runners.isolation import resolve_runner
+from fia_fuzz.spec import Case, validate
+
+
+def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
+                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The row of one case (plus `extra`); its bundle goes under `bundle_dir` if it fails."""
+    case = Case.from_json(case_json)
+    outputs: dict[str, np.ndarray] = {}
+    row = evaluate(case, resolve_runner(ref), outputs=outputs)
+    row.update(extra or {})
+    if bundle_dir is not None and failure_kind(row):
+        row["bundle"] = str(write_bundle(bundle_dir, case, row, outputs or None))
+    return row
+
+
+def negative_task(ref: tuple[str, str], case_json: str) -> dict[str, Any]:
+    """Send an illegal case straight to the backend: did it reject it or return something?
+
+    `rejected` (with the backend's message) is the good answer; `accepted`
+    means it silently returned a result for a call the docs forbid.
+    """
+    case = Case.from_json(case_json)
+    runner = resolve_runner(ref)
+    row = base_row(case, runner.name)
+    row["broken_rules"] = ",".join(sorted({v.rule for v in validate(**case.specs())}))
+    try:
+        out, lse = runner.run(case.call())
+    except Exception as exc:  # a clean rejection is what we hope for
+        row.update(outcome="rejected", error=f"{type(exc).__name__}: {exc}"[:2000])
+        return row
+    row.update(outcome="accepted", error="",
+               accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
+    return row

@@ -1,0 +1,335 @@
+"""One partition of a campaign: a worker process's share of the case stream, start to finish.
+
+Every partition (shard i of n hosts x worker w of K on the host) walks the same
+Hypothesis stream: rounds of `round_size` examples, round r seeded by
+(seed, r), so the stream is a pure function of the command line. A case
+belongs to partition `int(case_id) mod n*K`; a partition evaluates only its
+own, which makes workers and shards disjoint by construction, lets shards
+0..n-1 together cover exactly what one host covers, and lets a rerun skip the
+case ids already in OUT (resume). `--max-cases N` counts distinct cases of
+the stream, so N is the campaign's total over all hosts and workers.
+
+Steering (under --budget): after every n*K stream rounds a partition runs one
+private round with `hypothesis.target(error_ratio)`, in which Hypothesis
+hill-climbs from the worst cases it has seen; see `_steer_round`.
+
+Order inside a partition: replay the failure corpus (bundles of earlier runs
+in OUT), explore, then shrink each failing feature cell (`shrink.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
+from hypothesis import seed as hseed
+
+from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
+from fia_fuzz.campaign.config import CampaignConfig, cell_of
+from fia_fuzz.campaign.evaluate import base_row, failure_kind, repro_command
+from fia_fuzz.campaign.execute import evaluate_task, negative_task
+from fia_fuzz.reports import ResultWriter, read_results
+from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
+from fia_fuzz.spec import Case
+from fia_fuzz.strategies import cases, illegal_cases
+
+Report = Callable[[dict[str, Any]], None]
+
+
+class StopExploring(BaseException):
+    """Ends a Hypothesis loop from inside (a BaseException: not a test failure)."""
+
+
+def derive_seed(*parts: object) -> int:
+    """A seed for one (campaign seed, round / cell ...) tuple, the same on every machine."""
+    return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:15], 16)
+
+
+@dataclass(frozen=True)
+class PartitionJob:
+    """What one worker process needs: the config, who it is, and the clock."""
+
+    cfg: CampaignConfig
+    run_id: str
+    attempt: int
+    worker: int
+    device: int | None
+    hard_end: float | None  # time.time() at which everything must be over
+    explore_end: float | None  # stop exploring here if a failure waits to be shrunk
+
+    @property
+    def count(self) -> int:
+        return self.cfg.shards * self.cfg.workers
+
+    @property
+    def index(self) -> int:
+        return self.cfg.shard * self.cfg.workers + self.worker
+
+    def owns(self, case_id: str) -> bool:
+        return int(case_id, 16) % self.count == self.index
+
+    @property
+    def stem(self) -> str:
+        c = self.cfg
+        return (f"{self.run_id}-s{c.shard}of{c.shards}-w{self.worker}of{c.workers}"
+                f"-a{self.attempt}")
+
+
+@dataclass
+class PartitionState:
+    job: PartitionJob
+    report: Report
+    writer: ResultWriter
+    worker: IsolatedWorker
+    ref: tuple[str, str]
+    meta: dict[str, Any]
+    done: set[str]
+    seen: set[str] = field(default_factory=set)
+    positions: int = 0
+    evaluated: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    verdicts: Counter[str] = field(default_factory=Counter)
+    failing: dict[tuple[Any, ...], Case] = field(default_factory=dict)
+    bundles: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    last_mark: float = field(default_factory=time.perf_counter)
+
+    @property
+    def cfg(self) -> CampaignConfig:
+        return self.job.cfg
+
+    def time_left(self) -> float | None:
+        return None if self.job.hard_end is None else self.job.hard_end - time.time()
+
+
+def _timeout(st: PartitionState) -> tuple[float, bool]:
+    """(timeout for the next case, whether it is cut short by the budget)."""
+    left = st.time_left()
+    full = st.cfg.case_timeout_s
+    if left is None:
+        return full, False
+    grace = 0.01 * (st.cfg.budget_s or 0.0)
+    capped = max(0.5, left + grace)
+    return (capped, True) if capped < full else (full, False)
+
+
+def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
+             ) -> dict[str, Any] | None:
+    """Evaluate one case in the isolated worker and record it; None if the budget cut it off."""
+    cfg = st.cfg
+    key_cell = cell_of(case.features())
+    bundle_dir = None
+    if not cfg.negative and st.bundles.get(key_cell, 0) < cfg.bundles_per_cell:
+        bundle_dir = str(cfg.out)
+    timeout, budget_cut = _timeout(st)
+    t0 = time.perf_counter()
+    tags = {**st.meta, "run_id": st.job.run_id, "shard": f"{cfg.shard}/{cfg.shards}",
+            "worker": st.job.worker, "device": st.job.device, "seed": cfg.seed,
+            "attempt": st.job.attempt, "origin": origin,
+            "mode": "negative" if cfg.negative else "precision",
+            "repro": repro_command(case, cfg.runner, str(cfg.out))}
+    if cfg.negative:
+        res = st.worker.call(negative_task, st.ref, case.to_json(), timeout=timeout)
+    else:
+        res = st.worker.call(evaluate_task, st.ref, case.to_json(), bundle_dir, tags,
+                             timeout=timeout)
+    if res.outcome == "timeout" and budget_cut:
+        return None  # not a finished case: the budget ran out under it
+    if res.ok:
+        row = res.value
+    else:
+        row = base_row(case, cfg.runner)
+        msg = res.message if res.outcome != "error" else f"harness: {res.message}"
+        row.update(outcome=res.outcome, error=msg)
+    row.update(tags, t_generate=t_generate, t_case=time.perf_counter() - t0,
+               timestamp=time.time())
+    kind = None if cfg.negative else failure_kind(row)
+    if kind:
+        st.failing.setdefault(key_cell + (kind,), case)
+        if bundle_dir is not None:
+            st.bundles[key_cell] = st.bundles.get(key_cell, 0) + 1
+            if "bundle" not in row:
+                row["bundle"] = str(write_bundle(cfg.out, case, row))
+    st.writer.write(row)
+    st.done.add(case.case_id)
+    st.evaluated += 1
+    st.outcomes[str(row["outcome"])] += 1
+    if row.get("verdict"):
+        st.verdicts[str(row["verdict"])] += 1
+    st.report({"type": "case", "outcome": row["outcome"], "verdict": row.get("verdict"),
+               "origin": origin})
+    return row
+
+
+def replay_corpus(st: PartitionState) -> None:
+    """Re-run the failure corpus of earlier runs in OUT first: did last night's failures stay?"""
+    prior = read_results(st.cfg.out)
+    replayed: set[str] = set()
+    if not prior.empty and "origin" in prior:
+        mine = prior[(prior["run_id"] == st.job.run_id) & (prior["origin"] == "replay")]
+        replayed = set(mine["case_id"])
+    corpus = [c for c, m in bundle_cases(st.cfg.out)
+              if m.get("run_id") != st.job.run_id and c.case_id not in replayed
+              and st.job.owns(c.case_id)]
+    if corpus:
+        st.report({"type": "log", "text": f"replaying {len(corpus)} corpus case(s) first"})
+    for case in corpus:
+        if st.time_left() is not None and st.time_left() <= 0:
+            return
+        run_case(st, case, "replay", 0.0)
+
+
+def wind_down(cfg: CampaignConfig) -> float:
+    """Seconds before the budget's end at which no new case starts (room to close files)."""
+    return min(0.025 * (cfg.budget_s or 0.0), 10.0)
+
+
+def _stop_exploring(st: PartitionState) -> bool:
+    now = time.time()
+    job = st.job
+    if job.hard_end is not None and now >= job.hard_end - wind_down(st.cfg):
+        return True
+    return bool(job.explore_end is not None and st.failing and now >= job.explore_end)
+
+
+def _settings(cfg: CampaignConfig, phases: list[Phase]) -> settings:
+    return settings(max_examples=cfg.round_size, deadline=None, database=None, phases=phases,
+                    suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
+
+
+def _stream_round(st: PartitionState, rnd: int) -> bool:
+    """Round `rnd` of the shared stream; False when the campaign must stop exploring.
+
+    No `target` here: Hypothesis's mutator keeps a mutant only if its target
+    observations are no worse, so observations seen by one partition only
+    would make the partitions' streams drift apart.
+    """
+    cfg = st.cfg
+    strategy = illegal_cases() if cfg.negative else cases(profile=cfg.profile, **cfg.filters)
+    fresh = [0]
+
+    @hseed(derive_seed(cfg.seed, "round", rnd))
+    @_settings(cfg, [Phase.generate])
+    @given(strategy)
+    def step(case: Case) -> None:
+        if _stop_exploring(st):
+            raise StopExploring
+        cid = case.case_id
+        if cid in st.seen:
+            return
+        if cfg.max_cases is not None and st.positions >= cfg.max_cases:
+            raise StopExploring
+        st.seen.add(cid)
+        st.positions += 1
+        fresh[0] += 1
+        if not st.job.owns(cid) or cid in st.done:
+            return
+        t_gen = time.perf_counter() - st.last_mark
+        row = run_case(st, case, "explore", t_gen)
+        st.last_mark = time.perf_counter()
+        if row is None:
+            raise StopExploring
+
+    try:
+        step()
+    except StopExploring:
+        return False
+    return fresh[0] > 0  # no fresh case: the filtered space is exhausted
+
+
+def steered(case: Case, space: int) -> Case:
+    """The case with its data seed moved into this partition's private seed space."""
+    return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF)
+
+
+def _steer_round(st: PartitionState, k: int) -> bool:
+    """A private round that maximises `hypothesis.target(error_ratio)`; False to stop.
+
+    Seeded per partition and with data seeds in a per-partition space, so
+    partitions steer independently and still never draw the same case.
+    """
+    cfg = st.cfg
+    space = derive_seed(cfg.seed, "steer-space", st.job.index, st.job.count) & 0xFFFFFFFF
+
+    @hseed(derive_seed(cfg.seed, "steer", k, st.job.index, st.job.count))
+    @_settings(cfg, [Phase.generate, Phase.target])
+    @given(cases(profile=cfg.profile, **cfg.filters))
+    def step(drawn: Case) -> None:
+        if _stop_exploring(st):
+            raise StopExploring
+        case = steered(drawn, space)
+        cid = case.case_id
+        if cid in st.seen or cid in st.done:
+            return
+        st.seen.add(cid)
+        t_gen = time.perf_counter() - st.last_mark
+        row = run_case(st, case, "steer", t_gen)
+        st.last_mark = time.perf_counter()
+        if row is None:
+            raise StopExploring
+        if row.get("outcome") == "ok":
+            target(min(float(row["error_ratio"]), 1e9), label="error_ratio")
+
+    try:
+        step()
+    except StopExploring:
+        return False
+    return True
+
+
+def explore(st: PartitionState) -> None:
+    """Walk the shared stream; under a time budget, steer after every n*K stream rounds.
+
+    With --max-cases the run is exactly the first N cases of the shared stream
+    (no steering), so any split into shards and workers covers the same cases.
+    With --budget each partition alternates: n*K rounds of the shared stream
+    (of which it evaluates about one round's worth) and one steering round.
+    """
+    cfg = st.cfg
+    steer = cfg.budget_s is not None and cfg.max_cases is None and not cfg.negative
+    rnd = k = 0
+    while _stream_round(st, rnd):
+        rnd += 1
+        if steer and rnd % st.job.count == 0:
+            if not _steer_round(st, k):
+                return
+            k += 1
+
+
+def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
+    """Run one partition to the end; returns its counts. Never raises for a case's fate."""
+    import pyarrow.parquet  # noqa: F401  (imported now, not in the last seconds of the budget)
+
+    from fia_fuzz.campaign.shrink import shrink_failures
+
+    cfg = job.cfg
+    prior = read_results(cfg.out)
+    done = set(prior["case_id"]) if not prior.empty else set()
+    ref = runner_ref(cfg.runner)
+    worker = IsolatedWorker(device=job.device, memory_limit=cfg.memory_limit,
+                            preload=("fia_fuzz.campaign.execute", ref[1]))
+    left = None if job.hard_end is None else max(0.5, job.hard_end - time.time())
+    meta_res = worker.call(runner_query, ref, "metadata", None,
+                           timeout=min(cfg.case_timeout_s, left or cfg.case_timeout_s))
+    meta = {f"meta_{k}": v for k, v in (meta_res.value or {}).items()}
+    st = PartitionState(job=job, report=report, writer=ResultWriter(cfg.out, job.stem),
+                        worker=worker, ref=ref, meta=meta, done=done)
+    shrunk: list[dict[str, Any]] = []
+    try:
+        if not cfg.negative:
+            replay_corpus(st)
+        explore(st)
+        if cfg.shrink and not cfg.negative:
+            shrunk = shrink_failures(st)
+    finally:
+        worker.close(grace=0.2)  # idle; nothing of ours lives in it
+        results = st.writer.close()
+    return {"worker": job.worker, "evaluated": st.evaluated, "positions": st.positions,
+            "outcomes": dict(st.outcomes), "verdicts": dict(st.verdicts),
+            "results": str(results) if results else None, "shrunk": shrunk,
+            "restarts": worker.restarts, "stem": job.stem, "out": str(Path(cfg.out))}

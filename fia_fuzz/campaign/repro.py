@@ -1,0 +1,109 @@
+"""`fia-fuzz repro`: rerun one case from a bundle, a case.json or a case id.
+
+A bundle with stored device outputs reproduces anywhere: the golden is
+recomputed locally (bit-identical inputs, spec/values.py) and the same
+judging prints the same diff the campaign recorded. With `--runner` (or for
+a case without stored outputs) the case runs live on that backend.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from fia_fuzz.campaign.bundles import Bundle, find_bundle, load_bundle
+from fia_fuzz.campaign.evaluate import evaluate, failure_kind, golden_pair, judge_outputs
+from fia_fuzz.spec import Case
+
+DEFAULT_RUNNER = "torch-sdpa"
+
+
+def resolve(ref: str, results: list[str]) -> tuple[Case, Bundle | None, str | None]:
+    """(case, its bundle if any, the runner that recorded it if known)."""
+    path = Path(ref)
+    if path.is_dir() and (path / "case.json").exists():
+        b = load_bundle(path)
+        return b.case, b, b.metrics.get("runner")
+    if path.is_file():
+        return Case.from_json(path.read_text()), None, None
+    found = find_bundle(ref, results)
+    if found is not None:
+        b = load_bundle(found)
+        return b.case, b, b.metrics.get("runner")
+    from fia_fuzz.reports import read_results
+
+    df = read_results(results)
+    hit = df[df["case_id"] == ref] if not df.empty and "case_id" in df else df.iloc[0:0]
+    if hit.empty:
+        raise SystemExit(f"repro: {ref!r} is neither a bundle, a case file nor a case id "
+                         f"in {results}")
+    first = hit.iloc[0]
+    return Case.from_json(first["case_json"]), None, first.get("runner")
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f
+
+
+def format_row(row: dict[str, Any]) -> list[str]:
+    """The diff as printed by repro: outcome, verdicts, then every metric."""
+    keys = ["outcome", "error", "verdict", "error_ratio"]
+    keys += sorted(k for k in row if k.startswith("verdict_"))
+    keys += sorted(k for k in row if k.startswith(("out_", "lse_")))
+    return [f"{k:>32}: {row[k]}" for k in keys if k in row and row[k] not in (None, "")]
+
+
+def compare_recorded(row: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
+    """Metrics whose value differs from the campaign's record (empty: same diff)."""
+    diffs = []
+    for k, v in row.items():
+        if not k.startswith(("out_", "lse_", "verdict")) or k not in recorded:
+            continue
+        a, b = _num(v), _num(recorded[k])
+        if a is not None and b is not None:
+            same = a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9)
+        else:
+            same = str(v) == str(recorded[k])
+        if not same:
+            diffs.append(f"{k}: recorded {recorded[k]}, now {v}")
+    return diffs
+
+
+def reproduce(ref: str, runner: str | None, results: list[str],
+              stream: TextIO | None = None) -> int:
+    """Print the case and its diff; exit status 1 when it (still) fails, else 0."""
+    out = stream or sys.stdout
+    case, bundle, recorded_runner = resolve(ref, results)
+    out.write(f"case {case.case_id}\n")
+    for k, v in case.features().items():
+        out.write(f"  {k:>14}: {v}\n")
+    if runner is None and bundle is not None and bundle.outputs is not None:
+        out.write(f"mode: stored device output of {recorded_runner} from {bundle.path}; "
+                  "golden recomputed here\n")
+        truth, baseline = golden_pair(case.call())
+        row = {"outcome": "ok", **judge_outputs(case, bundle.outputs, truth, baseline)}
+    else:
+        from fia_fuzz.runners import get_runner
+
+        name = runner or recorded_runner or DEFAULT_RUNNER
+        r = get_runner(name)
+        ok, why = r.available()
+        if not ok:
+            raise SystemExit(f"repro: runner {name!r} is not available here: {why}"
+                             + ("" if bundle is None or bundle.outputs is None
+                                else " (drop --runner to use the stored device output)"))
+        out.write(f"mode: live on {name}\n")
+        row = evaluate(case, r)
+    for line in format_row(row):
+        out.write(line + "\n")
+    if bundle is not None and bundle.metrics:
+        diffs = compare_recorded(row, bundle.metrics)
+        out.write("same diff as recorded by the campaign\n" if not diffs else
+                  "differs from the campaign's record:\n  " + "\n  ".join(diffs) + "\n")
+    return 1 if failure_kind(row) else 0

@@ -1,0 +1,290 @@
+"""Isolation: run any runner (or any task) in a worker process with a per-case timeout.
+
+The system under test is a real kernel: one case can segfault, abort, hang or
+exhaust memory. Each `IsolatedWorker` is one `multiprocessing` process (spawn
+start method, so no torch or device state is inherited) optionally bound to
+one device index; a case that kills or wedges it becomes a recorded outcome
+(`crashed`, `timeout`, `error`) and the next call starts a fresh process.
+`IsolatedRunner` is the same thing behind the `Runner` interface.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+import numpy as np
+
+from fia_fuzz.runners.base import RUNNERS, Runner, get_runner
+from fia_fuzz.spec import Case
+
+#: Environment variables that make one accelerator the only visible one (index 0).
+DEVICE_ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+#: The physical device index a worker is bound to, for runners that want to log it.
+DEVICE_INDEX_ENV = "FIA_DEVICE_INDEX"
+OUTCOMES = ("ok", "error", "crashed", "timeout")
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What became of one task: `outcome` in OUTCOMES, the value when ok, else a message."""
+
+    outcome: str
+    value: Any = None
+    message: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+
+class CaseCrashed(RuntimeError):
+    """The worker process died while running the case (signal, abort, OOM kill)."""
+
+
+class CaseTimedOut(RuntimeError):
+    """The case did not finish within the per-case timeout; the worker was killed."""
+
+
+def runner_ref(name: str) -> tuple[str, str]:
+    """(name, module that registers it): enough for a fresh process to rebuild the runner."""
+    if name not in RUNNERS:
+        get_runner(name)  # raises KeyError naming the known runners
+    return name, RUNNERS[name].__module__
+
+
+_RUNNER_CACHE: dict[str, Runner] = {}
+
+
+def resolve_runner(ref: tuple[str, str]) -> Runner:
+    """The runner `ref` names, built once per process (importing its module registers it)."""
+    name, module = ref
+    if name not in _RUNNER_CACHE:
+        if name not in RUNNERS:
+            importlib.import_module(module)
+        _RUNNER_CACHE[name] = get_runner(name)
+    return _RUNNER_CACHE[name]
+
+
+def _bind(device: int | None, memory_limit: int | None) -> None:
+    if device is not None:
+        os.environ[DEVICE_INDEX_ENV] = str(device)
+        for var in DEVICE_ENV:
+            os.environ[var] = str(device)
+    if memory_limit:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
+
+def _serve(conn: Any, device: int | None, memory_limit: int | None,
+           preload: tuple[str, ...]) -> None:
+    """Worker loop: receive (fn, args), send back ("ok", value) or ("error", message)."""
+    _bind(device, memory_limit)
+    for module in preload:
+        importlib.import_module(module)
+    conn.send(("ready",))
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        fn, args = task
+        try:
+            reply = ("ok", fn(*args))
+        except MemoryError:
+            reply = ("error", "MemoryError: out of memory")
+        except Exception as exc:  # the task's failure is a result, not the worker's
+            reply = ("error", f"{type(exc).__name__}: {exc}"[:2000],
+                     traceback.format_exc(limit=8)[-4000:])
+        conn.send(reply)
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        sig = signal.Signals(-exitcode).name
+        hint = " (killed: out of memory?)" if sig == "SIGKILL" else ""
+        return f"worker died with {sig}{hint}"
+    return f"worker exited with code {exitcode}"
+
+
+class IsolatedWorker:
+    """One worker process, bound to `device`, running one task at a time with a timeout."""
+
+    def __init__(self, device: int | None = None, memory_limit: int | None = None,
+                 preload: tuple[str, ...] = (), start_method: str = "spawn",
+                 startup_timeout: float = 600.0):
+        self.device = device
+        self.memory_limit = memory_limit
+        self.preload = preload
+        self.startup_timeout = startup_timeout
+        self._ctx = mp.get_context(start_method)
+        self._proc: Any = None
+        self._conn: Any = None
+        self.restarts = 0
+
+    def _start(self) -> str | None:
+        """Start a worker and wait until it is ready (imports done): None, or why it failed.
+
+        Start-up is not charged to the next case's timeout.
+        """
+        parent, child = self._ctx.Pipe()
+        self._proc = self._ctx.Process(target=_serve, daemon=True,
+                                       args=(child, self.device, self.memory_limit, self.preload),
+                                       name=f"fia-worker-dev{self.device}")
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        if self._conn.poll(self.startup_timeout):
+            try:
+                if self._conn.recv() == ("ready",):
+                    return None
+            except (EOFError, OSError):
+                pass
+        self._proc.join(1)
+        why = f"worker failed to start: {_death(self._proc.exitcode)}"
+        self._discard()
+        return why
+
+    def _discard(self) -> None:
+        if self._proc is not None:
+            if self._proc.is_alive():
+                self._proc.kill()
+            self._proc.join(5)
+            self._conn.close()
+            self.restarts += 1
+        self._proc = self._conn = None
+
+    def call(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None
+             ) -> TaskResult:
+        """Run `fn(*args)` in the worker; never raises for what the task does to the worker.
+
+        `fn` must be importable by name (a module-level function) and its
+        arguments and value picklable.
+        """
+        if self._proc is None or not self._proc.is_alive():
+            self._discard()
+            failed = self._start()
+            if failed:
+                return TaskResult("crashed", message=failed)
+        t0 = time.monotonic()
+        try:
+            self._conn.send((fn, args))
+        except (BrokenPipeError, OSError):
+            self._discard()
+            return TaskResult("crashed", message="worker died before the case was sent")
+        ready = wait([self._conn, self._proc.sentinel], timeout)
+        dt = time.monotonic() - t0
+        if self._conn in ready:
+            try:
+                reply = self._conn.recv()
+            except (EOFError, OSError):
+                self._proc.join(5)
+                msg = _death(self._proc.exitcode)
+                self._discard()
+                return TaskResult("crashed", message=msg, seconds=dt)
+            if reply[0] == "ok":
+                return TaskResult("ok", value=reply[1], seconds=dt)
+            return TaskResult("error", message=reply[1], seconds=dt)
+        if ready:  # the sentinel: the process is gone
+            self._proc.join(5)
+            msg = _death(self._proc.exitcode)
+            self._discard()
+            return TaskResult("crashed", message=msg, seconds=dt)
+        self._discard()
+        return TaskResult("timeout", message=f"no result after {timeout:g}s; worker killed",
+                          seconds=dt)
+
+    def close(self, grace: float = 1.0) -> None:
+        """Ask the worker to exit; kill it after `grace` seconds (it holds no unsaved state)."""
+        if self._proc is not None and self._proc.is_alive():
+            try:
+                self._conn.send(None)
+                self._proc.join(grace)
+            except (BrokenPipeError, OSError):
+                pass
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(5)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+
+    def __enter__(self) -> IsolatedWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _run_in_worker(ref: tuple[str, str], call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    out, lse = resolve_runner(ref).run(call)
+    return np.asarray(out), np.asarray(lse)
+
+
+def runner_query(ref: tuple[str, str], what: str, case_json: str | None) -> Any:
+    """`available()`, `metadata()` or `supports(case)` of the runner, asked inside the worker."""
+    runner = resolve_runner(ref)
+    if what == "available":
+        return runner.available()
+    if what == "metadata":
+        return runner.metadata()
+    return runner.supports(Case.from_json(case_json or ""))
+
+
+class IsolatedRunner(Runner):
+    """`name` run in an isolated worker process: a crash or hang raises instead of killing us.
+
+    `run` raises CaseCrashed or CaseTimedOut (and RuntimeError with the
+    worker's message for an exception inside the backend); the worker is
+    replaced before the next call.
+    """
+
+    def __init__(self, name: str, timeout: float = 300.0, device: int | None = None,
+                 memory_limit: int | None = None):
+        self.ref = runner_ref(name)
+        self.name = name
+        self.timeout = timeout
+        self.worker = IsolatedWorker(device=device, memory_limit=memory_limit)
+
+    def _ask(self, what: str, case: Case | None = None) -> Any:
+        res = self.worker.call(runner_query, self.ref, what,
+                               case.to_json() if case is not None else None,
+                               timeout=self.timeout)
+        if not res.ok:
+            return False, f"{self.name}: {res.outcome}: {res.message}"
+        return res.value
+
+    def available(self) -> tuple[bool, str]:
+        return tuple(self._ask("available"))  # type: ignore[return-value]
+
+    def supports(self, case: Case) -> tuple[bool, str]:
+        return tuple(self._ask("supports", case))  # type: ignore[return-value]
+
+    def metadata(self) -> dict[str, str]:
+        meta = self._ask("metadata")
+        return meta if isinstance(meta, dict) else {"runner": self.name}
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        res = self.worker.call(_run_in_worker, self.ref, call, timeout=self.timeout)
+        if res.outcome == "crashed":
+            raise CaseCrashed(res.message)
+        if res.outcome == "timeout":
+            raise CaseTimedOut(res.message)
+        if res.outcome == "error":
+            raise RuntimeError(res.message)
+        return res.value
+
+    def close(self) -> None:
+        self.worker.close()

@@ -1,0 +1,79 @@
+"""Test doubles, named as such and registered only by the campaign tests.
+
+Each is the golden model at device precision (a correct backend) with one
+fault injected, so the campaign's plumbing can be tested without a device:
+`test-double-perturbed-cell` returns wrong outputs for one feature cell,
+`test-double-faulty` segfaults, hangs or raises on three others.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from fia_fuzz.runners.base import register
+from fia_fuzz.runners.golden_runner import GoldenRunner
+
+#: The cell the perturbing double breaks: (input_layout, query dtype).
+PERTURBED_CELL = ("BSH", "bfloat16")
+
+
+def _cell(call: dict[str, Any]) -> tuple[str, str]:
+    dtype = call["query"].dtype
+    return call["input_layout"], "bfloat16" if dtype == ml_dtypes.bfloat16 else str(dtype)
+
+
+@register("test-double-perturbed-cell")
+class PerturbedCellDouble(GoldenRunner):
+    name = "test-double-perturbed-cell"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = super().run(call)
+        if _cell(call) == PERTURBED_CELL:
+            out = (out.astype(np.float32) + 0.5).astype(out.dtype)
+        return out, lse
+
+
+def segfault() -> None:
+    ctypes.string_at(0)
+
+
+def abort() -> None:
+    os.abort()
+
+
+def hang() -> None:
+    time.sleep(3600)
+
+
+def raise_error() -> None:
+    raise ValueError("injected exception")
+
+
+def device_env() -> tuple[str | None, str | None]:
+    return os.environ.get("FIA_DEVICE_INDEX"), os.environ.get("ASCEND_RT_VISIBLE_DEVICES")
+
+
+def answer() -> int:
+    return 42
+
+
+#: The faulty double's fault per (input_layout, query dtype); other cells run correctly.
+FAULTS = {("BSH", "float16"): segfault, ("BSH", "bfloat16"): abort,
+          ("BSND", "bfloat16"): hang, ("BSND", "float16"): raise_error}
+
+
+@register("test-double-faulty")
+class FaultyDouble(GoldenRunner):
+    name = "test-double-faulty"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        fault = FAULTS.get(_cell(call))
+        if fault is not None:
+            fault()
+        return super().run(call)

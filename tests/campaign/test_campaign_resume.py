@@ -1,0 +1,48 @@
+"""SIGKILL mid-run, rerun the same command: nothing lost, nothing counted twice (issue 9)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fia_fuzz.cli import main
+from fia_fuzz.reports import read_results
+from fia_fuzz.reports.dataset import read_journal
+
+N = 24
+
+
+def _journal_rows(out: Path) -> int:
+    return sum(len(read_journal(p)) for p in (out / "results").glob("*.jsonl"))
+
+
+def test_sigkill_then_rerun_loses_and_duplicates_nothing(tmp_path) -> None:
+    out = tmp_path / "run"
+    cmd = ["campaign", "--runner", "golden", "--max-cases", str(N), "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "fia_fuzz", *cmd], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            if (out / "results").is_dir() and _journal_rows(out) >= 6:
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the campaign and its worker process
+        proc.wait()
+    before = read_results(out)
+    assert 6 <= len(before) < N, "the kill should land mid-run"
+
+    assert main(cmd) == 0
+    after = read_results(out)
+    assert after["case_id"].is_unique
+    assert set(before["case_id"]) <= set(after["case_id"])
+    assert len(after) == N
+    assert set(after["attempt"]) == {1, 2}
+
+    clean = tmp_path / "clean"
+    assert main(["campaign", "--runner", "golden", "--max-cases", str(N), "--out",
+                 str(clean)]) == 0
+    assert set(read_results(clean)["case_id"]) == set(after["case_id"])

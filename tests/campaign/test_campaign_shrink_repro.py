@@ -1,0 +1,57 @@
+"""An injected failing cell is found, shrunk, bundled and reproduced by `fia-fuzz repro` in a
+fresh process, from the stored device output (issue 9)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import runner_doubles
+
+from fia_fuzz.campaign.bundles import load_bundle
+from fia_fuzz.cli import main
+from fia_fuzz.reports import read_results
+
+
+def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -> None:
+    out = tmp_path / "run"
+    assert main(["campaign", "--runner", "test-double-perturbed-cell", "--max-cases", "24",
+                 "--out", str(out)]) == 0
+    df = read_results(out)
+    layout, dtype = runner_doubles.PERTURBED_CELL
+    in_cell = (df["layout"] == layout) & (df["q_dtype"] == dtype)
+    assert in_cell.any() and (~in_cell).any()
+    assert set(df[in_cell]["verdict"]) == {"fail"}
+    assert "fail" not in set(df[~in_cell]["verdict"])
+
+    summaries = [json.loads(p.read_text()) for p in (out / "shrunk").glob("*.json")]
+    assert summaries and {s["cell"]["layout"] for s in summaries} == {layout}
+    found = {cid: df.set_index("case_id").loc[cid] for cid in df[in_cell]["case_id"]}
+    for s in summaries:
+        assert s["status"] == "done" and s["shrunk"] and s["kind"] == "fail"
+        b = load_bundle(s["bundle"])
+        assert sorted(p.name for p in b.path.iterdir()) == ["case.json", "metrics.json",
+                                                            "outputs.npz", "repro.txt"]
+        feats = b.case.features()
+        assert (feats["layout"], feats["q_dtype"]) == (layout, dtype)
+        assert b.metrics["verdict"] == "fail" and b.metrics["shrunk_from"] in found
+        v = b.case.view()
+        s1 = 1 if feats["branch"] == "decode" else 2
+        assert (v.B, v.S1, v.S2, v.D, b.case.seed) == (1, s1, 1, 16, 0)
+        assert b.outputs is not None and np.isfinite(b.outputs[0].astype(np.float32)).all()
+    assert (out / ".hypothesis").is_dir()
+    capsys.readouterr()
+
+    bundle = summaries[0]["bundle"]
+    res = subprocess.run([sys.executable, "-m", "fia_fuzz", "repro", bundle],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1, res.stderr
+    assert "mode: stored device output of test-double-perturbed-cell" in res.stdout
+    assert "verdict: fail" in res.stdout.replace("  ", "")
+    assert "same diff as recorded by the campaign" in res.stdout
+
+    minimal = load_bundle(bundle).case.case_id
+    res = subprocess.run([sys.executable, "-m", "fia_fuzz", "repro", minimal, "--results",
+                          str(out), "--runner", "golden"], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0 and "mode: live on golden" in res.stdout, res.stdout
