@@ -205,7 +205,7 @@ def dense(dr: Draft) -> None:
                        else (False,))
     heads(dr, _max_heads(dr, max(1, lo), 16), GROUPS)
     s2_floor = min(paged.block_sizes(dr, False)) if dr.paged else 1
-    _head_dims(dr, (64, 16, 32, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
+    _head_dims(dr, (16, 32, 64, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
     dr.b = ch.int(_batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor, dr.prof.max_batch))
     dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
     s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq

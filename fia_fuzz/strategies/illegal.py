@@ -42,6 +42,13 @@ INEXPRESSIBLE = {
                  "validate directly to test this rule",
 }
 
+#: Rules whose breaking cases cannot be sent to a backend as a call (unknown dtype,
+#: negative or host-sized shapes, non-integer lengths that int() would silently repair,
+#: a missing positional tensor); illegal_cases() without a rule leaves them out,
+#: illegal_cases(rule) still draws them for validate-level tests.
+NOT_MATERIALISABLE = {"args.dtype_known", "args.shape_sane", "args.memory",
+                      "args.values_integral", "args.required"}
+
 PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
 
 
@@ -252,7 +259,7 @@ def apply(case: Case, change: Change) -> Case:
 
 
 def illegal_cases(rule: str | None = None) -> st.SearchStrategy[Case]:
-    """Cases whose only violation is `rule` (any rule that has a breaker when None)."""
+    """Cases whose only violation is `rule` (None: any rule with a materialisable breaker)."""
     if rule is not None and rule not in RULES:
         raise InvalidArgument(f"rule={rule!r} is not a rule id; see fia_fuzz.spec.RULES")
     if rule in INEXPRESSIBLE:
@@ -260,7 +267,8 @@ def illegal_cases(rule: str | None = None) -> st.SearchStrategy[Case]:
     if rule is not None and rule not in BREAKERS:
         raise InvalidArgument(f"rule={rule!r} has no breaker yet in "
                               f"fia_fuzz.strategies.illegal.BREAKERS")
-    ids = [rule] if rule else sorted(r for r in BREAKERS if r in RULES)
+    ids = [rule] if rule else sorted(r for r in BREAKERS
+                                     if r in RULES and r not in NOT_MATERIALISABLE)
     bases = {r: cases(**BREAKERS[r].base) for r in ids}
 
     @st.composite
