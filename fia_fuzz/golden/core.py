@@ -24,13 +24,12 @@ from typing import Protocol
 
 import numpy as np
 
-from fia_fuzz.golden.threads import run_all
+from fia_fuzz.golden.threads import converted, run_all
 
 PRECISIONS = ("device", "fp64")
 WORK = {"device": np.dtype(np.float32), "fp64": np.dtype(np.float64)}
 KV_BLOCK = 512
 TILE_ELEMENTS = 1 << 19
-
 
 
 class Matmuls(Protocol):
@@ -157,8 +156,8 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         return out, lse
     sink_w = None if sink is None else np.asarray(sink).astype(work).reshape(n)
     c_all = (int(col_span[0].min()), int(col_span[1].max()))
-    kw = k[:, :, c_all[0]:c_all[1]].astype(work)  # converted once: O(S2), shared by tiles
-    vw = v[:, :, c_all[0]:c_all[1]].astype(work)
+    kw = converted(k[:, :, c_all[0]:c_all[1]], work)  # once: O(S2) memory, shared by tiles
+    vw = converted(v[:, :, c_all[0]:c_all[1]], work)
     per_row = n * max(1, min(KV_BLOCK, kw.shape[2]))
     rows_per_tile = max(1, TILE_ELEMENTS // per_row)
     rc = min(max(s1, 1), rows_per_tile)

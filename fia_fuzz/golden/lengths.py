@@ -9,28 +9,9 @@ modes and the pre/next band by positions relative to the window.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from fia_fuzz.spec.call import CallView
-
-
-@dataclass(frozen=True)
-class Windows:
-    """Valid query rows and KV columns of every batch, as (B,) int64 arrays."""
-
-    q_len: np.ndarray
-    q_off: np.ndarray
-    kv_len: np.ndarray
-    kv_off: np.ndarray
-    #: shared-prefix tokens in front of every batch's KV (actual_shared_prefix_len).
-    prefix: int
-
-    @property
-    def s2b(self) -> np.ndarray:
-        """Per-batch KV length with the prefix counted (the S2 of mode 3/4 anchoring)."""
-        return self.kv_len + self.prefix
 
 
 def per_batch(values: list[int] | None, b: int, full: int) -> np.ndarray:

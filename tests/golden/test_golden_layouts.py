@@ -10,6 +10,8 @@ from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.layouts import to_bnsd
 from fia_fuzz.strategies import cases
 
+CAUSAL_2048 = np.triu(np.ones((2048, 2048), bool), k=1)
+
 
 @st.composite
 def batched(draw):
@@ -65,10 +67,13 @@ def test_layouts_agree_with_dense_reference(problem, layout):
 
 
 @pytest.mark.parametrize("layout", ["TND", "NTD_TND"])
-@pytest.mark.parametrize("lens_q,lens_kv", [([3, 1, 4], [5, 2, 7]), ([2], [9]),
-                                            ([0, 3], [4, 0])])
-def test_packed_equals_padded_bnsd(layout, lens_q, lens_kv):
-    """TND/NTD hold the batches back to back; actual lengths are cumulative [V4 §TND]."""
+@pytest.mark.parametrize("lens_q,lens_kv,mode", [
+    ([3, 1, 4], [5, 2, 7], 0), ([3, 1, 4], [5, 2, 7], 3), ([2], [9], 3), ([0, 3], [4, 0], 0)])
+def test_packed_equals_padded_bnsd(layout, lens_q, lens_kv, mode):
+    """TND/NTD hold the batches back to back; actual lengths are cumulative [V4 §TND].
+
+    Mode 3 anchors each batch's causal mask at its own bottom-right corner.
+    """
     rng = np.random.default_rng(len(lens_q))
     n, d = 2, 128
     b, s1, s2 = len(lens_q), max(lens_q), max(lens_kv)
@@ -86,11 +91,13 @@ def test_packed_equals_padded_bnsd(layout, lens_q, lens_kv):
     in_layout, out_layout = (layout.split("_") + [layout])[:2]
     if in_layout == "NTD":
         pq, pk, pv = (x.transpose(1, 0, 2).copy() for x in (pq, pk, pv))
+    masking = {"sparse_mode": 3, "atten_mask": CAUSAL_2048} if mode == 3 else {}
     out, lse = golden(pq, pk, pv, num_heads=n, num_key_value_heads=1, input_layout=layout,
                       scale=0.1, actual_seq_lengths=np.cumsum(lens_q).tolist(),
-                      actual_seq_lengths_kv=np.cumsum(lens_kv).tolist())
+                      actual_seq_lengths_kv=np.cumsum(lens_kv).tolist(), **masking)
     ref, ref_lse = golden(q, k, v, num_heads=n, num_key_value_heads=1, input_layout="BNSD",
-                          scale=0.1, actual_seq_lengths=lens_q, actual_seq_lengths_kv=lens_kv)
+                          scale=0.1, actual_seq_lengths=lens_q, actual_seq_lengths_kv=lens_kv,
+                          **masking)
     want = packed(ref, lens_q)
     close(out, want if out_layout == "TND" else want.transpose(1, 0, 2))
     assert lse.shape == (sum(lens_q), n, 1)

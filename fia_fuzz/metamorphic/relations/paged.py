@@ -1,10 +1,12 @@
 """Paged vs contiguous KV, with ordered and shuffled block tables [SEM §2, V4 blockTable].
 
-A contiguous case becomes paged caches (BnBsH, BnNBsD) at the smallest legal
+A contiguous case becomes paged caches (BnBsH, BnNBsD, NZ) at the smallest legal
 block size and a larger one, with the physical blocks in order or shuffled,
 spare blocks and tail slots full of garbage, and -1 in unused table entries.
-A paged case becomes contiguous KV. Any kernel that reads the wrong block,
-offset or entry diverges far beyond the tolerance.
+A paged case becomes contiguous KV and is re-paged (other cache forms,
+block sizes, shuffled tables: the only partners MLA, which must page, can
+have). Any kernel that reads the wrong block, offset or entry diverges far
+beyond the tolerance.
 """
 
 from __future__ import annotations
@@ -71,27 +73,27 @@ def _kv_bnsd(x: np.ndarray, view: CallView, act_kv: list[int]) -> np.ndarray:
     return to_bnsd(x, view.in_layout, view.KV_N)
 
 
-def _to_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
-    if view.is_kv_list:
-        raise NotApplicable("tensor-list KV cannot be paged [SEM §2]")
-    require_absent(call, NOT_WITH_PAGED, "not allowed with paged attention")
-    if _per_token_scales(call, view):
-        raise NotApplicable("per-token antiquant scales would need PA-managed modes 4/5")
-    act_kv = list(view.act_kv)
-    kv = {n: _kv_bnsd(call[n], view, act_kv) for n in PAGED_KV if call.get(n) is not None}
-    dtype = dtype_name(call["key"].dtype)
-    small, large = block_sizes(view, dtype)
-    plans = [(small, False, "BnBsH"), (small, True, "BnBsH"), (small, True, "BnNBsD"),
-             (large, True, "BnBsH")]
+def _nz_ok(x: np.ndarray) -> bool:
+    """A 5-D NZ cache splits D into D/16 (D/32 for int8) blocks [SEM §2]; no packed int4."""
+    dtype = dtype_name(x.dtype)
+    return dtype not in ("int32", "int4") and x.shape[-1] % (32 if dtype == "int8" else 16) == 0
+
+
+def _paged(case: Case, call: Call, view: CallView, kv: dict[str, np.ndarray],
+           act_kv: list[int], plans: list[tuple[int, bool, str]]) -> list[Partner]:
+    """Partners holding the BNSD KV `kv` in paged caches, one per (block size, shuffled, form)."""
     partners = []
     for bs, shuffled, form in plans:
+        if form == "NZ" and not all(_nz_ok(x) for x in kv.values()):
+            continue
         need = sum(-(-n // bs) for n in act_kv) + 2
         order = permutation(case.seed, f"paged.{bs}", need) if shuffled else None
         table, blocks = block_table(act_kv, bs, order)
         new = dict(call, block_table=table, block_size=bs, actual_seq_lengths_kv=act_kv)
         for name, x in kv.items():
+            dtype = dtype_name(x.dtype)
             shape = cache_shape(form, blocks, bs, view.KV_N, x.shape[-1], dtype)
-            filler = garbage(shape, dtype_name(x.dtype), case.seed, f"{name}.{bs}.{form}")
+            filler = garbage(shape, dtype, case.seed, f"{name}.{bs}.{form}")
             new[name] = page(x, act_kv, table, blocks, bs, form, filler)
         s2 = table.shape[1] * bs
         if call.get("atten_mask") is not None and view.attrs["sparse_mode"] in (0, 1):
@@ -100,25 +102,43 @@ def _to_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
             new["pse_shift"] = _pad_last(call["pse_shift"], s2, 0.0)
         label = f"bs{bs}-{'shuffled' if shuffled else 'ordered'}-{form}"
         partners.append(Partner(label, new, PAGED_TOLERANCE))
-    return keep_legal(partners)
+    return partners
 
 
-def _to_contiguous(call: Call, view: CallView) -> list[Partner]:
+def _to_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
+    if view.is_kv_list:
+        raise NotApplicable("tensor-list KV cannot be paged [SEM §2]")
+    require_absent(call, NOT_WITH_PAGED, "not allowed with paged attention")
+    if _per_token_scales(call, view):
+        raise NotApplicable("per-token antiquant scales would need PA-managed modes 4/5")
+    act_kv = list(view.act_kv)
+    kv = {n: _kv_bnsd(call[n], view, act_kv) for n in PAGED_KV if call.get(n) is not None}
+    small, large = block_sizes(view, dtype_name(call["key"].dtype))
+    plans = [(small, False, "BnBsH"), (small, True, "BnBsH"), (small, True, "BnNBsD"),
+             (small, True, "NZ"), (large, True, "BnBsH")]
+    return keep_legal(_paged(case, call, view, kv, act_kv, plans))
+
+
+def _from_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
     if view.attrs["key_antiquant_mode"] in (4, 5) or view.attrs["value_antiquant_mode"] in (4, 5):
-        raise NotApplicable("PA-managed antiquant scales (modes 4/5) have no contiguous form")
+        raise NotApplicable("PA-managed antiquant scales (modes 4/5) are not re-paged")
     act_kv = list(view.act_kv)
     table = np.asarray(call["block_table"])
     bs = int(view.attrs["block_size"])
     seq = max(act_kv + [0])
+    kv = {n: unpage(call[n], act_kv, table, bs, view.KV_N, seq) for n in PAGED_KV
+          if call.get(n) is not None}
     new = dict(call, actual_seq_lengths_kv=cumulative(act_kv) if view.packed else act_kv)
     new.pop("block_table")
     new.pop("block_size", None)
-    for name in PAGED_KV:
-        if call.get(name) is not None:
-            dense = unpage(call[name], act_kv, table, bs, view.KV_N, seq)
-            new[name] = pack(dense, act_kv, view.in_layout) if view.packed \
-                else from_bnsd(dense, view.in_layout)
-    return keep_legal([Partner("contiguous", new, PAGED_TOLERANCE)])
+    for name, dense in kv.items():
+        new[name] = pack(dense, act_kv, view.in_layout) if view.packed \
+            else from_bnsd(dense, view.in_layout)
+    small, large = block_sizes(view, dtype_name(call["key"].dtype))
+    plans = [(bs, True, form) for form in ("BnBsH", "BnNBsD", "NZ")] + \
+        [(b, True, "BnBsH") for b in (small, large) if b != bs]
+    partners = [Partner("contiguous", new, PAGED_TOLERANCE)]
+    return keep_legal(partners + _paged(case, call, view, kv, act_kv, plans))
 
 
 @relation("paged", "paged KV (any block size, ordered or shuffled table) equals contiguous KV",
@@ -126,4 +146,4 @@ def _to_contiguous(call: Call, view: CallView) -> list[Partner]:
           (PAGED_TOLERANCE,))
 def paged_vs_contiguous(case: Case, call: Call) -> list[Partner]:
     view = view_of(call)
-    return _to_contiguous(call, view) if view.paged else _to_paged(case, call, view)
+    return _from_paged(case, call, view) if view.paged else _to_paged(case, call, view)

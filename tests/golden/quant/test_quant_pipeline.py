@@ -426,3 +426,16 @@ def test_post_quant_bf16_scale_with_bf16_query() -> None:
     out8, _ = fia(q, k, k, quant_scale2=qs, quant_offset2=qo, **kw)
     want = post_quantize_output(out_f, qs, qo, out_layout="BSH", num_heads=N)
     assert out8.dtype == np.int8 and out8.tobytes() == want.tobytes()
+
+
+def test_pse_forces_high_precision_antiquant() -> None:
+    """fp16 with pse_shift runs high precision (SEM §5), whatever inner_precise says."""
+    q, k, v = _q(), _kv_int(40), _kv_int(40)
+    sc = (RNG.uniform(0.001, 0.02, (2, KVN, 1, D))).astype(F16)
+    of = RNG.uniform(-2, 2, (2, KVN, 1, D)).astype(F16)
+    pse = RNG.standard_normal((B, N, 1, 40)).astype(F16)
+    kf = dequantize(k, sc[0][None], of[0][None], query_dtype=F16, high_precision=True)
+    vf = dequantize(v, sc[1][None], of[1][None], query_dtype=F16, high_precision=True)
+    kw = dict(BASE, inner_precise=1, pse_shift=pse)
+    _same(fia(q, k, v, antiquant_scale=sc, antiquant_offset=of, **kw), fia(q, kf, vf, **kw))
+
