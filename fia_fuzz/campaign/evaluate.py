@@ -31,8 +31,13 @@ def repro_command(case: Case, runner: str, results: str | None = None) -> str:
 
 
 def base_row(case: Case, runner: str) -> dict[str, Any]:
+    """Identity, features and repro command of a case (features of an illegal case may fail)."""
+    try:
+        features = case.features()
+    except Exception as exc:  # an illegal case can defeat feature extraction; still record it
+        features = {"features_error": f"{type(exc).__name__}: {exc}"}
     return {"case_id": case.case_id, "case_json": case.to_json(), "runner": runner,
-            **case.features(), "repro": repro_command(case, runner)}
+            **features, "repro": repro_command(case, runner)}
 
 
 def golden_pair(call: dict[str, Any]) -> tuple[Any, Any]:

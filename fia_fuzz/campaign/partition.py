@@ -122,7 +122,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
              ) -> dict[str, Any] | None:
     """Evaluate one case in the isolated worker and record it; None if the budget cut it off."""
     cfg = st.cfg
-    key_cell = cell_of(case.features())
+    key_cell = () if cfg.negative else cell_of(case.features())
     bundle_dir = None
     if not cfg.negative and st.bundles.get(key_cell, 0) < cfg.bundles_per_cell:
         bundle_dir = str(cfg.out)
