@@ -36,6 +36,15 @@ class Runner(ABC):
         return {"runner": self.name}
 
 
+def bound_device() -> str:
+    """The physical device index the isolation worker bound this process to, or ""."""
+    import os
+
+    from fia_fuzz.runners.isolation import DEVICE_INDEX_ENV
+
+    return os.environ.get(DEVICE_INDEX_ENV, "")
+
+
 RUNNERS: dict[str, Callable[[], Runner]] = {}
 
 

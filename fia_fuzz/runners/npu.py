@@ -19,7 +19,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from fia_fuzz.runners.base import Runner, register
+from fia_fuzz.runners.base import Runner, bound_device, register
 from fia_fuzz.runners.npu_calls import APIS, ApiCall, refusal, to_api
 from fia_fuzz.runners.torch_convert import to_numpy, to_torch
 from fia_fuzz.spec import Case
@@ -68,7 +68,7 @@ class _AscendRunner(Runner):
     def metadata(self) -> dict[str, str]:
         meta = {"runner": self.name, "api": APIS[self.name],
                 "torch": _version("torch"), "torch_npu": _version("torch-npu"),
-                "device": f"npu:{self.device_index}"}
+                "device": f"npu:{self.device_index}", "bound_device": bound_device()}
         if self.available()[0]:
             import torch
 
@@ -177,7 +177,8 @@ class MindSporeRunner(_AscendRunner):
 
     def metadata(self) -> dict[str, str]:
         return {"runner": self.name, "api": APIS[self.name],
-                "mindspore": _version("mindspore"), "device": f"Ascend:{self.device_index}"}
+                "mindspore": _version("mindspore"), "device": f"Ascend:{self.device_index}",
+                "bound_device": bound_device()}
 
     def _device(self, x: Any) -> Any:
         import mindspore

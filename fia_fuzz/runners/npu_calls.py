@@ -69,8 +69,8 @@ _V2_ABSENT = {
     "dequant_scale2": "v2 has no dequant_scale2",
 }
 _MS_ABSENT = {
-    "query_rope": "mindspore.ops.fused_infer_attention_score has no query_rope (seed 003)",
-    "key_rope": "mindspore.ops.fused_infer_attention_score has no key_rope (seed 003)",
+    "query_rope": "MindSpore has no query_rope (seed 003)",
+    "key_rope": "MindSpore has no key_rope (seed 003)",
     "key_rope_antiquant_scale": "MindSpore has no key_rope_antiquant_scale (seed 003)",
     "dequant_scale_query": "MindSpore has no dequant_scale_query (seed 003)",
     "learnable_sink": "MindSpore has no learnable_sink (seed 003)",

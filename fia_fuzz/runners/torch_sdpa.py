@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.runners.base import Runner, register
+from fia_fuzz.runners.base import Runner, bound_device, register
 from fia_fuzz.runners.composition.limits import refusal
 from fia_fuzz.spec import Case
 
@@ -54,7 +54,8 @@ class _TorchComposition(Runner):
     def metadata(self) -> dict[str, str]:
         import torch
 
-        meta = {"runner": self.name, "torch": torch.__version__, "device": self.device}
+        meta = {"runner": self.name, "torch": torch.__version__, "device": self.device,
+                "bound_device": bound_device()}
         if self.device.startswith("cuda"):
             meta["device_name"] = torch.cuda.get_device_name(torch.device(self.device))
         else:

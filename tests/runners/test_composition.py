@@ -282,6 +282,16 @@ def test_left_padding_equals_shifted_right_padding(name: str) -> None:
         assert not out[i][:, outside].any() and np.isinf(lse[i][:, outside]).all()
 
 
+def test_kv_left_padding_window_before_zero_gives_zeros() -> None:
+    rng = np.random.default_rng(22)
+    q, k, v = _rand(rng, (2, 2, 1, 16)), _rand(rng, (2, 2, 6, 16)), _rand(rng, (2, 2, 6, 16))
+    out, lse = _run("torch-sdpa", query=q, key=k, value=v, num_heads=2, input_layout="BNSD",
+                    actual_seq_lengths_kv=[5, 4], kv_padding_size=np.array([2], np.int64),
+                    softmax_lse_flag=True)
+    assert not out[0].any() and np.isinf(lse[0]).all()   # 6 - 2 - 5 < 0 [IFA kv左padding]
+    _close(out[1:], _dense(q[1:], k[1:, :, 0:4], v[1:, :, 0:4], 1.0)[0])
+
+
 # ---- KV sources ----------------------------------------------------------------
 
 def _page(kv: np.ndarray, block_size: int, layout: str, rng: np.random.Generator,
@@ -521,6 +531,27 @@ def test_post_quant_orders(order: str, per_channel: bool) -> None:
         want = np.clip(np.round(np.round(np.clip(x * qs, -256, 255)) + qo), -128, 127)
     # fp16 rounding of the kernel output and of x*scale moves a value by at most 1 LSB
     assert np.abs(out.astype(np.int64) - want).max() <= 1
+
+
+def test_post_quant_rows_not_computed_stay_zero() -> None:
+    rng = np.random.default_rng(23)
+    q, k, v = _rand(rng, (2, 2, 4, 16)), _rand(rng, (2, 2, 6, 16)), _rand(rng, (2, 2, 6, 16))
+    out, _ = _run("torch-sdpa", query=q, key=k, value=v, num_heads=2, input_layout="BNSD",
+                  actual_seq_lengths=[2, 4], actual_seq_lengths_kv=[6, 0],
+                  quant_scale2=np.array([50.0], np.float32),
+                  quant_offset2=np.array([7.0], np.float32))
+    assert not out[0, :, 2:].any() and not out[1].any()   # not the offset 7
+    assert out[0, :, :2].any()
+
+
+def test_metadata_names_versions_and_device() -> None:
+    import torch
+
+    meta = get_runner("torch-sdpa").metadata()
+    assert meta["torch"] == torch.__version__ and meta["device"] == "cpu"
+    assert meta["runner"] == "torch-sdpa" and meta["device_name"]
+    npu = get_runner("npu").metadata()       # without importing torch_npu
+    assert npu["torch_npu"] == "not installed" and npu["device"] == "npu:0"
 
 
 # ---- refusals, lse flag --------------------------------------------------------

@@ -1,6 +1,13 @@
+"""torch-sdpa and torch-math against the golden on strategy-drawn cases.
+
+Whatever `cases()` draws is either refused by the runner with a reason or
+run and judged; a case the golden cannot compute yet is recorded as a
+Hypothesis event instead of compared.
+"""
+
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 
 from fia_fuzz.diff import judge
 from fia_fuzz.golden import npu_fused_infer_attention_score
@@ -16,10 +23,19 @@ pytest.importorskip("torch")
 def test_torch_runners_agree_with_golden(name: str, case: Case) -> None:
     runner = get_runner(name)
     assert runner.available()[0]
+    ok, why = runner.supports(case)
+    if not ok:
+        assert why.startswith(name)
+        event(f"refused: {why}")
+        return
     call = case.call()
+    try:
+        truth = npu_fused_infer_attention_score(**call, precision="fp64")
+        base = npu_fused_infer_attention_score(**call)
+    except NotImplementedError as exc:
+        event(f"golden: {exc}")
+        return
     out, lse = runner.run(call)
-    truth = npu_fused_infer_attention_score(**call, precision="fp64")
-    base = npu_fused_infer_attention_score(**call)
     spec_out, spec_lse = output_specs(case.view())
     assert out.shape == spec_out.shape and str(out.dtype) == spec_out.dtype
     assert lse.shape == spec_lse.shape
@@ -28,4 +44,3 @@ def test_torch_runners_agree_with_golden(name: str, case: Case) -> None:
     ulp = 2.0 ** -10 if spec_out.dtype == "float16" else 2.0 ** -7
     bound = 2 * row["out_base_max_abs"] + ulp * max(1.0, float(np.abs(truth[0]).max()))
     assert row["out_max_abs"] <= bound, row
-

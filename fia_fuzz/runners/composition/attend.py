@@ -178,6 +178,9 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
         if offset is not None:
             offset = channel_shape(to_torch(np.asarray(offset), device), n)
         result = post_quantise(full_out, scale, offset, order)
+        # rows the op does not compute stay 0, not quantised zeros (= offset) [SEM §3]
+        dead = torch.isinf(full_lse).unsqueeze(-1)
+        result = torch.where(dead, torch.zeros((), dtype=result.dtype, device=device), result)
     if view.packed:
         result = result.permute(1, 0, 2) if view.out_layout == "TND" else result
         lse_out = full_lse.permute(1, 0).unsqueeze(-1)

@@ -49,9 +49,14 @@ def _cumulative(values: list[int]) -> list[tuple[int, int]]:
 
 
 def _padded(full: int, act: int, pad: int) -> tuple[int, int]:
-    """Left padding: rows [S - pad - act, S - pad); a negative pad counts as 0 (SEM §3)."""
+    """Left padding: rows [S - pad - act, S - pad); a negative pad counts as 0 (SEM §3).
+
+    A window that would start before 0 is empty: the IFA doc returns zeros
+    there ("起点或终点小于0时，返回数据结果为全0", seed 002 kv左padding).
+    """
     pad = max(0, pad)
-    return full - pad - act, full - pad
+    lo = full - pad - act
+    return (0, 0) if lo < 0 else (lo, full - pad)
 
 
 def _per_batch(values: list[int] | None, b: int) -> int | None:
