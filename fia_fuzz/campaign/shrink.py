@@ -43,8 +43,10 @@ def cell_key(cell: tuple[tuple[str, Any], ...], kind: str) -> str:
 
 
 def _claim(path: Path, owner: str) -> bool:
-    """Take the cell: atomically new, or stale (left by a killed attempt), never someone's done."""
+    """Take the cell for `owner` ("<run_id>/a<attempt>"): new, left by a killed attempt, or
+    shrunk on an earlier night (then it is shrunk again, from the stored minimal case)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    mine = {"owner": owner, "status": "shrinking"}
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
@@ -52,12 +54,14 @@ def _claim(path: Path, owner: str) -> bool:
             held = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             return False
-        if held.get("status") == "done" or held.get("owner") == owner:
+        run, held_owner = owner.split("/")[0], str(held.get("owner", ""))
+        same_run = held_owner.split("/")[0] == run
+        if same_run and (held.get("status") == "done" or held_owner == owner):
             return False
-        path.write_text(json.dumps({"owner": owner, "status": "shrinking"}))
+        path.write_text(json.dumps(mine))
         return True
     with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps({"owner": owner, "status": "shrinking"}))
+        fh.write(json.dumps(mine))
     return True
 
 

@@ -43,6 +43,7 @@ def load_kv(view: CallView, call: dict[str, Any]) -> KV:
     """Key, value and key_rope of a legal call as `KV` (storage dtype, not yet dequantised)."""
     names = ["key", "value"] + (["key_rope"] if call.get("key_rope") is not None else [])
     b = view.B
+    offs = np.zeros(b, np.int64)
     if view.paged:
         lens = per_batch(view.values["actual_seq_lengths_kv"], b, 0)
         table = np.asarray(call["block_table"])
@@ -63,10 +64,7 @@ def load_kv(view: CallView, call: dict[str, Any]) -> KV:
         s2 = parts[0].shape[2]
         lens = np.minimum(per_batch(view.values.get("actual_seq_lengths_kv"), b, s2), s2)
         lens, offs = left_window(view, "kv_padding_size", "actual_seq_lengths_kv", s2, lens)
-        kv = KV(parts[0], parts[1], parts[2] if len(parts) > 2 else None, lens, offs, 0)
-        return _with_prefix(view, call, kv)
-    kv = KV(parts[0], parts[1], parts[2] if len(parts) > 2 else None, lens,
-            np.zeros(b, np.int64), 0)
+    kv = KV(parts[0], parts[1], parts[2] if len(parts) > 2 else None, lens, offs, 0)
     return _with_prefix(view, call, kv)
 
 

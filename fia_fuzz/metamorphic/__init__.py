@@ -9,8 +9,8 @@ reorder its arithmetic), and the same answer twice. See RELATIONS.
 
 import fia_fuzz.metamorphic.relations  # noqa: F401  (registers the catalogue)
 from fia_fuzz.metamorphic.catalogue import RELATIONS, NotApplicable, Partner, Relation
-from fia_fuzz.metamorphic.check import build_partners, check_relations, partner_id
+from fia_fuzz.metamorphic.check import build_partners, check_relations, partner_id, summarise
 from fia_fuzz.metamorphic.equality import Tolerance
 
 __all__ = ["RELATIONS", "NotApplicable", "Partner", "Relation", "Tolerance",
-           "build_partners", "check_relations", "partner_id"]
+           "build_partners", "check_relations", "partner_id", "summarise"]

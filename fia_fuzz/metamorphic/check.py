@@ -13,6 +13,7 @@ measured differences and an outcome:
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -88,18 +89,25 @@ def _run(runner: Runner, call: Call) -> tuple[Outputs | None, str, str]:
         return None, "error", f"{runner.name}: {type(exc).__name__}: {exc}"[:2000]
 
 
-def _snapshot(call: Call) -> dict[str, Any]:
+def _copy_call(call: Call) -> Call:
+    """A copy of the call whose arrays (and tensor lists) are fresh."""
     return {k: ([np.copy(e) for e in v] if isinstance(v, list) and v
-                and isinstance(v[0], np.ndarray) else np.copy(v))
-            for k, v in call.items() if isinstance(v, (np.ndarray, list))}
+                and isinstance(v[0], np.ndarray) else np.copy(v) if isinstance(v, np.ndarray)
+                else v) for k, v in call.items()}
 
 
-def _mutated(call: Call, before: dict[str, Any]) -> list[str]:
+def _mutated(call: Call, before: Call) -> list[str]:
+    """Names of the inputs of `call` whose contents differ from the copy `before`."""
     changed = []
     for k, old in before.items():
         new = call[k]
-        pairs = zip(new, old, strict=True) if isinstance(old, list) else [(new, old)]
-        if any(np.asarray(a).tobytes() != np.asarray(b).tobytes() for a, b in pairs):
+        if isinstance(old, np.ndarray):
+            same = np.asarray(new).tobytes() == old.tobytes()
+        elif isinstance(old, list) and old and isinstance(old[0], np.ndarray):
+            same = all(a.tobytes() == b.tobytes() for a, b in zip(new, old, strict=True))
+        else:
+            same = new == old
+        if not same:
             changed.append(k)
     return changed
 
@@ -139,7 +147,10 @@ def check_relations(case: Case, runner: Runner, relations: Iterable[str] | None 
             rows.append(row)
             if source_state is None:
                 ok, why = runner.supports(case)
-                source_state = _run(runner, call) if ok else (None, "unsupported", why)
+                # a copy: partners share arrays with `call`, and a mutating
+                # runner must not corrupt them (run_twice reports the mutation)
+                source_state = _run(runner, _copy_call(call)) if ok else \
+                    (None, "unsupported", why)
             src, outcome, detail = source_state
             if src is None:
                 row.update(outcome=outcome, detail=f"source: {detail}")
@@ -160,7 +171,7 @@ def _check_partner(case: Case, runner: Runner, partner: Partner, source: Outputs
     if not ok:
         return {"partner_runner": target.name, "outcome": "unsupported",
                 "detail": f"partner: {why}"}
-    before = _snapshot(partner.call) if partner.inputs_unchanged else None
+    before = _copy_call(partner.call) if partner.inputs_unchanged else None
     t0 = time.perf_counter()
     got, outcome, detail = _run(target, partner.call)
     elapsed = time.perf_counter() - t0
@@ -169,12 +180,45 @@ def _check_partner(case: Case, runner: Runner, partner: Partner, source: Outputs
         row.update(outcome=outcome, detail=f"partner: {detail}")
         return row
     partner_lse = bool(partner.call.get("softmax_lse_flag", False))
-    row.update(compare(partner.source_out(source), partner.partner_out(got),
-                       partner.tolerance, out_dtype,
-                       lse=lse_flag and partner_lse))
+    try:
+        mapped = partner.source_out(source), partner.partner_out(got)
+    except (ValueError, IndexError) as exc:  # an output of the wrong shape cannot be mapped
+        row.update(outcome="fail", detail=f"outputs could not be put in one frame "
+                   f"({type(exc).__name__}: {exc}); shapes {np.shape(source[0])} and "
+                   f"{np.shape(got[0])}")
+        return row
+    row.update(compare(*mapped, partner.tolerance, out_dtype, lse=lse_flag and partner_lse))
     if before is not None:
         changed = _mutated(partner.call, before)
         if changed:
             row.update(outcome="fail", detail=(row.get("detail", "") + "; " if row.get(
                 "detail") else "") + f"the run modified its input(s) {changed}")
     return row
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Flat `mm_*` columns of one case's relation rows, to sit next to its golden verdict.
+
+    mm_outcome is "fail" when any relation failed or errored, else "pass" when
+    any was judged, else "unsupported" (or "none" without rows); mm_rows keeps
+    every row as JSON so a report can expand them.
+    """
+    counts = {k: sum(r["outcome"] == k for r in rows)
+              for k in ("pass", "fail", "error", "unsupported")}
+    worst = 0.0
+    for r in rows:
+        if r["outcome"] in ("pass", "fail") and "out_max_abs_diff" in r:
+            diff, allowed = r["out_max_abs_diff"], r["out_allowed"]
+            ratio = diff / allowed if allowed else (0.0 if diff == 0 else float("inf"))
+            worst = max(worst, ratio if ratio == ratio else float("inf"))
+    if counts["fail"] or counts["error"]:
+        outcome = "fail"
+    elif counts["pass"]:
+        outcome = "pass"
+    else:
+        outcome = "unsupported" if rows else "none"
+    failed = [f"{r['relation']}/{r['variant']}: {r.get('detail', '')}" for r in rows
+              if r["outcome"] in ("fail", "error")]
+    return {"mm_outcome": outcome, **{f"mm_{k}": v for k, v in counts.items()},
+            "mm_worst_ratio": worst, "mm_failed": "; ".join(failed)[:2000],
+            "mm_rows": json.dumps(rows, default=str)}

@@ -51,3 +51,19 @@ def test_progress_prints_plain_lines_when_not_a_terminal() -> None:
     lines = buf.getvalue().splitlines()
     assert "\r" not in buf.getvalue() and len(lines) == 3
     assert "2 cases | pass 1 warn 0 fail 0 | crashed 1 |" in lines[-1] and "left" in lines[-1]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_redraws_one_line_on_a_terminal() -> None:
+    term = _Terminal()
+    p = Progress(budget_s=None, max_cases=10, stream=term)
+    p.update({"type": "case", "outcome": "ok", "verdict": "fail"})
+    p.message("a failing cell")
+    p.close()
+    text = term.getvalue()
+    assert text.startswith("\r1 cases/10 | pass 0 warn 0 fail 1 |") and "elapsed" in text
+    assert "a failing cell\n" in text and text.endswith("\n")

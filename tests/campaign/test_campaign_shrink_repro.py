@@ -1,5 +1,5 @@
 """An injected failing cell is found, shrunk, bundled and reproduced by `fia-fuzz repro` in a
-fresh process, from the stored device output (issue 9)."""
+fresh process, from the stored device output; the next run replays the corpus (issue 9)."""
 
 import json
 import subprocess
@@ -12,10 +12,13 @@ from fia_fuzz.campaign.bundles import load_bundle
 from fia_fuzz.cli import main
 from fia_fuzz.reports import read_results
 
+#: The machinery under test, on the simple cases every backend here expresses.
+PLAIN = ("--filter", "plain=true")
+
 
 def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -> None:
     out = tmp_path / "run"
-    assert main(["campaign", "--runner", "test-double-perturbed-cell", "--max-cases", "24",
+    assert main(["campaign", *PLAIN, "--runner", "test-double-perturbed-cell", "--max-cases", "24",
                  "--out", str(out)]) == 0
     df = read_results(out)
     layout, dtype = runner_doubles.PERTURBED_CELL
@@ -55,3 +58,20 @@ def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -
                           str(out), "--runner", "golden"], capture_output=True, text=True,
                          timeout=120)
     assert res.returncode == 0 and "mode: live on golden" in res.stdout, res.stdout
+
+
+def test_next_run_replays_the_failure_corpus_first(tmp_path) -> None:
+    out = tmp_path / "run"
+    cmd = ["campaign", "--runner", "test-double-perturbed-cell", "--max-cases", "12",
+           "--out", str(out)]
+    assert main(cmd) == 0
+    first = read_results(out)
+    bundled = {p.name for p in (out / "bundles").iterdir()}
+    assert main(cmd) == 0  # the same command after a finished run: the next night
+    df = read_results(out)
+    second = df[df["run_id"] != first["run_id"].iloc[0]]
+    assert set(second["origin"]) == {"replay"}  # the stream itself is done already
+    assert set(second["case_id"]) == bundled
+    assert set(second["verdict"]) == {"fail"}
+    summaries = [json.loads(p.read_text()) for p in (out / "shrunk").glob("*.json")]
+    assert summaries and all(s["owner"].startswith(second["run_id"].iloc[0]) for s in summaries)

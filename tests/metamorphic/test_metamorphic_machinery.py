@@ -121,3 +121,20 @@ def test_readme_lists_the_catalogue_as_it_is() -> None:
 
     text = (Path(pkg.__file__).parent / "README.md").read_text()
     assert describe_catalogue() in text, "regenerate the table with describe_catalogue()"
+
+
+def test_summary_columns_flag_any_failure() -> None:
+    import json
+
+    from fia_fuzz.metamorphic import summarise
+
+    case = make_case("BNSD", b=2)
+    rows = check_relations(case, get_runner("golden"), ["run_twice", "batch_perm"])
+    ok = summarise(rows)
+    assert ok["mm_outcome"] == "pass" and ok["mm_pass"] == 2 and ok["mm_worst_ratio"] == 0.0
+    assert len(json.loads(ok["mm_rows"])) == 2
+    broken = [dict(rows[0], outcome="fail", out_max_abs_diff=1e-3, detail="x")] + rows[1:]
+    bad = summarise(broken)
+    assert bad["mm_outcome"] == "fail" and bad["mm_fail"] == 1
+    assert bad["mm_worst_ratio"] == float("inf") and bad["mm_failed"].startswith("run_twice/")
+    assert summarise([])["mm_outcome"] == "none"

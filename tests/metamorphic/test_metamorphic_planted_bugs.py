@@ -280,3 +280,18 @@ def test_run_twice_catches_state_and_mutation(double: type[_Double]) -> None:
     case = make_case("BNSD")
     rows = check_relations(case, double(), ["run_twice"])
     assert [r["outcome"] for r in rows] == ["fail"], rows
+
+
+class FlatOutputDouble(_Double):
+    """TEST DOUBLE: returns attention_out flattened (a wrong output shape)."""
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = super().run(call)
+        return out.reshape(-1), lse
+
+
+def test_wrong_output_shape_is_a_failure_not_a_crash() -> None:
+    rows = check_relations(make_case("BNSD"), FlatOutputDouble(), ["layout", "run_twice"])
+    layout = [r for r in rows if r["relation"] == "layout"]
+    assert layout and all(r["outcome"] == "fail" for r in layout), layout
+    assert "one frame" in layout[0]["detail"]

@@ -94,22 +94,23 @@ def _packed_partner(call: Call, target: str) -> Partner:
 def _from_packed(call: Call, target: str) -> Partner:
     """A TND/NTD source in another packed layout, or unpacked into a dense one."""
     v = view_of(call)
-    require_absent(call, NOT_PACKABLE, f"{target} partner does not model")
     src_in, src_out = v.in_layout, v.out_layout
     dst_in, dst_out = LAYOUTS[target]
     act_q, act_kv = list(v.act_q), list(v.act_kv)
     new = dict(call, input_layout=target)
-    names = ("query",) if v.paged else ("query", "key", "value")
-    if dst_in in PACKED_LAYOUTS:
+    if dst_in in PACKED_LAYOUTS:  # TND <-> NTD: rows keep their batch-relative positions
+        names = ("query", "query_rope") + (() if v.paged else ("key", "value", "key_rope"))
         for name in names:
-            x = call[name]
-            new[name] = np.ascontiguousarray(x.transpose(1, 0, 2)) if dst_in != src_in else x
+            x = call.get(name)
+            if x is not None and dst_in != src_in:
+                new[name] = np.ascontiguousarray(x.transpose(1, 0, 2))
 
         def back(o: Outputs) -> Outputs:
             out = o[0] if dst_out == src_out else np.ascontiguousarray(o[0].transpose(1, 0, 2))
             return out, o[1]
 
         return Partner(target, new, EXACT_ADDRESSING, partner_out=back)
+    require_absent(call, NOT_PACKABLE, f"{target} partner does not model")
     s1 = max(act_q + [0])
     if s1 == 0:
         raise NotApplicable("no valid query row to unpack")
