@@ -21,9 +21,10 @@ import numpy as np
 
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
 
-FLOAT_DISTS = ("normal", "uniform", "const", "outlier", "large", "negative")
-MASK_DISTS = ("bernoulli", "triu", "zeros", "ones")
-INT_DISTS = ("int",)
+FLOAT_DISTS = ("normal", "uniform", "const", "outlier", "large", "negative", "positive",
+               "const_rows")
+MASK_DISTS = ("bernoulli", "triu", "zeros", "ones", "nearly_full")
+INT_DISTS = ("int", "u64_scale")
 _SQRT3 = math.sqrt(3.0)
 _FINFO_MAX = {"float16": 65504.0, "bfloat16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
               "float32": float(np.finfo(np.float32).max)}
@@ -48,6 +49,16 @@ def normalish(raw: np.ndarray) -> np.ndarray:
     return (total.astype(np.float64) * (2.0 ** -16) - 2.0) * _SQRT3
 
 
+def u64_scales(value: float, shape: tuple[int, ...]) -> np.ndarray:
+    """A uint64 dequant scale as the vendor encodes it: fp32 bits & 0xFFFFE000 | 1 << 46.
+
+    fia-semantics.md §8; the float32 rounding of a float64 is exact IEEE, so
+    the bits are the same everywhere.
+    """
+    bits = int(np.float32(value).view(np.uint32)) & 0xFFFFE000
+    return np.full(shape, bits | (1 << 46), dtype=np.uint64)
+
+
 def default_fill(name: str, spec: TensorSpec) -> dict[str, Any]:
     """The recipe used when a case gives none for this tensor."""
     if spec.dtype == "bool" or name == "atten_mask":
@@ -57,6 +68,8 @@ def default_fill(name: str, spec: TensorSpec) -> dict[str, Any]:
         return {"dist": "int", "low": lo, "high": hi}
     if spec.dtype == "uint8":
         return {"dist": "int", "low": 0, "high": 255}
+    if spec.dtype == "uint64":
+        return {"dist": "u64_scale", "value": 1.0}
     return {"dist": "normal", "scale": 1.0}
 
 
@@ -70,6 +83,14 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype
         x = (uniform01(raw) * 2.0 - 1.0) * scale
     elif dist == "negative":
         x = -uniform01(raw) * scale
+    elif dist == "positive":
+        x = uniform01(raw) * scale
+    elif dist == "const_rows":
+        # every row (last axis) constant: the softmax of a constant row is uniform
+        x = normalish(raw).reshape(shape)
+        if x.ndim and x.shape[-1]:
+            x = np.broadcast_to(x[..., :1], shape)
+        x = x.reshape(-1) * scale
     elif dist == "const":
         x = np.full(raw.shape, float(fill.get("value", scale)))
     elif dist == "large":
@@ -102,9 +123,18 @@ def materialise(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: 
             rows, cols = shape[-2], shape[-1]
             tri = np.triu(np.ones((rows, cols), dtype=bool), k=int(fill.get("k", 1)))
             bits = np.broadcast_to(tri, shape).reshape(-1)
+        elif dist == "nearly_full":
+            # every row masked except one random column: the edge of a fully masked row
+            bits = np.ones(shape, dtype=bool)
+            if bits.ndim and shape[-1]:
+                keep = (raw.reshape(shape)[..., :1] >> np.uint64(40)) % np.uint64(shape[-1])
+                np.put_along_axis(bits, keep.astype(np.int64), False, -1)
+            bits = bits.reshape(-1)
         else:
             bits = np.full(n, dist == "ones")
         return bits.reshape(shape).astype(np_dtype)
+    if dist == "u64_scale":
+        return u64_scales(float(fill.get("value", 1.0)), shape)
     if dist == "int":
         lo, hi = int(fill.get("low", -128)), int(fill.get("high", 127))
         span = np.uint64(hi - lo + 1)

@@ -1,114 +1,106 @@
-"""`cases(**filters)`: legal cases drawn in dependency order, no rejection.
+"""`cases(**filters)`: legal cases drawn in dependency order, no rejection in the common path.
 
-Order of `sampled_from` lists is the shrink order: a failing case shrinks
-toward BNSD, float16, MHA, small sizes and no optional inputs.
+Order of every `sampled_from` list is the shrink order: a failing case
+shrinks toward the dense family, BNSD, float16, MHA, small sizes and no
+optional inputs. Filters pin features by their `case.features()` name (see
+axes.AXES); they are validated up front, and a combination no family can
+reach is reported when the strategy is built, not by a stalled search.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import random
 from typing import Any
 
+from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.spec import Case
+from fia_fuzz.strategies.axes import AXES
+from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, RandomChooser
+from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
+from fia_fuzz.strategies.families import FAMILIES, FAMILY_SCOPE
 
-LAYOUTS = ("BNSD", "BSND", "BSH")
-DTYPES = ("float16", "bfloat16")
-BRANCHES = ("prefill", "decode")
-GQA_GROUPS = (1, 2, 4, 8, 3, 5, 16, 64)
-FILTERS = {"layout": LAYOUTS, "q_dtype": DTYPES, "branch": BRANCHES}
+__all__ = ["PROFILES", "Profile", "build", "cases", "families_for"]
 
-
-@dataclass(frozen=True)
-class Profile:
-    """Size budget of one draw: element counts of q+k+v and of the score matrix."""
-
-    max_batch: int
-    max_heads: int
-    max_seq: int
-    max_elements: int
-    max_score_elements: int
+#: Draw weight per family: dense carries most optional inputs, so it gets the most draws.
+FAMILY_WEIGHTS = {"dense": 4, "antiquant": 2, "full_quant": 1, "packed": 1, "mla": 1}
+#: Decisions every draw makes at least: the simplest dense case needs ~33, shorter paths
+#: of other families are padded to this so shrinking ends at that case (choices.pad).
+MIN_PATH = 36
+#: Walks a family may spend at build time before it is ruled out for the filters.
+FEASIBILITY_WALKS = 200
 
 
-PROFILES: dict[str, Profile] = {
-    "smoke": Profile(max_batch=4, max_heads=16, max_seq=128, max_elements=1 << 18,
-                     max_score_elements=1 << 18),
-    "nightly": Profile(max_batch=8, max_heads=64, max_seq=1024, max_elements=1 << 22,
-                       max_score_elements=1 << 23),
-    "stress": Profile(max_batch=32, max_heads=128, max_seq=8192, max_elements=1 << 26,
-                      max_score_elements=1 << 27),
-}
+def families_for(pins: dict[str, Any]) -> list[str]:
+    """Families whose scope admits every pinned feature value."""
+    return [f for f, scope in FAMILY_SCOPE.items()
+            if all(pins[k] in scope[k] for k in pins if k in scope)]
+
+
+def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any]) -> Case:
+    """One case from the decisions of `ch`; raises Dead when a pin cannot be met on this path."""
+    weighted = [f for f in families for _ in range(FAMILY_WEIGHTS[f])]
+    family = ch.one(weighted if len(families) > 1 else families)
+    dr = Draft(prof=prof, ch=ch)
+    FAMILIES[family](dr)
+    ch.pad(MIN_PATH)
+    case = Case(params=dr.params, fills=dr.fills, seed=ch.int(0, 2**32 - 1))
+    if pins:
+        feats = case.features()
+        wrong = {k: feats.get(k) for k, v in pins.items() if feats.get(k) != v}
+        if wrong:
+            raise Dead(f"drawn features {wrong} differ from filters")
+    return case
 
 
 def _check_filters(profile: str, filters: dict[str, Any]) -> None:
     if profile not in PROFILES:
         raise InvalidArgument(f"profile={profile!r}, expected one of {sorted(PROFILES)}")
     for name, value in filters.items():
-        if name not in FILTERS:
-            raise InvalidArgument(f"unknown filter {name}={value!r}; "
-                                  f"filters are {sorted(FILTERS)}")
-        if value not in FILTERS[name]:
-            raise InvalidArgument(f"filter {name}={value!r} is not reachable; "
-                                  f"expected one of {list(FILTERS[name])}")
+        if name not in AXES:
+            raise InvalidArgument(f"unknown filter {name}={value!r}; filters are the feature "
+                                  f"axes {sorted(AXES)}")
+        allowed = AXES[name]
+        if value not in allowed or isinstance(value, bool) != isinstance(allowed[0], bool):
+            raise InvalidArgument(f"filter {name}={value!r} is not a value of that feature; "
+                                  f"expected one of {list(allowed)}")
 
 
-def _pick(draw: st.DrawFn, filters: dict[str, Any], name: str) -> Any:
-    if name in filters:
-        return filters[name]
-    return draw(st.sampled_from(FILTERS[name]))
-
-
-def _shape(layout: str, b: int, n: int, s: int, d: int) -> tuple[int, ...]:
-    return {"BNSD": (b, n, s, d), "BSND": (b, s, n, d), "BSH": (b, s, n * d)}[layout]
-
-
-@st.composite
-def _cases(draw: st.DrawFn, profile: Profile, filters: dict[str, Any]) -> Case:
-    layout = _pick(draw, filters, "layout")
-    dtype = _pick(draw, filters, "q_dtype")
-    branch = _pick(draw, filters, "branch")
-    g = draw(st.sampled_from(GQA_GROUPS))
-    kv_n = draw(st.integers(1, max(1, profile.max_heads // g)))
-    n = kv_n * g
-    d = draw(st.sampled_from([16, 32, 64, 128, 48, 80, 256]))
-    b = draw(st.integers(1, profile.max_batch))
-    s1 = 1 if branch == "decode" else draw(st.integers(2, profile.max_seq))
-    s2 = draw(st.integers(1, profile.max_seq))
-    per_token = b * (n * s1 + 2 * kv_n * s2) * d
-    while per_token > profile.max_elements or b * n * s1 * s2 > profile.max_score_elements:
-        if s2 > 1 and s2 >= s1:
-            s2 = max(1, s2 // 2)
-        elif s1 > 2:
-            s1 = max(2, s1 // 2)
-        elif b > 1:
-            b = max(1, b // 2)
-        else:
-            d = 16
-            break
-        per_token = b * (n * s1 + 2 * kv_n * s2) * d
-    scale = draw(st.sampled_from([1.0 / d ** 0.5, 1.0, 0.0625]))
-    params: dict[str, Any] = {
-        "query": TensorSpec(_shape(layout, b, n, s1, d), dtype),
-        "key": TensorSpec(_shape(layout, b, kv_n, s2, d), dtype),
-        "value": TensorSpec(_shape(layout, b, kv_n, s2, d), dtype),
-        "num_heads": n,
-        "input_layout": layout,
-        "scale": scale,
-    }
-    if kv_n != n or draw(st.booleans()):
-        params["num_key_value_heads"] = kv_n
-    if draw(st.booleans()):
-        params["softmax_lse_flag"] = True
-    dist = draw(st.sampled_from(["normal", "uniform", "outlier", "negative"]))
-    fills = {name: {"dist": dist, "scale": draw(st.sampled_from([1.0, 0.25, 4.0]))}
-             for name in ("query", "key", "value")}
-    seed = draw(st.integers(0, 2**32 - 1))
-    return Case(params=params, fills=fills, seed=seed)
+def _feasible(prof: Profile, family: str, pins: dict[str, Any]) -> bool:
+    """Random walks of the same construction, to prove a family can carry the filters."""
+    rng = random.Random(0)
+    for _ in range(FEASIBILITY_WALKS):
+        try:
+            build(RandomChooser(rng, pins), prof, [family], pins)
+            return True
+        except Dead:
+            continue
+    return False
 
 
 def cases(profile: str = "smoke", **filters: Any) -> st.SearchStrategy[Case]:
-    """Legal cases; `filters` pin features by their `case.features()` name."""
+    """Legal cases (every draw passes `validate`); `filters` pin `case.features()` values.
+
+    `profile` ("smoke", "nightly", "stress") sets the size budget. Raises
+    InvalidArgument for an unknown filter or value, and for a combination of
+    filters that no legal case can carry.
+    """
     _check_filters(profile, filters)
-    return _cases(PROFILES[profile], filters)
+    prof = PROFILES[profile]
+    families = [f for f in families_for(filters) if not filters or _feasible(prof, f, filters)]
+    if not families:
+        raise InvalidArgument(f"no legal case has all of {filters}: the filtered features "
+                              f"exclude each other (see fia-semantics.md and axes.AXES)")
+    return _cases(prof, tuple(families), dict(filters))
+
+
+@st.composite
+def _cases(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any]
+           ) -> Case:
+    try:
+        return build(HypothesisChooser(draw, pins), prof, list(families), pins)
+    except Dead:
+        reject()
+        raise AssertionError("unreachable") from None

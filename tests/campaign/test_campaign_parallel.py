@@ -3,6 +3,9 @@
 from fia_fuzz.cli import main
 from fia_fuzz.reports import read_results
 
+#: The machinery under test, on the simple cases every backend here expresses.
+PLAIN = ("--filter", "plain=true")
+
 
 def _ids(run_dir) -> list[str]:
     return list(read_results(run_dir)["case_id"])
@@ -10,9 +13,9 @@ def _ids(run_dir) -> list[str]:
 
 def test_two_workers_draw_disjoint_cases_covering_the_single_run(tmp_path) -> None:
     single, pair = tmp_path / "single", tmp_path / "pair"
-    assert main(["campaign", "--runner", "golden", "--max-cases", "16", "--out",
+    assert main(["campaign", *PLAIN, "--runner", "golden", "--max-cases", "16", "--out",
                  str(single)]) == 0
-    assert main(["campaign", "--runner", "golden", "--max-cases", "16", "--workers", "2",
+    assert main(["campaign", *PLAIN, "--runner", "golden", "--max-cases", "16", "--workers", "2",
                  "--devices", "0-1", "--out", str(pair)]) == 0
     df = read_results(pair)
     by_worker = [set(df[df["worker"] == w]["case_id"]) for w in (0, 1)]
@@ -26,11 +29,11 @@ def test_two_workers_draw_disjoint_cases_covering_the_single_run(tmp_path) -> No
 
 def test_shards_together_cover_one_run_and_merge(tmp_path) -> None:
     single = tmp_path / "single"
-    assert main(["campaign", "--runner", "golden", "--max-cases", "14", "--out",
+    assert main(["campaign", *PLAIN, "--runner", "golden", "--max-cases", "14", "--out",
                  str(single)]) == 0
     shards = [tmp_path / f"shard{i}" for i in (0, 1)]
     for i, d in enumerate(shards):
-        assert main(["campaign", "--runner", "golden", "--max-cases", "14", "--shard",
+        assert main(["campaign", *PLAIN, "--runner", "golden", "--max-cases", "14", "--shard",
                      f"{i}/2", "--out", str(d)]) == 0
     parts = [set(_ids(d)) for d in shards]
     assert parts[0] and parts[1] and not parts[0] & parts[1]

@@ -12,10 +12,13 @@ from fia_fuzz.campaign.bundles import load_bundle
 from fia_fuzz.cli import main
 from fia_fuzz.reports import read_results
 
+#: The machinery under test, on the simple cases every backend here expresses.
+PLAIN = ("--filter", "plain=true")
+
 
 def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -> None:
     out = tmp_path / "run"
-    assert main(["campaign", "--runner", "test-double-perturbed-cell", "--max-cases", "24",
+    assert main(["campaign", *PLAIN, "--runner", "test-double-perturbed-cell", "--max-cases", "24",
                  "--out", str(out)]) == 0
     df = read_results(out)
     layout, dtype = runner_doubles.PERTURBED_CELL

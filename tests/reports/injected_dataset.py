@@ -74,7 +74,7 @@ def draw_cases(n: int, seed: int = 0) -> list[Case]:
     @hseed(seed)
     @settings(max_examples=n, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(cases(profile="smoke"))
+    @given(cases(profile="smoke", plain=True, q_dist="normal", k_dist="normal", v_dist="normal"))
     def collect(case: Case) -> None:
         drawn.append(case)
 

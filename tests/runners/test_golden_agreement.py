@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize("name", ["torch-sdpa", "torch-math"])
-@given(case=cases())
+@given(case=cases(plain=True))
 def test_torch_runners_agree_with_golden(name: str, case: Case) -> None:
     runner = get_runner(name)
     assert runner.available()[0]

@@ -1,0 +1,102 @@
+"""Where a strategy's decisions come from: Hypothesis draws, or a seeded RNG.
+
+Every construction step asks a `Chooser`, never Hypothesis directly, so the
+same code draws shrinkable cases under Hypothesis and does the cheap random
+walks with which `cases(**filters)` proves at build time that a filter
+combination can be met. Named picks honour the filters (`pins`): a pinned
+feature returns its pinned value, or raises `Dead` when this path cannot
+carry it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from hypothesis import strategies as st
+
+
+class Dead(Exception):
+    """This construction path cannot honour a pinned feature."""
+
+
+class Chooser:
+    def __init__(self, pins: dict[str, Any]):
+        self.pins = pins
+
+    def one(self, options: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def int(self, lo: int, hi: int) -> int:
+        raise NotImplementedError
+
+    def pad(self, length: int) -> None:
+        """Make the decision sequence at least `length` long (Hypothesis only)."""
+
+    def coin(self) -> bool:
+        return bool(self.one((False, True)))
+
+    def pinned(self, name: str, value: Any) -> bool:
+        """True when the filters pin `name` to `value`."""
+        return name in self.pins and self.pins[name] == value
+
+    def allows(self, name: str, value: Any) -> bool:
+        """True when the filters leave `name` free or pin it to `value`."""
+        return name not in self.pins or self.pins[name] == value
+
+    def pick(self, name: str, options: Sequence[Any]) -> Any:
+        """A value for feature `name` among the options legal on this path."""
+        if name in self.pins:
+            if self.pins[name] in options:
+                return self.pins[name]
+            raise Dead(f"{name}={self.pins[name]!r} not in {list(options)} here")
+        if not options:
+            raise Dead(f"no legal value for {name}")
+        return self.one(options)
+
+
+@lru_cache(maxsize=16384)
+def _integers(lo: int, hi: int) -> st.SearchStrategy[int]:
+    return st.integers(lo, hi)
+
+
+class HypothesisChooser(Chooser):
+    """Decisions drawn by Hypothesis; sampled_from order is the shrink order."""
+
+    def __init__(self, draw: st.DrawFn, pins: dict[str, Any]):
+        super().__init__(pins)
+        self.draw = draw
+        self.count = 0
+
+    def one(self, options: Sequence[Any]) -> Any:
+        # an index, not sampled_from: same shrink order (toward the first option), less overhead
+        self.count += 1
+        return options[self.draw(_integers(0, len(options) - 1))]
+
+    def int(self, lo: int, hi: int) -> int:
+        # drawn even when forced (see pad)
+        self.count += 1
+        return self.draw(_integers(lo, max(lo, hi)))
+
+    def pad(self, length: int) -> None:
+        """Hypothesis shrinks shortlex on the choice sequence, so a family whose path is
+        short would beat the simplest case of a longer one; forced draws even them out."""
+        zero = _integers(0, 0)
+        for _ in range(length - self.count):
+            self.draw(zero)
+
+
+class RandomChooser(Chooser):
+    """Decisions from a seeded RNG, for build-time feasibility walks."""
+
+    def __init__(self, rng: random.Random, pins: dict[str, Any]):
+        super().__init__(pins)
+        self.rng = rng
+
+    def one(self, options: Sequence[Any]) -> Any:
+        return options[self.rng.randrange(len(options))]
+
+    def int(self, lo: int, hi: int) -> int:
+        return lo if hi <= lo else self.rng.randint(lo, hi)

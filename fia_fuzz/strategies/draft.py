@@ -1,0 +1,199 @@
+"""A case under construction, the size budget, and tensor shapes per layout.
+
+Draws happen in dependency order (family and layout, then heads and head
+dims, then B and lengths within the budget, then the features that constrain
+each other); the Draft carries what later steps need to know about earlier
+ones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from fia_fuzz.spec import TensorSpec
+from fia_fuzz.strategies.choices import Chooser, Dead
+
+INT_MAX = 2147483647
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Size budget of one draw (fia-semantics.md §10 limits stay far above it).
+
+    max_elements bounds the elements of query+key+value, max_scores the score
+    matrix B*N*S1*S2, max_flops the 2*B*N*S1*S2*(D+Dv) of the two matmuls.
+    long_seq is the longest query a "long prefill" (S1 > 2048) draw may have.
+    """
+
+    max_batch: int
+    max_heads: int
+    max_seq: int
+    long_seq: int
+    max_elements: int
+    max_scores: int
+    max_flops: int
+
+
+PROFILES: dict[str, Profile] = {
+    "smoke": Profile(max_batch=4, max_heads=64, max_seq=256, long_seq=4096,
+                     max_elements=1 << 19, max_scores=1 << 19, max_flops=1 << 28),
+    "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384,
+                       max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33),
+    "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536,
+                      max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38),
+}
+
+
+@dataclass
+class Draft:
+    """Everything decided so far about the case being drawn."""
+
+    prof: Profile
+    ch: Chooser
+    params: dict[str, Any] = field(default_factory=dict)
+    fills: dict[str, dict[str, Any]] = field(default_factory=dict)
+    layout: str = "BNSD"       # the input_layout attribute
+    q_layout: str = "BNSD"     # layout of query (and of contiguous key/value)
+    out_layout: str = "BNSD"
+    q_dtype: str = "float16"
+    kv_dtype: str = "float16"
+    decode: bool = False
+    b: int = 1
+    n: int = 1
+    kv_n: int = 1
+    d: int = 64
+    dv: int = 64
+    s1: int = 1
+    s2: int = 1                # key/value S (for paged: table width * block size)
+    prefix_s: int = 0          # shared-prefix S, counted in mask/pse S2
+    q_lens: list[int] = field(default_factory=list)   # effective per-batch lengths
+    kv_lens: list[int] = field(default_factory=list)
+    int8_out: bool = False
+    int8_offset: bool = False
+    paged: bool = False
+    kv_list: bool = False
+    padded: bool = False
+
+    def set(self, name: str, value: Any) -> None:
+        self.params[name] = value
+
+    @property
+    def s2_total(self) -> int:
+        """KV positions a mask or pse must cover: prefix plus key S [V4 pseShift, SEM §6]."""
+        return self.s2 + self.prefix_s
+
+
+def shape(layout: str, b: int, n: int, s: int, d: int) -> tuple[int, ...]:
+    """Tensor shape of one of q/k/v in a BSH/BSND/BNSD layout [V4 inputLayout]."""
+    return {"BNSD": (b, n, s, d), "BSND": (b, s, n, d), "BSH": (b, s, n * d)}[layout]
+
+
+def packed_shape(layout: str, t: int, n: int, d: int) -> tuple[int, ...]:
+    return (t, n, d) if layout == "TND" else (n, t, d)
+
+
+def spec(shp: tuple[int, ...], dtype: str) -> TensorSpec:
+    return TensorSpec(tuple(int(x) for x in shp), dtype)
+
+
+def cap(lo: int, hi: int, budget: float) -> int:
+    """The largest value in [lo, hi] within `budget` (lo when even lo is over it)."""
+    return max(lo, min(hi, int(budget)))
+
+
+def heads(dr: Draft, max_n: int, groups: tuple[int, ...], kv_fixed: int | None = None
+          ) -> None:
+    """N and KV_N with G = N/KV_N from `groups` (simplest first), honouring gqa/g_class pins."""
+    ch = dr.ch
+    gq = ch.pins.get("gqa")
+    opts = [g for g in groups if g <= max_n and ch.allows("g_class", g_class(g))
+            and (gq is None or (gq == "mha") == (g == 1))]
+    if kv_fixed is not None:
+        opts = [g for g in opts if g * kv_fixed <= max_n and (gq != "gqa" or kv_fixed > 1)
+                and (gq != "mqa" or kv_fixed == 1)]
+    elif gq == "gqa":
+        opts = [g for g in opts if 2 * g <= max_n]
+    g = ch.pick("_g", opts)
+    if kv_fixed is not None:
+        kv_n = kv_fixed
+    elif gq == "mqa":
+        kv_n = 1
+    else:
+        lo = 2 if gq == "gqa" else 1
+        kv_n = ch.int(lo, max(lo, max_n // g))
+    dr.n, dr.kv_n = g * kv_n, kv_n
+
+
+def g_class(g: int) -> str:
+    return "1" if g == 1 else "2-8" if g <= 8 else "9-63" if g < 64 else "64"
+
+
+def q_seq_bounds(dr: Draft, cls: str) -> tuple[int, int]:
+    """Query S range of a q_seq class: decode, MTP, prefill, long prefill."""
+    p = dr.prof
+    return {"0": (0, 0), "1": (1, 1), "2-16": (2, 16), "17-2048": (17, min(2048, p.max_seq)),
+            ">2048": (2049, p.long_seq)}[cls]
+
+
+def batch_cap(dr: Draft, s1: int, s2: int, hi: int) -> int:
+    """Largest B whose smallest tensors and scores fit the budget."""
+    p = dr.prof
+    per_b = dr.n * s1 * dr.d + dr.kv_n * s2 * (dr.d + dr.dv)
+    return cap(1, hi, min(p.max_elements / max(1, per_b),
+                          p.max_scores / max(1, dr.n * s1 * max(1, s2))))
+
+
+def s1_cap(dr: Draft, lo: int, hi: int) -> int:
+    p = dr.prof
+    return cap(lo, hi, min(p.max_elements / (2 * dr.b * dr.n * dr.d),
+                           p.max_scores / (dr.b * dr.n)))
+
+
+def s2_cap(dr: Draft, lo: int, hi: int, s1: int) -> int:
+    """Largest KV S fitting the elements, scores and FLOPs budget given B, N, S1."""
+    p = dr.prof
+    left = p.max_elements - dr.b * dr.n * s1 * dr.d
+    rows = dr.b * dr.n * max(1, s1)
+    return cap(lo, hi, min(left / (dr.b * dr.kv_n * (dr.d + dr.dv)), p.max_scores / rows,
+                           p.max_flops / (2 * rows * (dr.d + dr.dv))))
+
+
+def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo: int = 0
+            ) -> list[int] | None:
+    """An actual_seq_lengths(_kv) list in one of the accepted forms [V4 actualSeqLengths].
+
+    Absent, length 1 (same for every batch), length B, or longer than B (the
+    extra entries are ignored). Each value is drawn as a shortfall below its
+    cap, so it shrinks toward the full length; zeros are reachable.
+    """
+    ch = dr.ch
+    form = ch.pick(feature, forms)
+    if form == "absent":
+        return None
+    if form == "one":
+        top = min(caps)
+        return [top - ch.int(0, top - lo)] if top >= lo else [lo]
+    out = [c - ch.int(0, max(0, c - lo)) for c in caps]
+    if form == "longer":
+        out += [ch.int(0, max(caps)) for _ in range(ch.int(1, 2))]
+    return out
+
+
+def effective(values: list[int] | None, b: int, full: list[int]) -> list[int]:
+    """Per-batch lengths the op uses: absent -> full, one -> broadcast, else first B."""
+    if values is None:
+        return list(full)
+    if len(values) == 1:
+        return values * b
+    return values[:b]
+
+
+def numel(shp: tuple[int, ...]) -> int:
+    return math.prod(shp)
+
+
+def dead_unless(ok: bool, why: str) -> None:
+    if not ok:
+        raise Dead(why)

@@ -1,0 +1,600 @@
+"""The five families of legal calls, each drawn in dependency order.
+
+The op's documented feature matrix splits into families whose features
+combine freely inside and hardly across (fia-semantics.md, V4 §约束说明):
+- dense: float q/k/v in BSH/BSND/BNSD(_BSND), with every optional input
+  (masks, pse, lengths, left padding, paged or tensor-list KV, prefix,
+  post-quant, sink, lse);
+- antiquant: float query with int8/int4 KV (combined and separate params);
+- full_quant: int8 q/k/v with dequant scales (prefill);
+- packed: TND / NTD_TND (bf16, D 128/192, Dv may differ, MLA rope D 128);
+- mla: query D 512 with rope, paged KV mandatory (incl. 5-D NZ) and NBSD output.
+FAMILY_SCOPE lists, per family, the feature values it can reach, so filters
+pick only families that can honour them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from fia_fuzz.strategies import fills, masks, paged, quant
+from fia_fuzz.strategies.draft import (
+    Draft,
+    batch_cap,
+    effective,
+    heads,
+    lengths,
+    packed_shape,
+    q_seq_bounds,
+    s1_cap,
+    s2_cap,
+    shape,
+    spec,
+)
+
+FLOAT = ("float16", "bfloat16")
+GROUPS = (1, 2, 4, 8, 3, 5, 6, 16, 12, 32, 64)
+LENGTH_FORMS = ("absent", "one", "per_batch", "longer")
+#: Feature values an empty query or S2 = 0 case carries (it has no optional inputs).
+EMPTY_OK: dict[str, Any] = {
+    "mask": "none", "mask_shape": "none", "pse": False, "pse_batch": "none", "prefix": False,
+    "post_quant": False, "post_quant_form": "none", "q_padding": False, "kv_padding": False,
+    "kv_list": False, "paged": False, "cache": "none", "sink": False, "actual_q": "absent",
+    "actual_kv": "absent", "sparse_mode": 0, "band": "default", "act_zero": False,
+}
+
+FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
+    "dense": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "antiquant": ("none",),
+              "kv_quant_sym": ("none",), "full_quant": (False,), "deq_dtype": ("none",),
+              "rope": (False,), "rope_d": ("none",), "dv": ("equal",),
+              "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "cache": ("none", "BnBsH",
+                                                                       "BnNBsD")},
+    "antiquant": {"q_dtype": FLOAT, "kv_dtype": ("int8", "int4", "int32"),
+                  "full_quant": (False,), "rope": (False,), "rope_d": ("none",),
+                  "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "kv_list": (False,),
+                  "q_padding": (False,), "kv_padding": (False,), "prefix": (False,),
+                  "post_quant": (False,), "sink": (False,), "empty": ("none",),
+                  "plain": (False,), "cache": ("none", "BnBsH", "BnNBsD"),
+                  "deq_dtype": ("none",), "dv": ("equal",)},
+    "full_quant": {"q_dtype": ("int8",), "kv_dtype": ("int8",), "full_quant": (True,),
+                   "antiquant": ("none",), "rope": (False,), "rope_d": ("none",),
+                   "paged": (False,), "kv_list": (False,), "prefix": (False,),
+                   "branch": ("prefill",), "sink": (False,), "q_padding": (False,),
+                   "kv_padding": (False,), "empty": ("none",), "plain": (False,),
+                   "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "dv": ("equal",)},
+    "packed": {"q_dtype": ("bfloat16",), "kv_dtype": ("bfloat16",), "layout": ("TND", "NTD_TND"),
+               "antiquant": ("none",), "full_quant": (False,), "post_quant": (False,),
+               "pse": (False,), "prefix": (False,), "kv_list": (False,), "q_padding": (False,),
+               "kv_padding": (False,), "rope_d": ("none", "128"), "branch": ("prefill",),
+               "plain": (False,), "sparse_mode": (0, 3), "sink": (False,), "band": ("default",),
+               "empty": ("none", "kv"),
+               "cache": ("none", "BnBsH", "BnNBsD"), "deq_dtype": ("none",)},
+    "mla": {"q_dtype": FLOAT, "rope": (True,), "rope_d": ("512",), "paged": (True,),
+            "antiquant": ("none",), "full_quant": (False,), "post_quant": (False,),
+            "pse": (False,), "prefix": (False,), "kv_list": (False,), "lse": (False,),
+            "q_padding": (False,), "kv_padding": (False,), "sink": (False,),
+            "plain": (False,), "sparse_mode": (0, 3, 4), "empty": ("none",),
+            "layout": ("BNSD", "BSND", "BSH", "TND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD",
+                       "TND_NTD"), "deq_dtype": ("none",), "dv": ("equal",),
+            "q_seq": ("1", "2-16")},
+}
+
+
+def _common_tail(dr: Draft, inner: tuple[int, ...], lse: tuple[bool, ...] = (False, True)
+                 ) -> None:
+    ch = dr.ch
+    if ch.pick("lse", lse):
+        dr.set("softmax_lse_flag", True)
+    ip = ch.pick("inner_precise", inner)
+    if ip != 1 or ch.coin():
+        dr.set("inner_precise", ip)
+    d_total = dr.d + (64 if "query_rope" in dr.params else 0)
+    dr.set("scale", ch.one((1.0 / math.sqrt(d_total), 1.0, 0.0625)))
+    dr.set("num_heads", dr.n)
+    if dr.kv_n != dr.n or ch.coin():
+        dr.set("num_key_value_heads", dr.kv_n)
+    dr.set("input_layout", dr.layout)
+    fills.qkv(dr)
+
+
+def _layout(dr: Draft, options: tuple[str, ...]) -> None:
+    cache = dr.ch.pins.get("cache")
+    if cache == "BnNBsD":    # only with a BNSD/TND query [V4 §PagedAttention]
+        options = tuple(x for x in options if x in ("BNSD", "TND"))
+    elif cache == "NZ":      # not with BNSD/BNSD_NBSD [V4 §MLA]
+        options = tuple(x for x in options if not x.startswith("BNSD"))
+    dr.layout = dr.ch.pick("layout", options)
+    parts = dr.layout.split("_")
+    dr.q_layout = parts[0]
+    dr.out_layout = parts[-1]
+
+
+def _qkv_contiguous(dr: Draft, kv_d: int | None = None) -> None:
+    """query and contiguous key/value in the query layout (int32 KV packs 8 int4 in D)."""
+    dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
+    kd = kv_d or dr.d
+    vd = kv_d or dr.dv
+    dr.set("key", spec(shape(dr.q_layout, dr.b, dr.kv_n, dr.s2, kd), dr.kv_dtype))
+    dr.set("value", spec(shape(dr.q_layout, dr.b, dr.kv_n, dr.s2, vd), dr.kv_dtype))
+
+
+def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int, s2_min: int = 1) -> None:
+    """D (= Dv) among `options` that fit N x S1 and KV_N x S2 within the budget (d_class pins)."""
+    ch = dr.ch
+    budget = dr.prof.max_elements // 2
+    fit = [d for d in options if dr.n * d * s1_min + dr.kv_n * s2_min * 2 * d <= budget] \
+        or [min(options)]
+    fit = [d for d in fit if ch.allows("d_class", _d_class(d))]
+    dr.d = dr.dv = ch.pick("_d", fit)
+
+
+def _d_class(d: int) -> str:
+    return "<64" if d < 64 else "64-128" if d <= 128 else "129-256" if d <= 256 \
+        else "257-511" if d < 512 else "512"
+
+
+def _max_heads(dr: Draft, s1_min: int, d_min: int) -> int:
+    return max(1, min(dr.prof.max_heads, dr.prof.max_elements // 2 // (s1_min * d_min)))
+
+
+def _q_class(dr: Draft, classes: tuple[str, ...]) -> tuple[str, int, int]:
+    cls = dr.ch.pick("q_seq", classes)
+    lo, hi = q_seq_bounds(dr, cls)
+    return cls, lo, hi
+
+
+#: Decisions that make a dense case "plain" (no optional inputs at all).
+PLAIN_PINS: dict[str, Any] = {
+    "empty": "none", "kv_list": False, "paged": False, "post_quant": False, "prefix": False,
+    "actual_q": "absent", "actual_kv": "absent", "q_padding": False, "kv_padding": False,
+    "mask": "none", "_mask_on": False, "sparse_mode": 0, "pse_batch": "none", "sink": False,
+}
+PLAIN_LAYOUTS = ("BNSD", "BSND", "BSH")
+#: Features whose value a plain case fixes although no decision of the dense path pins them.
+PLAIN_IMPLIED: dict[str, Any] = {
+    "mask_shape": "none", "mask_fill": "none", "mask_oversized": False, "pse": False,
+    "post_quant_form": "none", "post_quant_offset": False, "prefix_len": "none",
+    "act_zero": False, "cache": "none", "table_unused": False, "table_spare": False,
+    "table_shuffled": False, "block_edge": "none", "kv_quant_sym": "none",
+}
+
+
+# ---- dense -------------------------------------------------------------------------------
+def dense(dr: Draft) -> None:
+    """Float attention with every optional input the float path documents.
+
+    A quarter of the draws are plain (no optional input), so backends that
+    express only the core op still get a steady stream; the rest combine
+    extras freely.
+    """
+    ch = dr.ch
+    can_plain = all(ch.allows(k, v) for k, v in {**PLAIN_PINS, **PLAIN_IMPLIED}.items()) \
+        and ch.pins.get("layout", "BSH") in PLAIN_LAYOUTS and ch.pins.get("out_dtype") != "int8"
+    plain = ch.pick("plain", (True, False, False, False) if can_plain else (False,))
+    if plain:
+        ch.pins = {**ch.pins, **PLAIN_PINS}
+    dr.q_dtype = ch.pick("q_dtype", FLOAT)
+    dr.kv_dtype = ch.pick("kv_dtype", (dr.q_dtype,))
+    empties = ["none"] * 6
+    if all(ch.allows(k, v) for k, v in EMPTY_OK.items()):
+        empties.append("kv")
+        if ch.allows("q_seq", "0") and ch.allows("branch", "prefill"):
+            empties.append("query")
+    if ch.pinned("q_seq", "0"):
+        empties = ["query"]
+    empty = ch.pick("empty", tuple(empties))
+    branch = ch.pick("branch", ("prefill",) if empty == "query" else ("prefill", "decode"))
+    dr.decode = branch == "decode"
+    cls, lo, hi = _q_class(dr, ("1",) if dr.decode else ("0",) if empty == "query"
+                           else ("2-16", "17-2048", ">2048"))
+    # BNSD_BSND needs Q_S > 1 [V4 inputLayout], so not for decode or an empty query
+    _layout(dr, PLAIN_LAYOUTS if dr.decode or plain or empty == "query"
+            else (*PLAIN_LAYOUTS, "BNSD_BSND"))
+    # left padding first: it excludes paged and tensor-list KV, prefix and int8 output
+    full = empty == "none"
+    pad_q = ch.pick("q_padding", (False, True) if full and not dr.decode else (False,))
+    pad_kv = ch.pick("kv_padding", (False, True) if full else (False,))
+    dr.padded = pad_q or pad_kv
+    wants_prefix = ch.pinned("prefix", True) or ch.pins.get("prefix_len", "none") != "none"
+    free = full and not dr.padded and not wants_prefix
+    dr.kv_list = ch.pick("kv_list", (False, True) if free else (False,))
+    can_page = free and not dr.kv_list and not ch.pinned("actual_kv", "absent")
+    dr.paged = ch.pick("paged", ((True,) if paged.wanted(dr) else (False, True)) if can_page
+                       else (False,))
+    heads(dr, _max_heads(dr, max(1, lo), 16), GROUPS)
+    s2_floor = min(paged.block_sizes(dr, False)) if dr.paged else 1
+    _head_dims(dr, (16, 32, 64, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
+    dr.b = ch.int(_batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor, dr.prof.max_batch))
+    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
+    s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
+    s2max = s2_cap(dr, 1, s2_hi, dr.s1)
+    # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]
+    if full and not dr.padded and dr.d % 32 == 0 and ch.pick("post_quant", (False, True)):
+        quant.post_quant(dr, ("per_tensor", "per_channel"))
+    else:
+        ch.pick("post_quant", (False,))
+        quant.post_quant(dr, ("none",))
+    lo_len = 1 if dr.int8_out else 0
+    kv_caps: list[int]
+    if dr.paged:
+        bs = paged.block_size(dr, paged.block_sizes(dr, False))
+        kv = lengths(dr, "actual_kv", [s2max] * dr.b, ("one", "per_batch", "longer"), lo_len)
+        assert kv is not None
+        dr.kv_lens = effective(kv, dr.b, [])
+        paged.page(dr, ("BnBsH", "BnNBsD") if dr.layout == "BNSD" else ("BnBsH",), bs,
+                   dr.kv_lens)
+        dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
+        dr.set("actual_seq_lengths_kv", kv)
+    else:
+        dr.s2 = 0 if empty == "kv" else ch.int(1, s2max)
+        if dr.kv_list:
+            per = [dr.s2 - ch.int(0, dr.s2 - 1) for _ in range(dr.b)]
+            dr.s2 = max(per)
+            dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
+            for name in ("key", "value"):
+                dr.set(name, [spec(shape(dr.q_layout, 1, dr.kv_n, s, dr.d), dr.kv_dtype)
+                              for s in per])
+            kv_caps = per
+        else:
+            _qkv_contiguous(dr)
+            kv_caps = [dr.s2] * dr.b
+        _prefix(dr, s2max)
+        forms = LENGTH_FORMS[1:] if pad_kv else LENGTH_FORMS if full else ("absent",)
+        kv = lengths(dr, "actual_kv", kv_caps, forms, lo_len)
+        dr.kv_lens = effective(kv, dr.b, kv_caps)
+        if kv is not None:
+            dr.set("actual_seq_lengths_kv", kv)
+    forms = LENGTH_FORMS[1:] if pad_q else LENGTH_FORMS if full else ("absent",)
+    q = lengths(dr, "actual_q", [dr.s1] * dr.b, forms, min(lo_len, dr.s1))
+    dr.q_lens = effective(q, dr.b, [dr.s1] * dr.b)
+    if q is not None:
+        dr.set("actual_seq_lengths", q)
+    if pad_q:
+        _padding(dr, "query_padding_size", dr.s1, dr.q_lens)
+    if pad_kv:
+        _padding(dr, "kv_padding_size", dr.s2, dr.kv_lens)
+    if empty != "none":
+        ch.pick("sparse_mode", (0,))
+        masks.band(dr, ("default",))
+        for name, value in (("mask", "none"), ("mask_shape", "none"), ("pse_batch", "none"),
+                            ("sink", False)):
+            ch.pick(name, (value,))
+    else:
+        if dr.decode:
+            masks.decode_sparse(dr)
+        else:
+            masks.prefill_sparse(dr, (0, 1, 2, 4) if dr.int8_offset else (0, 1, 2, 3, 4))
+        masks.pse(dr)
+        sink_ok = "key_shared_prefix" not in dr.params and not dr.padded
+        if ch.pick("sink", (False, True) if sink_ok else (False,)):
+            dr.set("learnable_sink", spec((dr.n,), "float32"))
+            dr.fills["learnable_sink"] = {"dist": "normal", "scale": ch.one((1.0, 4.0))}
+    _common_tail(dr, (1, 0) if dr.decode else (1, 0, 2, 3))
+
+
+def _batch_lo(dr: Draft) -> int:
+    """2 when a filter needs B > 1 to be told apart from the broadcast form (pse/mask "B")."""
+    pins = dr.ch.pins
+    needs_two = pins.get("pse_batch") == "B" or pins.get("mask_shape") in (
+        "1,S1,S2", "1,1,S1,S2")
+    return 2 if needs_two else 1
+
+
+def _prefix(dr: Draft, s2max: int) -> None:
+    """key/value_shared_prefix (batch 1, key layout) and actual_shared_prefix_len [SEM §6]."""
+    ch = dr.ch
+    ok = not dr.kv_list and not dr.paged and not dr.padded and dr.s2 > 0 \
+        and dr.q_dtype != "int8"
+    if not ch.pick("prefix", (False, True) if ok else (False,)):
+        ch.pick("prefix_len", ("none",))
+        return
+    dr.prefix_s = ch.int(1, max(1, s2max // 2))
+    dr.set("key_shared_prefix", spec(shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s, dr.d),
+                                     dr.kv_dtype))
+    dr.set("value_shared_prefix", spec(shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s, dr.dv),
+                                       dr.kv_dtype))
+    if ch.pick("prefix_len", ("absent", "given")) == "given":
+        dr.set("actual_shared_prefix_len", [dr.prefix_s - ch.int(0, dr.prefix_s)])
+
+
+def _padding(dr: Draft, name: str, s: int, lens: list[int]) -> None:
+    """Left padding: pad[b] with S - pad - act >= 0; shape (B) or (1); negatives count as 0."""
+    ch = dr.ch
+    if ch.coin():
+        pads = [ch.int(-1, s - max(lens))]
+    else:
+        pads = [ch.int(-1, s - n) for n in lens]
+    dr.set(name, pads)
+
+
+# ---- antiquant ---------------------------------------------------------------------------
+def antiquant(dr: Draft) -> None:
+    """Float query, int8/int4 KV dequantised in the op [V4 §AntiQuant, SEM §7]."""
+    ch = dr.ch
+    branch = ch.pick("branch", ("decode", "prefill"))
+    dr.decode = branch == "decode"
+    if dr.decode:
+        _antiquant_decode(dr)
+    else:
+        _antiquant_prefill(dr)
+
+
+def _antiquant_decode(dr: Draft) -> None:
+    ch = dr.ch
+    form = ch.pick("antiquant", ("separate:0/0", "combined:0", "separate:1/1", "combined:1",
+                                 "separate:2/2", "separate:3/3", "separate:4/4",
+                                 "separate:5/5", "separate:0/1"))
+    int4_ok = form in ("separate:0/0", "separate:1/1", "separate:3/3", "separate:0/1")
+    # paged caches take no int4 behind a float query [V4 §PagedAttention]
+    pa_pinned = ch.pinned("paged", True) or paged.wanted(dr)
+    kv_opts = ("int8", "int4", "int32") if int4_ok and not pa_pinned else ("int8",)
+    dr.kv_dtype = ch.pick("kv_dtype", kv_opts)
+    int8 = dr.kv_dtype == "int8"
+    # the key-0/value-1 pair on int8 KV takes a float16 query only [V4 §AntiQuant row 3]
+    fp16_only = form == "separate:0/1" and int8
+    dr.q_dtype = ch.pick("q_dtype", ("float16",) if fp16_only else FLOAT)
+    needs_pa = form in ("separate:4/4", "separate:5/5")
+    needs_pa = needs_pa or paged.wanted(dr)
+    dr.paged = ch.pick("paged", (True,) if needs_pa else (False, True) if int8 else (False,))
+    ch.pick("q_seq", ("1",))
+    _layout(dr, ("BNSD", "BSND", "BSH"))
+    heads(dr, _max_heads(dr, 1, 64), GROUPS)
+    s2_floor = min(paged.block_sizes(dr, True)) if dr.paged else 1
+    _head_dims(dr, (64, 32, 128, 96, 256) if int8 else (64, 128, 256), 1, s2_floor)
+    dr.b = ch.int(1, batch_cap(dr, 1, s2_floor, dr.prof.max_batch))
+    dr.s1 = 1
+    s2max = s2_cap(dr, 1, dr.prof.max_seq, 1)
+    block_num = 0
+    if dr.paged:
+        bs = paged.block_size(dr, paged.block_sizes(dr, True))
+        kv = lengths(dr, "actual_kv", [s2max] * dr.b, ("one", "per_batch", "longer"))
+        assert kv is not None
+        dr.kv_lens = effective(kv, dr.b, [])
+        block_num = paged.page(dr, ("BnBsH", "BnNBsD") if dr.layout == "BNSD" else ("BnBsH",),
+                               bs, dr.kv_lens)
+        dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, 1, dr.d), dr.q_dtype))
+        dr.set("actual_seq_lengths_kv", kv)
+    else:
+        dr.s2 = ch.int(1, s2max)
+        _qkv_contiguous(dr, dr.d // 8 if dr.kv_dtype == "int32" else None)
+        kv = lengths(dr, "actual_kv", [dr.s2] * dr.b, LENGTH_FORMS)
+        if kv is not None:
+            dr.set("actual_seq_lengths_kv", kv)
+    q = lengths(dr, "actual_q", [1] * dr.b, LENGTH_FORMS)
+    if q is not None:
+        dr.set("actual_seq_lengths", q)
+    offset = ch.pick("kv_quant_sym", ("sym", "asym")) == "asym"
+    kind, modes = form.split(":")
+    if kind == "combined":
+        per_tensor = ch.coin() if modes == "0" else False
+        quant.combined(dr, int(modes), per_tensor, offset)
+    else:
+        km, vm = (int(x) for x in modes.split("/"))
+        per_tensor = int8 and km == 0 and vm == 0 and ch.coin()
+        quant.separate_decode(dr, (km, vm), per_tensor, offset, block_num)
+    masks.decode_sparse(dr)
+    masks.pse(dr)
+    _common_tail(dr, (1, 0))
+
+
+def _antiquant_prefill(dr: Draft) -> None:
+    """Prefill: combined mode 0 (fp16 query) or separate 0/1 (bf16 query, Q_S <= 16) [V4]."""
+    ch = dr.ch
+    form = ch.pick("antiquant", ("combined:0", "separate:0/0", "separate:1/1"))
+    sep = form.startswith("separate")
+    dr.q_dtype = ch.pick("q_dtype", ("bfloat16",) if sep else ("float16",))
+    dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
+    ch.pick("paged", (False,))
+    cls, lo, hi = _q_class(dr, ("2-16",) if sep else ("2-16", "17-2048", ">2048"))
+    _layout(dr, ("BNSD", "BSND", "BSH") if sep else ("BNSD", "BSND", "BSH", "BNSD_BSND"))
+    heads(dr, _max_heads(dr, lo, 32), GROUPS)
+    _head_dims(dr, (64, 32, 128, 96, 256), lo)
+    dr.b = ch.int(1, batch_cap(dr, lo, 1, dr.prof.max_batch))
+    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
+    s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
+    dr.s2 = ch.int(1, s2_cap(dr, 1, s2_hi, dr.s1))
+    _qkv_contiguous(dr)
+    kv = lengths(dr, "actual_kv", [dr.s2] * dr.b, LENGTH_FORMS)
+    if kv is not None:
+        dr.set("actual_seq_lengths_kv", kv)
+    q = lengths(dr, "actual_q", [dr.s1] * dr.b, LENGTH_FORMS)
+    if q is not None:
+        dr.set("actual_seq_lengths", q)
+    offset = ch.pick("kv_quant_sym", ("sym", "asym")) == "asym"
+    if sep:
+        quant.separate_prefill(dr, int(form[-1]), offset)
+    else:
+        quant.combined(dr, 0, ch.coin(), offset)
+    masks.prefill_sparse(dr)
+    masks.pse(dr)
+    _common_tail(dr, (1, 0, 2, 3))
+
+
+# ---- full int8 quant ---------------------------------------------------------------------
+def full_quant(dr: Draft) -> None:
+    """int8 q/k/v with per-tensor dequant scales; fp16 or int8 output [V4 §INT8, SEM §8]."""
+    ch = dr.ch
+    dr.q_dtype = ch.pick("q_dtype", ("int8",))
+    dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
+    ch.pick("branch", ("prefill",))
+    cls, lo, hi = _q_class(dr, ("2-16", "17-2048", ">2048"))
+    _layout(dr, ("BNSD", "BSND", "BSH", "BNSD_BSND"))
+    heads(dr, _max_heads(dr, lo, 32), GROUPS)
+    _head_dims(dr, (64, 32, 128, 96, 256), lo)
+    dr.b = ch.int(1, batch_cap(dr, lo, 1, dr.prof.max_batch))
+    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
+    s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
+    dr.s2 = ch.int(1, s2_cap(dr, 1, s2_hi, dr.s1))
+    _qkv_contiguous(dr)
+    quant.full_quant_scales(dr)
+    if ch.pick("post_quant", (False, True)):
+        quant.post_quant(dr, ("per_tensor", "per_channel"))
+    else:
+        quant.post_quant(dr, ("none",))
+    lo_len = 1 if dr.int8_out else 0
+    kv = lengths(dr, "actual_kv", [dr.s2] * dr.b, LENGTH_FORMS, lo_len)
+    if kv is not None:
+        dr.set("actual_seq_lengths_kv", kv)
+    q = lengths(dr, "actual_q", [dr.s1] * dr.b, LENGTH_FORMS, lo_len)
+    if q is not None:
+        dr.set("actual_seq_lengths", q)
+    masks.prefill_sparse(dr, (0, 1, 2, 4) if dr.int8_offset else (0, 1, 2, 3, 4))
+    masks.pse(dr)
+    _common_tail(dr, (1, 0, 2, 3))
+
+
+# ---- packed TND / NTD_TND ----------------------------------------------------------------
+def packed(dr: Draft) -> None:
+    """TND / NTD_TND: cumulative lengths, bf16, D 128 or 192 [V4 §TND]."""
+    ch = dr.ch
+    dr.q_dtype = ch.pick("q_dtype", ("bfloat16",))
+    dr.kv_dtype = ch.pick("kv_dtype", ("bfloat16",))
+    ch.pick("branch", ("prefill",))
+    rope = ch.pick("rope_d", ("none", "128")) == "128"
+    _layout(dr, ("TND", "NTD_TND"))
+    if rope:
+        dims = ((128, 128),)
+    elif dr.layout == "TND":
+        dims = ((128, 128), (192, 128), (192, 192))
+    else:
+        dims = ((128, 128), (192, 128))
+    want = ch.pins.get("dv")
+    dims = tuple(x for x in dims if want is None or (want == "equal") == (x[0] == x[1]))
+    dr.d, dr.dv = ch.pick("_dims", dims)
+    # paged caches hold key and value in equal shapes [V4 §PagedAttention] and PA takes
+    # no V_D 192 [V4 §TND], so only 128/128 pages
+    no_pa = rope or dr.d != dr.dv or dr.dv == 192
+    dr.paged = ch.pick("paged", (False,) if no_pa else (True,) if paged.wanted(dr)
+                       else (False, True))
+    groups = (1,) if dr.dv == 192 else GROUPS
+    budget_heads = max(1, dr.prof.max_elements // 2 // (16 * (dr.d + 64)))
+    heads(dr, min(dr.prof.max_heads, budget_heads), groups)
+    cls = ch.pick("q_seq", ("2-16", "1", "17-2048"))
+    top = {"1": 1, "2-16": 16, "17-2048": 2048}[cls]
+    low = {"1": 1, "2-16": 2, "17-2048": 17}[cls]
+    dr.b = ch.int(1, batch_cap(dr, low, 1, dr.prof.max_batch))
+    m = ch.int(low, s1_cap(dr, low, top))
+    q_lens = [m] + [m - ch.int(0, m) for _ in range(dr.b - 1)]
+    dr.s1 = m
+    mode = ch.pick("sparse_mode", (0,) if dr.paged else (0, 3))
+    s2max = s2_cap(dr, 1, dr.prof.max_seq, m)
+    if mode == 3:
+        kv_lens = [q + 1 + ch.int(0, max(0, s2max - q - 1)) for q in q_lens]
+    else:
+        kv_lens = [s2max - ch.int(0, s2max) for _ in q_lens]
+    ch.pick("actual_q", ("per_batch",))
+    ch.pick("actual_kv", ("per_batch",))
+    t_q = sum(q_lens)
+    dr.set("actual_seq_lengths", _cumulative(q_lens))
+    dr.set("query", spec(packed_shape(dr.q_layout, t_q, dr.n, dr.d), dr.q_dtype))
+    if dr.paged:
+        kv_lens = _non_decreasing(kv_lens)
+        bs = paged.block_size(dr, (128, 512))
+        paged.page(dr, ("BnBsH", "BnNBsD") if dr.layout == "TND" else ("BnBsH",), bs, kv_lens)
+        dr.set("actual_seq_lengths_kv", kv_lens)
+    else:
+        t_kv = sum(kv_lens)
+        dr.s2 = max(kv_lens)
+        dr.set("key", spec(packed_shape(dr.q_layout, t_kv, dr.kv_n, dr.d), dr.kv_dtype))
+        dr.set("value", spec(packed_shape(dr.q_layout, t_kv, dr.kv_n, dr.dv), dr.kv_dtype))
+        dr.set("actual_seq_lengths_kv", _cumulative(kv_lens))
+        if rope:
+            dr.set("query_rope", spec(packed_shape(dr.q_layout, t_q, dr.n, 64), dr.q_dtype))
+            dr.set("key_rope", spec(packed_shape(dr.q_layout, t_kv, dr.kv_n, 64), dr.kv_dtype))
+    if mode == 3:
+        dr.set("sparse_mode", 3)
+        masks.optimized_mask(dr)
+    _common_tail(dr, (1, 0, 2, 3))
+
+
+def _cumulative(lens: list[int]) -> list[int]:
+    out, total = [], 0
+    for n in lens:
+        total += n
+        out.append(total)
+    return out
+
+
+def _non_decreasing(lens: list[int]) -> list[int]:
+    """Paged TND KV lengths are per batch [V4 §TND]; non-decreasing values also read
+    as valid cumulative offsets, so the draw is legal under either reading."""
+    out, top = [], 0
+    for n in lens:
+        top = max(top, n)
+        out.append(top)
+    return out
+
+
+# ---- MLA, query D 512 --------------------------------------------------------------------
+MLA_HEADS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def mla(dr: Draft) -> None:
+    """Query D 512 + rope 64, KV_N 1, paged KV in BnBsH/BnNBsD/NZ [V4 §MLA]."""
+    ch = dr.ch
+    dr.q_dtype = ch.pick("q_dtype", FLOAT)
+    dr.kv_dtype = ch.pick("kv_dtype", (dr.q_dtype,))
+    _layout(dr, FAMILY_SCOPE["mla"]["layout"])
+    tnd = dr.q_layout == "TND"
+    nbsd = dr.out_layout == "NBSD"
+    cls, lo, hi = _q_class(dr, ("2-16",) if nbsd else ("1", "2-16"))
+    dr.decode = not tnd and cls == "1"
+    ch.pick("branch", ("decode",) if dr.decode else ("prefill",))
+    dr.d = dr.dv = 512
+    per_head = 576 * lo
+    n_opts = tuple(n for n in ((32, 64) if tnd else MLA_HEADS)
+                   if n * per_head <= dr.prof.max_elements // 2) or (32 if tnd else 1,)
+    heads(dr, max(n_opts), n_opts, kv_fixed=1)
+    dr.b = ch.int(1, batch_cap(dr, lo, 1, dr.prof.max_batch))
+    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
+    s2max = s2_cap(dr, 1, dr.prof.max_seq, dr.s1)
+    if tnd:
+        q_lens = [dr.s1] + [dr.s1 - ch.int(0, dr.s1 - lo) for _ in range(dr.b - 1)]
+        ch.pick("actual_q", ("per_batch",))
+        kv_lens = _non_decreasing([q + ch.int(0, max(0, s2max - q)) for q in q_lens])
+        ch.pick("actual_kv", ("per_batch",))
+        t_q = sum(q_lens)
+        dr.set("actual_seq_lengths", _cumulative(q_lens))
+        dr.set("query", spec(packed_shape("TND", t_q, dr.n, 512), dr.q_dtype))
+        dr.set("query_rope", spec(packed_shape("TND", t_q, dr.n, 64), dr.q_dtype))
+        kv: list[int] = kv_lens
+    else:
+        ch.pick("actual_q", ("absent",))
+        kv_opt = lengths(dr, "actual_kv", [s2max] * dr.b, ("one", "per_batch", "longer"))
+        assert kv_opt is not None
+        kv = kv_opt
+        kv_lens = effective(kv, dr.b, [])
+        dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, 512), dr.q_dtype))
+        dr.set("query_rope", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, 64), dr.q_dtype))
+    caches = ["BnBsH"]
+    if dr.layout in ("BNSD", "TND"):
+        caches.append("BnNBsD")
+    if dr.q_layout != "BNSD":
+        caches.append("NZ")
+    paged.page(dr, tuple(caches), 128, kv_lens,
+               (("key", 512), ("value", 512), ("key_rope", 64)))
+    dr.set("actual_seq_lengths_kv", kv)
+    # TND allows only 0-without-mask and 3-with-mask, MLA (never decode in TND) 3/4 with
+    # mask: TND takes 3 [V4 §TND, §MLA]
+    mode = ch.pick("sparse_mode", (3,) if tnd else (3, 4) if dr.s1 > 1 else (0, 4))
+    if mode == 0:
+        for name in ("mask", "mask_shape"):
+            ch.pick(name, ("none",))
+        masks.band(dr, ("default",))
+    else:
+        dr.set("sparse_mode", mode)
+        masks.optimized_mask(dr)
+        if mode == 4:
+            masks.band(dr)
+        else:
+            masks.band(dr, ("default",))
+    ch.pick("lse", (False,))
+    _common_tail(dr, (1, 0), lse=(False,))
+
+
+FAMILIES: dict[str, Callable[[Draft], None]] = {
+    "dense": dense, "antiquant": antiquant, "full_quant": full_quant, "packed": packed,
+    "mla": mla,
+}

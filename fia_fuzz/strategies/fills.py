@@ -1,0 +1,82 @@
+"""Value distributions of query/key/value, drawn per tensor (recipes of spec/values.py).
+
+Normal and uniform at several scales, magnitudes near the dtype limit that
+keep the exact result finite, constant rows, one outlier per row, and
+all-negative logits (query >= 0, key <= 0). Nearly fully masked rows are a
+mask fill (masks.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fia_fuzz.strategies.draft import Draft
+
+SCALES = (1.0, 0.25, 4.0, 16.0)
+FLOAT_DISTS = ("normal", "uniform", "outlier", "const_rows", "large", "negative")
+FINFO_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38}
+#: int ranges (low, high) of the integer tensors, by dtype (int32 = 8 packed int4).
+INT_RANGES = {"int8": (-128, 127), "int4": (-8, 7), "int32": (-(2**31), 2**31 - 1)}
+
+
+def _large(dtype: str, name: str, dr: Draft) -> dict[str, Any]:
+    """Near the dtype limit, bounded so no exact intermediate overflows [SEM §5].
+
+    Output rows are convex combinations of value rows and the P.V sum holds at
+    most S2 terms, so value may sit at 0.9 x max / S2 in bf16 (whose max is
+    the fp32 max) and at 0.9 x max in fp16. Query/key magnitudes multiply, so
+    in bf16 they stay at 2^40, where q.k still fits fp32.
+    """
+    top = FINFO_MAX[dtype]
+    if dtype == "float16":
+        frac = 0.9 if name == "value" else 0.25
+    elif name == "value":
+        frac = 0.9 / max(1, dr.s2_total)
+    else:
+        frac = 2.0 ** 40 / top
+    return {"dist": "large", "scale": top, "fraction": frac}
+
+
+def _float(dr: Draft, name: str, dist: str, dtype: str) -> dict[str, Any]:
+    if dist == "large":
+        return _large(dtype, name, dr)
+    return {"dist": dist, "scale": dr.ch.one(SCALES)}
+
+
+def _int(dtype: str, sign: int = 0) -> dict[str, Any]:
+    lo, hi = INT_RANGES[dtype]
+    if sign > 0:
+        lo = 0
+    elif sign < 0:
+        hi = 0
+    return {"dist": "int", "low": lo, "high": hi}
+
+
+def qkv(dr: Draft) -> None:
+    """Fill recipes for query, key, value (and rope parts), honouring q/k/v_dist and logits."""
+    ch = dr.ch
+    qf = dr.q_dtype != "int8"
+    kf = dr.kv_dtype in ("float16", "bfloat16")
+    neg_ok = ch.allows("q_dist", "positive" if qf else "int") and \
+        ch.allows("k_dist", "negative" if kf else "int")
+    logits = ch.pick("logits", ("mixed", "mixed", "all_negative") if neg_ok else ("mixed",))
+    if logits == "all_negative":
+        ch.pick("q_dist", ("positive",) if qf else ("int",))
+        ch.pick("k_dist", ("negative",) if kf else ("int",))
+        dr.fills["query"] = {"dist": "positive", "scale": ch.one(SCALES)} if qf \
+            else _int("int8", +1)
+        dr.fills["key"] = {"dist": "negative", "scale": ch.one(SCALES)} if kf \
+            else _int(dr.kv_dtype, -1)
+    else:
+        qd = ch.pick("q_dist", FLOAT_DISTS if qf else ("int",))
+        kd = ch.pick("k_dist", FLOAT_DISTS if kf else ("int",))
+        dr.fills["query"] = _float(dr, "query", qd, dr.q_dtype) if qf else _int("int8")
+        dr.fills["key"] = _float(dr, "key", kd, dr.kv_dtype) if kf else _int(dr.kv_dtype)
+    vd = ch.pick("v_dist", FLOAT_DISTS if kf else ("int",))
+    dr.fills["value"] = _float(dr, "value", vd, dr.kv_dtype) if kf else _int(dr.kv_dtype)
+    if "query_rope" in dr.params:
+        dr.fills["query_rope"] = {"dist": "normal", "scale": ch.one(SCALES[:3])}
+        dr.fills["key_rope"] = {"dist": "normal", "scale": ch.one(SCALES[:3])}
+    if "key_shared_prefix" in dr.params:
+        dr.fills["key_shared_prefix"] = dict(dr.fills["key"])
+        dr.fills["value_shared_prefix"] = dict(dr.fills["value"])

@@ -1,0 +1,109 @@
+"""Paged KV caches: block sizes, block tables and the three cache layouts [V4 §PagedAttention].
+
+A table row holds the physical blocks of one batch; the blocks a batch needs
+come first, the rest of the row is unused (-1 or stale ids, never read).
+Physical blocks are a random permutation of the pool, with spare blocks
+nobody references, so "token s of batch b lives in block table[b][s // bs]"
+is exercised away from the identity mapping (fia-semantics.md §2).
+"""
+
+from __future__ import annotations
+
+import random
+
+from fia_fuzz.strategies.draft import Draft, spec
+
+CACHES = ("BnBsH", "BnNBsD", "NZ")
+
+
+def block_sizes(dr: Draft, int8_kv: bool) -> tuple[int, ...]:
+    """Legal block sizes, simplest first: decode 16/32-aligned <= 512, prefill 128..512 by 128."""
+    if not dr.decode:
+        return (128, 256, 512)
+    small = (32, 64, 96) if int8_kv else (16, 32, 48, 64)
+    return (128, *small, 256, 512)
+
+
+def wanted(dr: Draft) -> bool:
+    """True when a filter needs paged KV (a cache layout, block edge or table feature)."""
+    pins = dr.ch.pins
+    return pins.get("cache", "none") != "none" or pins.get("block_edge", "none") != "none" \
+        or any(pins.get(k) for k in ("table_unused", "table_spare", "table_shuffled"))
+
+
+def block_size(dr: Draft, sizes: tuple[int, ...]) -> int:
+    """A block size (simplest first) whose blocks, one per batch plus spares, fit the budget.
+
+    A block_edge filter wins over the budget: "max" is 512 and "min" the
+    smallest legal size even when that overshoots it.
+    """
+    edge = dr.ch.pins.get("block_edge")
+    if edge == "max":
+        return 512
+    if edge == "min":
+        return min(sizes)
+    per_block = dr.kv_n * (dr.d + dr.dv)
+    ok = tuple(x for x in sizes if x * per_block * (dr.b + 3) <= dr.prof.max_elements
+               and dr.b * dr.n * max(1, dr.s1) * x <= dr.prof.max_scores)
+    if edge == "mid":
+        ok = tuple(x for x in ok or sizes if x not in (512, min(sizes)))
+    return dr.ch.one(ok or (min(sizes),))
+
+
+def table(dr: Draft, block_size: int, kv_lens: list[int]) -> tuple[list[list[int]], int]:
+    """(block_table rows, block_num) for per-batch KV lengths.
+
+    Width is the largest need plus 0-2 unused columns; the pool has 0-3 spare
+    blocks; one drawn integer seeds the permutation (0 keeps the identity, so
+    shrinking goes to the contiguous table).
+    """
+    ch = dr.ch
+    pins = ch.pins
+    need = [-(-n // block_size) for n in kv_lens]
+    width = max(1, max(need)) + ch.int(1 if pins.get("table_unused") else 0, 2)
+    room = dr.prof.max_elements // max(1, block_size * dr.kv_n * (dr.d + dr.dv))
+    spare_lo = 1 if pins.get("table_spare") else 0
+    block_num = max(1, sum(need)) + ch.int(spare_lo, max(spare_lo, min(3, room - sum(need))))
+    ids = list(range(block_num))
+    shuffle = ch.int(1 if pins.get("table_shuffled") else 0, 1 << 16)
+    if shuffle:
+        random.Random(shuffle).shuffle(ids)
+        if pins.get("table_shuffled") and ids[: sum(need)] == sorted(ids[: sum(need)]):
+            ids.reverse()
+    stale = ch.one((-1, 0, block_num - 1))
+    rows, at = [], 0
+    for k in need:
+        rows.append(ids[at:at + k] + [stale] * (width - k))
+        at += k
+    return rows, block_num
+
+
+def cache_shape(cache: str, block_num: int, block_size: int, kv_n: int, d: int, dtype: str
+                ) -> tuple[int, ...]:
+    """(block_num, block_size, H), (block_num, KV_N, block_size, D) or 5-D NZ [SEM §2]."""
+    if cache == "BnBsH":
+        return (block_num, block_size, kv_n * d)
+    if cache == "BnNBsD":
+        return (block_num, kv_n, block_size, d)
+    c0 = 32 if dtype == "int8" else 16
+    return (block_num, kv_n, d // c0, block_size, c0)
+
+
+def page(dr: Draft, caches: tuple[str, ...], block_size: int, kv_lens: list[int],
+         names: tuple[tuple[str, int], ...] = (("key", 0), ("value", 0))) -> int:
+    """Put key/value (and key_rope) into a paged cache; returns block_num.
+
+    `names` pairs each cached tensor with its head dim (0 = the draft's D/Dv).
+    Sets block_table, block_size and S2 = table width * block size.
+    """
+    cache = dr.ch.pick("cache", caches)
+    rows, block_num = table(dr, block_size, kv_lens)
+    for name, dim in names:
+        d = dim or (dr.dv if name == "value" else dr.d)
+        dr.set(name, spec(cache_shape(cache, block_num, block_size, dr.kv_n, d, dr.kv_dtype),
+                          dr.kv_dtype))
+    dr.set("block_table", rows)
+    dr.set("block_size", block_size)
+    dr.s2 = len(rows[0]) * block_size
+    dr.paged = True
+    return block_num

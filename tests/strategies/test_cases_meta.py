@@ -1,0 +1,142 @@
+"""Meta-tests of `cases()`: draws are legal, filters are honoured, every axis value is reached.
+
+In the style of array-api-tests' meta_tests: the strategies are tested, not trusted.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from fia_fuzz.spec import Case, validate
+from fia_fuzz.strategies import PROFILES, cases
+from fia_fuzz.strategies.axes import AXES
+from fia_fuzz.strategies.cases import build, families_for
+from fia_fuzz.strategies.choices import RandomChooser
+from fia_fuzz.strategies.disputes import DISPUTES
+
+
+def _undisputed(case: Case) -> list[str]:
+    return [v.rule for v in validate(**case.specs()) if v.rule not in DISPUTES]
+
+
+@given(cases())
+def test_every_draw_is_legal(case: Case) -> None:
+    assert _undisputed(case) == [], case.to_json()
+    assert Case.from_json(case.to_json()) == case
+
+
+@pytest.mark.parametrize("profile", ["nightly", "stress"])
+@settings(max_examples=10)
+@given(data=st.data())
+def test_profiles_draw_legal_cases(profile: str, data: st.DataObject) -> None:
+    assert _undisputed(data.draw(cases(profile=profile))) == []
+
+
+@pytest.mark.parametrize("rule", sorted(DISPUTES))
+@pytest.mark.xfail(strict=True, reason="the rule contradicts the docs; see "
+                   "fia_fuzz/strategies/disputes.py for the section")
+def test_disputed_rule_still_rejects_a_documented_call(rule: str) -> None:
+    _, case = DISPUTES[rule]
+    assert validate(**case.specs()) == []
+
+
+def _walk(n: int, seed: int, profile: str = "smoke") -> list[Case]:
+    rng = random.Random(seed)
+    fams = families_for({})
+    return [build(RandomChooser(rng, {}), PROFILES[profile], fams, {}) for _ in range(n)]
+
+
+def test_random_walks_reach_every_axis_value_and_stay_legal() -> None:
+    """The construction reaches every value of every axis (cheap walks, no Hypothesis)."""
+    seen: dict[str, set] = defaultdict(set)
+    for case in _walk(3000, seed=11):
+        assert _undisputed(case) == [], case.to_json()
+        for axis, value in case.features().items():
+            seen[axis].add(repr(value))
+    missing = {a: [v for v in vals if repr(v) not in seen[a]] for a, vals in AXES.items()}
+    assert {a: v for a, v in missing.items() if v} == {}
+
+
+def test_budget_holds() -> None:
+    """query+key+value stay near the profile's element budget (block rounding may add a bit)."""
+    prof = PROFILES["smoke"]
+    for case in _walk(1000, seed=5):
+        total = sum(t.numel for name in ("query", "key", "value")
+                    for t in (case.params[name] if isinstance(case.params[name], list)
+                              else [case.params[name]]))
+        assert total <= 4 * prof.max_elements, case.to_json()
+
+
+FILTER_CELLS = [(axis, value) for axis, values in AXES.items() for value in values]
+
+
+@pytest.mark.parametrize(("axis", "value"), FILTER_CELLS,
+                         ids=[f"{a}={v}" for a, v in FILTER_CELLS])
+def test_filter_is_honoured(axis: str, value: object) -> None:
+    @settings(max_examples=3, suppress_health_check=[HealthCheck.too_slow],
+              phases=[Phase.generate])
+    @given(cases(**{axis: value}))
+    def check(case: Case) -> None:
+        assert case.features()[axis] == value
+        assert _undisputed(case) == []
+
+    check()
+
+
+@pytest.mark.parametrize("filters", [
+    {"layout": "TND", "paged": True, "kv_dtype": "bfloat16"},
+    {"antiquant": "separate:4/4", "cache": "BnNBsD"},
+    {"full_quant": True, "post_quant_form": "per_channel", "sparse_mode": 4},
+    {"rope_d": "512", "cache": "NZ", "layout": "BSH_NBSD"},
+    {"prefix": True, "mask_oversized": True, "pse_batch": "B"},
+    {"q_padding": True, "kv_padding": True, "actual_q": "longer"},
+])
+def test_combined_filters_are_honoured(filters: dict) -> None:
+    @settings(max_examples=5, phases=[Phase.generate])
+    @given(cases(**filters))
+    def check(case: Case) -> None:
+        feats = case.features()
+        assert {k: feats[k] for k in filters} == filters
+        assert _undisputed(case) == []
+
+    check()
+
+
+@pytest.mark.parametrize(("filters", "word"), [
+    ({"colour": "red"}, "unknown filter colour"),
+    ({"layout": "XYZ"}, "layout='XYZ'"),
+    ({"paged": 1}, "paged=1"),
+    ({"full_quant": True, "paged": True}, "no legal case"),
+    ({"layout": "TND", "kv_list": True}, "no legal case"),
+    ({"rope_d": "512", "lse": True}, "no legal case"),
+])
+def test_bad_filters_are_named_at_build_time(filters: dict, word: str) -> None:
+    with pytest.raises(InvalidArgument, match=word.replace("(", r"\(")):
+        cases(**filters)
+
+
+def test_bad_profile_is_named() -> None:
+    with pytest.raises(InvalidArgument, match="profile='huge'"):
+        cases(profile="huge")
+
+
+def test_shrinks_toward_the_simplest_case() -> None:
+    """Minimal example: dense BNSD float16 MHA, no optional inputs, small sizes."""
+    case = find(cases(), lambda c: True, settings=settings(database=None, max_examples=50))
+    f = case.features()
+    assert (f["layout"], f["q_dtype"], f["gqa"], f["plain"]) == ("BNSD", "float16", "mha", True)
+    assert f["B"] == 1 and f["N"] == 1
+
+
+def test_shrunk_failure_names_only_what_matters() -> None:
+    """A predicate needing paged KV shrinks to a case whose other features are the simplest."""
+    case = find(cases(), lambda c: c.features()["paged"],
+                settings=settings(database=None, max_examples=500))
+    f = case.features()
+    assert f["paged"] and f["mask"] == "none" and not f["pse"] and not f["lse"]

@@ -1,0 +1,48 @@
+"""Meta-tests of `illegal_cases`: each draw breaks its rule and no other."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import InvalidArgument
+
+from fia_fuzz.spec import RULES, Case, validate
+from fia_fuzz.strategies import illegal_cases
+from fia_fuzz.strategies.illegal import BREAKERS, INEXPRESSIBLE
+
+COVERED = sorted(r for r in BREAKERS if r in RULES)
+
+
+@pytest.mark.parametrize("rule", COVERED)
+def test_breaker_violates_exactly_its_rule(rule: str) -> None:
+    @settings(max_examples=4, phases=[Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(illegal_cases(rule))
+    def check(case: Case) -> None:
+        assert [v.rule for v in validate(**case.specs())] == [rule]
+        assert Case.from_json(case.to_json()) == case
+
+    check()
+
+
+@settings(max_examples=10)
+@given(illegal_cases())
+def test_any_rule_draw_breaks_exactly_one_rule(case: Case) -> None:
+    assert len(validate(**case.specs())) == 1
+
+
+def test_unknown_rule_is_named() -> None:
+    with pytest.raises(InvalidArgument, match="no.such.rule"):
+        illegal_cases("no.such.rule")
+
+
+@pytest.mark.parametrize("rule", sorted(set(RULES) - set(BREAKERS)))
+def test_rules_without_breaker_are_named(rule: str) -> None:
+    with pytest.raises(InvalidArgument, match=rule.replace(".", r"\.")):
+        illegal_cases(rule)
+
+
+def test_inexpressible_rules_say_why() -> None:
+    for rule in INEXPRESSIBLE:
+        with pytest.raises(InvalidArgument, match="cannot be broken by a Case"):
+            illegal_cases(rule)
