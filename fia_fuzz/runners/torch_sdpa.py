@@ -101,7 +101,7 @@ class TorchSdpaRunner(_TorchComposition):
                 q, k, v, attn_mask=bias, scale=scale)
             return out[..., :dv], lse
         out = torch.nn.functional.scaled_dot_product_attention(
-            q, k, v, attn_mask=bias.to(q.dtype), scale=scale)
+            q, k, v, attn_mask=_in_dtype(bias, q), scale=scale)
         return out, _lse(q, k, bias, scale)
 
 
@@ -115,13 +115,19 @@ class TorchMathRunner(_TorchComposition):
 
         with sdpa_kernel([SDPBackend.MATH]):
             out = torch.nn.functional.scaled_dot_product_attention(
-                q, k, v, attn_mask=bias.to(q.dtype), scale=scale)
+                q, k, v, attn_mask=_in_dtype(bias, q), scale=scale)
         return out, _lse(q, k, bias, scale)
+
+
+def _in_dtype(bias: Any, q: Any) -> Any:
+    return None if bias is None else bias.to(q.dtype)
 
 
 def _lse(q: Any, k: Any, bias: Any, scale: float) -> Any:
     """logsumexp of the fp32 biased scores, for kernels that do not return it."""
     import torch
 
-    scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) * scale + bias
+    scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) * scale
+    if bias is not None:
+        scores = scores + bias
     return torch.logsumexp(scores, dim=-1)

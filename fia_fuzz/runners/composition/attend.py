@@ -26,7 +26,7 @@ from fia_fuzz.runners.torch_convert import to_numpy, to_torch
 from fia_fuzz.spec.call import CallView
 
 #: kernel(q, k, v, bias, scale) -> (out, lse): BNSD q (B,N,R,Dq), k (B,N,K,Dq),
-#: v (B,N,K,Dv), fp32 bias (B,N,R,K); lse (B,N,R) fp32.
+#: v (B,N,K,Dv), fp32 bias (B,N,R,K) or None; lse (B,N,R) fp32.
 Kernel = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float],
                   tuple[torch.Tensor, torch.Tensor]]
 
@@ -135,7 +135,12 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
         q = torch.zeros(b_count, n, r_max, dq, dtype=qdtype, device=device)
         k = torch.zeros(b_count, kv_n, k_cols, dq, dtype=qdtype, device=device)
         v = torch.zeros(b_count, kv_n, k_cols, dv, dtype=qdtype, device=device)
-        bias = torch.full((b_count, n, r_max, k_cols), float("-inf"), device=device)
+        # Without masks, pse, sink or ragged KV every bias entry would be 0: pass none.
+        needs_bias = (plan.user_mask is not None or plan.sparse_mode in (2, 3, 4)
+                      or plan.pse is not None or sink_t is not None
+                      or any(w.keys != k_max for w in wins if w.rows))
+        bias = (torch.full((b_count, n, r_max, k_cols), float("-inf"), device=device)
+                if needs_bias else None)
         for b, w in enumerate(wins):
             if not w.rows:
                 continue
@@ -148,11 +153,17 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
                     keys.append(kv.tokens("key_rope", b, w.kv_lo, w.kv_hi))
                 k[b, :, :w.keys] = torch.cat(keys, dim=-1)
                 v[b, :, :w.keys] = kv.tokens("value", b, w.kv_lo, w.kv_hi)
-                bias[b, :, :w.rows, :w.keys] = plan.bias(b, w).to(device)
+                if bias is not None:
+                    bias[b, :, :w.rows, :w.keys] = plan.bias(b, w).to(device)
             if sink_t is not None:
                 bias[b, :, :w.rows, k_max] = sink_t[:, None]
-        valid = (bias[..., :k_max] > float("-inf")).any(dim=-1)
-        bias = torch.where(valid.unsqueeze(-1), bias, torch.zeros((), device=device))
+        if bias is not None:
+            valid = (bias[..., :k_max] > float("-inf")).any(dim=-1)
+            bias = torch.where(valid.unsqueeze(-1), bias, torch.zeros((), device=device))
+        else:
+            rows = torch.tensor([w.rows if w.keys else 0 for w in wins], device=device)
+            valid = (torch.arange(r_max, device=device) < rows[:, None])[:, None].expand(
+                b_count, n, r_max)
         g = n // kv_n
         out, lse = kernel(q, k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1),
                           bias, float(view.attrs["scale"]))
