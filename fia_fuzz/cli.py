@@ -48,7 +48,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             shard=shard, shards=shards, negative=args.negative,
             case_timeout_s=parse_duration(args.case_timeout),
             memory_limit=parse_size(args.memory_limit) if args.memory_limit else None,
-            shrink=not args.no_shrink)
+            shrink=not args.no_shrink, metamorphic=args.metamorphic)
     except ValueError as exc:
         raise SystemExit(f"campaign: {exc}") from None
     s = run_campaign(cfg, started=started)
@@ -206,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--memory-limit", help="address-space cap per worker, e.g. 32G")
     c.add_argument("--no-shrink", action="store_true",
                    help="skip shrinking failing cells to minimal cases")
+    c.add_argument("--metamorphic", action="store_true",
+                   help="also run each case's metamorphic partners on the same runner and "
+                        "record the relation outcomes (mm_* columns) next to the verdicts")
     c.set_defaults(fn=cmd_campaign)
 
     r = sub.add_parser("report", help="merge run directories into one HTML dashboard")

@@ -42,6 +42,9 @@ class CampaignConfig:
     shrink_seconds: float = 120.0
     #: Examples per Hypothesis round of the stream (see partition.py).
     round_size: int = 50
+    #: Also check every metamorphic relation of each case on the same runner (mm_* columns;
+    #: results only, so not part of the fingerprint).
+    metamorphic: bool = False
 
     def fingerprint(self) -> str:
         """Identity of the command: a rerun with the same one resumes the same run."""

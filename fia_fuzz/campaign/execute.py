@@ -13,16 +13,27 @@ import numpy as np
 
 from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.evaluate import base_row, evaluate, failure_kind
+from fia_fuzz.metamorphic import check_relations, summarise
 from fia_fuzz.runners.isolation import resolve_runner
 from fia_fuzz.spec import Case, validate
 
 
 def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
-                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The row of one case (plus `extra`); its bundle goes under `bundle_dir` if it fails."""
+                  extra: dict[str, Any] | None = None, metamorphic: bool = False
+                  ) -> dict[str, Any]:
+    """The row of one case (plus `extra`); its bundle goes under `bundle_dir` if it fails.
+
+    With `metamorphic`, the case's relations are checked on the same runner
+    (no golden needed, so also when the golden cannot compute the case) and
+    summarised into mm_* columns (`fia_fuzz.metamorphic.summarise`).
+    """
     case = Case.from_json(case_json)
+    runner = resolve_runner(ref)
     outputs: dict[str, np.ndarray] = {}
-    row = evaluate(case, resolve_runner(ref), outputs=outputs)
+    row = evaluate(case, runner, outputs=outputs)
+    if metamorphic and row.get("outcome") != "error":
+        source = (outputs["attention_out"], outputs["softmax_lse"]) if outputs else None
+        row.update(summarise(check_relations(case, runner, source_outputs=source)))
     row.update(extra or {})
     if bundle_dir is not None and failure_kind(row):
         row["bundle"] = str(write_bundle(bundle_dir, case, row, outputs or None))

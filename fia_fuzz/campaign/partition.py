@@ -141,7 +141,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
         res = st.worker.call(negative_task, st.ref, case.to_json(), timeout=timeout)
     else:
         res = st.worker.call(evaluate_task, st.ref, case.to_json(), bundle_dir, tags,
-                             timeout=timeout)
+                             cfg.metamorphic, timeout=timeout)
     if res.outcome == "timeout" and budget_cut:
         return None  # not a finished case: the budget ran out under it
     if res.ok:
