@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import pyarrow.parquet as pq
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hseed
 
@@ -34,7 +36,8 @@ from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import base_row, failure_kind, repro_command
 from fia_fuzz.campaign.execute import evaluate_task, negative_task
-from fia_fuzz.reports import ResultWriter, read_results
+from fia_fuzz.reports import ResultWriter
+from fia_fuzz.reports.dataset import read_journal, result_files
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
 from fia_fuzz.spec import Case
 from fia_fuzz.strategies import cases, illegal_cases
@@ -90,6 +93,7 @@ class PartitionState:
     ref: tuple[str, str]
     meta: dict[str, Any]
     done: set[str]
+    prior: pd.DataFrame
     seen: set[str] = field(default_factory=set)
     positions: int = 0
     evaluated: int = 0
@@ -166,13 +170,29 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
     return row
 
 
+def recorded(out: Path) -> pd.DataFrame:
+    """case_id, run_id and origin of every row already in OUT (only those columns: a
+    directory that holds many nights stays cheap to resume)."""
+    cols = ["case_id", "run_id", "origin"]
+    frames = []
+    for f in result_files([out]):
+        if f.suffix == ".parquet":
+            have = set(pq.read_schema(f).names)
+            frames.append(pd.read_parquet(f, columns=[c for c in cols if c in have]))
+        else:
+            df = read_journal(f)
+            frames.append(df[[c for c in cols if c in df]])
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(frames, ignore_index=True).reindex(columns=cols)
+
+
 def replay_corpus(st: PartitionState) -> None:
     """Re-run the failure corpus of earlier runs in OUT first: did last night's failures stay?"""
-    prior = read_results(st.cfg.out)
-    replayed: set[str] = set()
-    if not prior.empty and "origin" in prior:
-        mine = prior[(prior["run_id"] == st.job.run_id) & (prior["origin"] == "replay")]
-        replayed = set(mine["case_id"])
+    prior = st.prior
+    mine = prior[(prior["run_id"] == st.job.run_id) & (prior["origin"] == "replay")]
+    replayed = set(mine["case_id"])
     corpus = [c for c, m in bundle_cases(st.cfg.out)
               if m.get("run_id") != st.job.run_id and c.case_id not in replayed
               and st.job.owns(c.case_id)]
@@ -303,13 +323,11 @@ def explore(st: PartitionState) -> None:
 
 def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
     """Run one partition to the end; returns its counts. Never raises for a case's fate."""
-    import pyarrow.parquet  # noqa: F401  (imported now, not in the last seconds of the budget)
-
     from fia_fuzz.campaign.shrink import shrink_failures
 
     cfg = job.cfg
-    prior = read_results(cfg.out)
-    done = set(prior["case_id"]) if not prior.empty else set()
+    prior = recorded(Path(cfg.out))
+    done = set(prior["case_id"])
     ref = runner_ref(cfg.runner)
     worker = IsolatedWorker(device=job.device, memory_limit=cfg.memory_limit,
                             preload=("fia_fuzz.campaign.execute", ref[1]))
@@ -318,7 +336,7 @@ def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
                            timeout=min(cfg.case_timeout_s, left or cfg.case_timeout_s))
     meta = {f"meta_{k}": v for k, v in (meta_res.value or {}).items()}
     st = PartitionState(job=job, report=report, writer=ResultWriter(cfg.out, job.stem),
-                        worker=worker, ref=ref, meta=meta, done=done)
+                        worker=worker, ref=ref, meta=meta, done=done, prior=prior)
     shrunk: list[dict[str, Any]] = []
     try:
         if not cfg.negative:

@@ -99,7 +99,7 @@ def main() -> None:
     for rid in RULES:
         if rid in best:
             bi, name, rate = best[rid]
-            print(f"    {rid!r}: ({BASES[bi]!r}, {name!r}),  # {rate:.0%}")
+            print(f"    {rid!r}:  # {rate:.0%}\n        ({BASES[bi]!r},\n         {name!r}),")
     print("}")
 
 

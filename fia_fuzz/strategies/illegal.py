@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import RULES, Case, TensorSpec, validate
+from fia_fuzz.strategies.breaker_table import BREAKER_TABLE
 from fia_fuzz.strategies.cases import cases
-
-Change = dict[str, Any]
-DELETE = object()
+from fia_fuzz.strategies.choices import HypothesisChooser
+from fia_fuzz.strategies.mutations import DELETE, MUTATIONS, Change, apply
 
 
 @dataclass(frozen=True)
@@ -253,9 +253,19 @@ BREAKERS: dict[str, Breaker] = {
 }
 
 
-def apply(case: Case, change: Change) -> Case:
-    params = {k: v for k, v in {**case.params, **change}.items() if v is not DELETE}
-    return Case(params=params, fills=case.fills, seed=case.seed)
+def _searched(mutation: str) -> Callable[[st.DrawFn, Case], Change]:
+    """A breaker from the searched table: replay the named mutation with Hypothesis draws."""
+    def change(draw: st.DrawFn, case: Case) -> Change:
+        out = MUTATIONS[mutation](HypothesisChooser(draw, {}), case)
+        if out is None:
+            reject()
+        return out
+    return change
+
+
+for _rid, (_base, _mutation) in BREAKER_TABLE.items():
+    if _rid not in BREAKERS:
+        BREAKERS[_rid] = Breaker(_searched(_mutation), _base)
 
 
 def illegal_cases(rule: str | None = None) -> st.SearchStrategy[Case]:

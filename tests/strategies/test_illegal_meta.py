@@ -15,8 +15,10 @@ COVERED = sorted(r for r in BREAKERS if r in RULES)
 
 @pytest.mark.parametrize("rule", COVERED)
 def test_breaker_violates_exactly_its_rule(rule: str) -> None:
+    # searched breakers land on their rule alone in a share of draws (see breaker_table);
+    # the rest are discarded, so filtering is expected, but a rule that never lands fails
     @settings(max_examples=4, phases=[Phase.generate],
-              suppress_health_check=[HealthCheck.too_slow])
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(illegal_cases(rule))
     def check(case: Case) -> None:
         assert [v.rule for v in validate(**case.specs())] == [rule]
@@ -25,7 +27,7 @@ def test_breaker_violates_exactly_its_rule(rule: str) -> None:
     check()
 
 
-@settings(max_examples=10)
+@settings(max_examples=10, suppress_health_check=[HealthCheck.filter_too_much])
 @given(illegal_cases())
 def test_any_rule_draw_breaks_exactly_one_rule(case: Case) -> None:
     assert len(validate(**case.specs())) == 1
