@@ -20,6 +20,7 @@ in OUT), explore, then shrink each failing feature cell (`shrink.py`).
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -329,8 +330,9 @@ def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
     prior = recorded(Path(cfg.out))
     done = set(prior["case_id"])
     ref = runner_ref(cfg.runner)
+    threads = max(1, (os.cpu_count() or 1) // cfg.workers) if cfg.workers > 1 else None
     worker = IsolatedWorker(device=job.device, memory_limit=cfg.memory_limit,
-                            preload=("fia_fuzz.campaign.execute", ref[1]))
+                            preload=("fia_fuzz.campaign.execute", ref[1]), threads=threads)
     left = None if job.hard_end is None else max(0.5, job.hard_end - time.time())
     meta_res = worker.call(runner_query, ref, "metadata", None,
                            timeout=min(cfg.case_timeout_s, left or cfg.case_timeout_s))

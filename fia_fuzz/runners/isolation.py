@@ -28,6 +28,8 @@ from fia_fuzz.spec import Case
 
 #: Environment variables that make one accelerator the only visible one (index 0).
 DEVICE_ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+#: Thread-pool sizes of the math libraries, read once when they load.
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: The physical device index a worker is bound to, for runners that want to log it.
 DEVICE_INDEX_ENV = "FIA_DEVICE_INDEX"
 OUTCOMES = ("ok", "error", "crashed", "timeout")
@@ -124,8 +126,9 @@ class IsolatedWorker:
 
     def __init__(self, device: int | None = None, memory_limit: int | None = None,
                  preload: tuple[str, ...] = (), start_method: str = "spawn",
-                 startup_timeout: float = 600.0):
+                 startup_timeout: float = 600.0, threads: int | None = None):
         self.device = device
+        self.threads = threads
         self.memory_limit = memory_limit
         self.preload = preload
         self.startup_timeout = startup_timeout
@@ -143,7 +146,17 @@ class IsolatedWorker:
         self._proc = self._ctx.Process(target=_serve, daemon=True,
                                        args=(child, self.device, self.memory_limit, self.preload),
                                        name=f"fia-worker-dev{self.device}")
-        self._proc.start()
+        saved = {k: os.environ.get(k) for k in THREAD_ENV}
+        if self.threads:  # K workers on one host share its cores instead of each taking all
+            os.environ.update({k: str(self.threads) for k in THREAD_ENV})
+        try:
+            self._proc.start()  # spawn: the child's libraries read these variables
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         child.close()
         self._conn = parent
         if self._conn.poll(self.startup_timeout):

@@ -77,3 +77,7 @@ class FaultyDouble(GoldenRunner):
         if fault is not None:
             fault()
         return super().run(call)
+
+
+def thread_env() -> str | None:
+    return os.environ.get("OMP_NUM_THREADS")

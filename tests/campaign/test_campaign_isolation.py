@@ -33,3 +33,8 @@ def test_isolated_runner_raises_instead_of_dying() -> None:
         assert runner.available() == (True, "")
     finally:
         runner.close()
+
+
+def test_a_worker_can_be_given_its_share_of_the_cores() -> None:
+    with IsolatedWorker(threads=3) as w:
+        assert w.call(doubles.thread_env, timeout=60).value == "3"

@@ -140,3 +140,34 @@ def test_shrunk_failure_names_only_what_matters() -> None:
                 settings=settings(database=None, max_examples=500))
     f = case.features()
     assert f["paged"] and f["mask"] == "none" and not f["pse"] and not f["lse"]
+
+
+@pytest.mark.slow
+def test_five_thousand_hypothesis_draws_are_legal_and_reach_every_value() -> None:
+    """Issue 4's bar, through Hypothesis itself (what `fia-fuzz coverage --cases 5000` prints)."""
+    seen: dict[str, set] = defaultdict(set)
+    bad: list[str] = []
+
+    @settings(max_examples=5000, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(cases())
+    def draw(case: Case) -> None:
+        if _undisputed(case):
+            bad.append(case.to_json())
+        for axis, value in case.features().items():
+            seen[axis].add(repr(value))
+
+    draw()
+    assert bad == []
+    missing = {a: [v for v in vals if repr(v) not in seen[a]] for a, vals in AXES.items()}
+    assert {a: v for a, v in missing.items() if v} == {}
+
+
+def test_coverage_command_prints_every_axis_and_the_rate(capsys) -> None:
+    from fia_fuzz.cli import main
+
+    main(["coverage", "--cases", "40", "--filter", "layout=BSH"])
+    text = capsys.readouterr().out
+    for axis in AXES:
+        assert f"{axis} |" in text
+    assert "cases/s" in text and "validate: 40 cases" in text and "all legal" in text
