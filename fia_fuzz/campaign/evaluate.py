@@ -51,7 +51,8 @@ def judge_outputs(case: Case, actual: tuple[np.ndarray, np.ndarray], truth: Any,
                   baseline: Any) -> dict[str, Any]:
     """Metrics and verdicts of a device output against the golden, plus the error ratio."""
     out_spec, _ = output_specs(case.view())
-    row = judge(actual, truth, baseline, out_spec.dtype, lse=bool(case.attr("softmax_lse_flag")))
+    row = judge(actual, truth, baseline, out_spec.dtype, lse=bool(case.attr("softmax_lse_flag")),
+                features=case.features())
     row["error_ratio"] = error_ratio(row)
     return row
 

@@ -150,7 +150,13 @@ def test_strategy_cases_bnsd_relation_and_precisions(case):
     close(lse, ref_lse)
     dev, _ = npu_fused_infer_attention_score(**call)
     assert dev.dtype == np.asarray(call["query"]).dtype
-    # P cast and output rounding: each within one rounding of the dtype, scaled by max |v|
+    # P cast and output rounding: each within one rounding of the dtype, scaled by max |v|;
+    # plus the fp32 rounding of the logits, which outlier fills make large (|q|.|k| ~ 1e4)
     tol = 2.0 ** -7 if dev.dtype != np.float16 else 2.0 ** -10
     vmax = float(np.abs(np.asarray(call["value"]).astype(np.float64)).max())
-    np.testing.assert_allclose(dev.astype(np.float64), out, rtol=2 * tol, atol=2 * tol * vmax)
+    qa = np.abs(bnsd["query"].astype(np.float64))
+    ka = np.repeat(np.abs(bnsd["key"].astype(np.float64)), view.G, axis=1)
+    dots = np.matmul(qa, ka.swapaxes(-1, -2))
+    logit_err = 2.0 ** -22 * abs(float(view.attrs["scale"])) * float(dots.max(initial=0.0))
+    atol = 2 * tol * vmax + 4 * logit_err * vmax
+    np.testing.assert_allclose(dev.astype(np.float64), out, rtol=2 * tol, atol=atol)
