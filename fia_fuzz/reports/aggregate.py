@@ -6,8 +6,10 @@ what the page shows can be tested on DataFrames without parsing HTML.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -236,3 +238,86 @@ def by_runner(df: pd.DataFrame) -> Iterable[tuple[str, pd.DataFrame]]:
     if len(names) > 1:
         for name in names:
             yield name, df[df["runner"].astype(str) == name]
+
+
+RELATION_COLUMNS = ["relation", "cases", "pass", "fail", "error", "unsupported",
+                    "worst_ratio", "worst_case", "worst_variant", "worst_detail",
+                    "worst_repro", "marked"]
+
+
+def has_relations(df: pd.DataFrame) -> bool:
+    """Whether `df` comes from a `--metamorphic` campaign (it carries mm_* columns)."""
+    return any(str(c).startswith("mm_") for c in df.columns)
+
+
+def _relation_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Every relation row of every case (from mm_rows), with the case's repro command."""
+    if "mm_rows" not in df:
+        return []
+    out = []
+    for _, r in df.iterrows():
+        raw = r.get("mm_rows")
+        if not isinstance(raw, str) or not raw:
+            continue
+        try:
+            rows = json.loads(raw)
+        except ValueError:
+            continue
+        for row in rows:
+            out.append({**row, "case_id": row.get("case_id", r.get("case_id")),
+                        "_repro": r.get("repro", "")})
+    return out
+
+
+def _ratio(row: dict[str, Any]) -> float:
+    """Measured difference over its allowance (inf when nothing is allowed but it moved)."""
+    try:
+        diff, allowed = float(row["out_max_abs_diff"]), float(row["out_allowed"])
+    except (KeyError, TypeError, ValueError):
+        return float("nan")
+    ratio = diff / allowed if allowed else (0.0 if diff == 0 else float("inf"))
+    return ratio if ratio == ratio else float("inf")
+
+
+def relation_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per metamorphic relation: cases checked, outcome counts, worst difference vs its
+    allowance, and the worst failing case with its repro command.
+
+    A case counts once per relation, as summarise() judges a case: fail if any
+    partner failed, else error, else pass if any was judged, else unsupported;
+    not_applicable rows are not checks. A relation is marked when any case
+    failed or errored; the worst failing partner is the one furthest over its
+    allowance (a failure with nothing measured, e.g. outputs that could not be
+    put in one frame, ranks above any measured one).
+    """
+    rows = [r for r in _relation_rows(df) if r.get("outcome") != "not_applicable"]
+    if not rows:
+        return pd.DataFrame(columns=RELATION_COLUMNS)
+    out = []
+    for name in sorted({str(r.get("relation")) for r in rows}):
+        mine = [r for r in rows if str(r.get("relation")) == name]
+        per_case: dict[str, set[str]] = {}
+        for r in mine:
+            per_case.setdefault(str(r.get("case_id")), set()).add(str(r.get("outcome")))
+        counts = {k: 0 for k in ("pass", "fail", "error", "unsupported")}
+        for seen in per_case.values():
+            key = next((k for k in ("fail", "error", "pass") if k in seen), "unsupported")
+            counts[key] += 1
+        ratios = [_ratio(r) for r in mine if r.get("outcome") in ("pass", "fail")]
+        ratios = [x for x in ratios if x == x]
+        failing = [r for r in mine if r.get("outcome") in ("fail", "error")]
+        worst: dict[str, Any] = {}
+        if failing:
+            worst = max(failing, key=lambda r: (r.get("outcome") == "fail",
+                                                 _ratio(r) if _ratio(r) == _ratio(r)
+                                                 else float("inf")))
+        out.append({"relation": name, "cases": len(per_case), **counts,
+                    "worst_ratio": max(ratios) if ratios else np.nan,
+                    "worst_case": worst.get("case_id", ""),
+                    "worst_variant": worst.get("variant", ""),
+                    "worst_detail": str(worst.get("detail", "")),
+                    "worst_repro": worst.get("_repro", "") or "",
+                    "marked": bool(failing)})
+    t = pd.DataFrame(out, columns=RELATION_COLUMNS)
+    return t.sort_values(["marked", "worst_ratio"], ascending=False, kind="stable",
+                         na_position="last").reset_index(drop=True)

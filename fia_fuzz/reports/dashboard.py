@@ -5,7 +5,8 @@ the file opens offline with no server. The numbers come from `aggregate`;
 this module only lays them out: headline pass rates per policy, pass-rate
 heatmaps per feature cell (each with a policy selector), error ECDFs per
 output dtype, a trend over runs, the worst cases with their repro command,
-and the runs that raised. With several runners there is one tab per runner.
+the runs that raised, and (for a `--metamorphic` campaign) the metamorphic
+relations. With several runners there is one tab per runner.
 """
 
 from __future__ import annotations
@@ -245,6 +246,34 @@ def problems_table(df: pd.DataFrame) -> str:
             f"<th>error</th><th>repro</th></tr>{rows}</table>")
 
 
+def relations_table(df: pd.DataFrame, table_id: str) -> str:
+    """Metamorphic relations as an HTML table, failing ones first (`agg.relation_table`)."""
+    t = agg.relation_table(df)
+    if t.empty:
+        return "<p>No metamorphic relation was checked.</p>"
+    head = ("<tr><th>relation</th><th>cases</th><th>pass</th><th>fail</th><th>error</th>"
+            "<th>unsupported</th><th>worst diff / allowance</th><th>worst failing case</th>"
+            "<th>why</th><th>repro</th></tr>")
+    rows = []
+    for _, r in t.iterrows():
+        cls = "fail" if r["marked"] else ("pass" if r["cases"] > r["unsupported"] else "")
+        case = (f"<code>{html.escape(str(r['worst_case']))}</code><br>"
+                f"{html.escape(str(r['worst_variant']))}" if r["worst_case"] else "-")
+        counts = "".join(f"<td>{int(r[k])}</td>"
+                         for k in ("cases", "pass", "fail", "error", "unsupported"))
+        rows.append(
+            f"<tr class='{cls}' data-relation='{html.escape(str(r['relation']))}'>"
+            f"<td><b>{html.escape(str(r['relation']))}</b></td>{counts}"
+            f"<td>{_num(r['worst_ratio'])}</td><td>{case}</td>"
+            f"<td>{html.escape(str(r['worst_detail'])[:300])}</td>"
+            f"<td><code>{html.escape(str(r['worst_repro']))}</code></td></tr>")
+    note = ("<p class='note'>Each relation runs a case and an equivalent rearranged call on "
+            "the same runner; a case counts once per relation (fail if any partner failed). "
+            "worst diff / allowance is the largest measured attention_out difference over the "
+            "relation's tolerance among judged partners (above 1 fails).</p>")
+    return f"{note}<table id='{table_id}' class='relations'>{head}" + "".join(rows) + "</table>"
+
+
 def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
     parts = [_cards(df, policy)]
     out = agg.outcomes(df)
@@ -275,6 +304,9 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
         parts.append("<h2>Trend over runs</h2>" + _fig_html(tr, f"{key}-trend"))
     parts.append(f"<h2>Worst cases (top {worst_n}, {html.escape(policy)})</h2>")
     parts.append(worst_table(df, policy, worst_n, "worst" if key == "t0" else f"worst-{key}"))
+    if agg.has_relations(df):
+        parts.append("<h2>Metamorphic relations</h2>" + relations_table(
+            df, "relations" if key == "t0" else f"relations-{key}"))
     parts.append("<h2>Runner errors, crashes, timeouts</h2>" + problems_table(df))
     return "\n".join(parts)
 
