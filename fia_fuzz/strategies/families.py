@@ -161,6 +161,13 @@ PLAIN_IMPLIED: dict[str, Any] = {
 }
 
 
+def _optional_lengths(dr: Draft, feature: str, arg: str, full: int, lo: int = 0) -> None:
+    """Draw `arg` (actual_seq_lengths or _kv) in any accepted form; set it unless absent."""
+    values = lengths(dr, feature, [full] * dr.b, LENGTH_FORMS, lo)
+    if values is not None:
+        dr.set(arg, values)
+
+
 # ---- dense -------------------------------------------------------------------------------
 def dense(dr: Draft) -> None:
     """Float attention with every optional input the float path documents.
@@ -359,12 +366,8 @@ def _antiquant_decode(dr: Draft) -> None:
     else:
         dr.s2 = ch.int(1, s2max)
         _qkv_contiguous(dr, dr.d // 8 if dr.kv_dtype == "int32" else None)
-        kv = lengths(dr, "actual_kv", [dr.s2] * dr.b, LENGTH_FORMS)
-        if kv is not None:
-            dr.set("actual_seq_lengths_kv", kv)
-    q = lengths(dr, "actual_q", [1] * dr.b, LENGTH_FORMS)
-    if q is not None:
-        dr.set("actual_seq_lengths", q)
+        _optional_lengths(dr, "actual_kv", "actual_seq_lengths_kv", dr.s2)
+    _optional_lengths(dr, "actual_q", "actual_seq_lengths", 1)
     offset = ch.pick("kv_quant_sym", ("sym", "asym")) == "asym"
     kind, modes = form.split(":")
     if kind == "combined":
@@ -396,12 +399,8 @@ def _antiquant_prefill(dr: Draft) -> None:
     s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
     dr.s2 = ch.int(1, s2_cap(dr, 1, s2_hi, dr.s1))
     _qkv_contiguous(dr)
-    kv = lengths(dr, "actual_kv", [dr.s2] * dr.b, LENGTH_FORMS)
-    if kv is not None:
-        dr.set("actual_seq_lengths_kv", kv)
-    q = lengths(dr, "actual_q", [dr.s1] * dr.b, LENGTH_FORMS)
-    if q is not None:
-        dr.set("actual_seq_lengths", q)
+    _optional_lengths(dr, "actual_kv", "actual_seq_lengths_kv", dr.s2)
+    _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1)
     offset = ch.pick("kv_quant_sym", ("sym", "asym")) == "asym"
     if sep:
         quant.separate_prefill(dr, int(form[-1]), offset)
@@ -434,12 +433,8 @@ def full_quant(dr: Draft) -> None:
     else:
         quant.post_quant(dr, ("none",))
     lo_len = 1 if dr.int8_out else 0
-    kv = lengths(dr, "actual_kv", [dr.s2] * dr.b, LENGTH_FORMS, lo_len)
-    if kv is not None:
-        dr.set("actual_seq_lengths_kv", kv)
-    q = lengths(dr, "actual_q", [dr.s1] * dr.b, LENGTH_FORMS, lo_len)
-    if q is not None:
-        dr.set("actual_seq_lengths", q)
+    _optional_lengths(dr, "actual_kv", "actual_seq_lengths_kv", dr.s2, lo_len)
+    _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1, lo_len)
     masks.prefill_sparse(dr, (0, 1, 2, 4) if dr.int8_offset else (0, 1, 2, 3, 4))
     masks.pse(dr)
     _common_tail(dr, (1, 0, 2, 3))
