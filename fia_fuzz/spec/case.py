@@ -2,8 +2,9 @@
 
 A Case is what strategies draw, campaigns record, bundles store and users
 paste into bug reports. It holds the canonical keyword arguments with
-TensorSpecs in place of tensors (so `validate(**case.params)` works as is),
-a fill recipe per tensor and a seed. `call()` materialises it
+TensorSpecs in place of tensors (so `validate(**case.specs())` works as is),
+a fill recipe per tensor (for a value argument: an optional dtype to pass it
+in) and a seed. `call()` materialises it
 deterministically; `case_id` is a hash of its canonical JSON, stable across
 machines and runs.
 """
@@ -20,12 +21,15 @@ import numpy as np
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
 from fia_fuzz.spec.values import default_fill, materialise
 
 #: dtype of the value-carrying arguments when passed as tensors (torch_npu schema).
 VALUE_TENSOR_DTYPES = {"block_table": np.int32, "query_padding_size": np.int64,
                        "kv_padding_size": np.int64}
+#: A fills entry {"dtype": ...} for a value argument passes it as an array of that dtype
+#: instead (the wrong-dtype calls of dtype.block_table / dtype.int64_values).
+VALUE_DTYPE_KEY = "dtype"
 SCHEMA_VERSION = 1
 
 
@@ -99,8 +103,21 @@ class Case:
 
     # ---- use ----------------------------------------------------------------
     def specs(self) -> dict[str, Any]:
-        """The canonical kwargs with TensorSpecs, ready for `validate(**case.specs())`."""
-        return dict(self.params)
+        """The canonical kwargs with TensorSpecs, ready for `validate(**case.specs())`.
+
+        A value argument with a dtype override (fills[name]["dtype"]) is the small
+        int array it will be passed as, so validate sees its dtype.
+        """
+        out = dict(self.params)
+        for name in VALUE_ARGS:
+            dt = self.value_dtype(name)
+            if dt is not None and out.get(name) is not None:
+                out[name] = np.asarray(out[name], dtype=NUMPY_DTYPES[dt])
+        return out
+
+    def value_dtype(self, name: str) -> str | None:
+        """The dtype override of a value argument (None: the op's own form)."""
+        return self.fills.get(name, {}).get(VALUE_DTYPE_KEY) if name in VALUE_ARGS else None
 
     def fill(self, name: str) -> dict[str, Any]:
         spec = self.params[name]
@@ -119,6 +136,8 @@ class Case:
                                  for i, s in enumerate(value)]
                 else:
                     out[name] = materialise(value, self.fill(name), self.seed, name)
+            elif self.value_dtype(name) is not None:
+                out[name] = np.asarray(value, dtype=NUMPY_DTYPES[self.value_dtype(name)])
             elif name in VALUE_TENSOR_DTYPES:
                 out[name] = np.asarray(value, dtype=VALUE_TENSOR_DTYPES[name])
             elif name in VALUE_ARGS:

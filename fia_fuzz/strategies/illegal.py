@@ -31,12 +31,6 @@ INEXPRESSIBLE = {
                             "others); call validate(**kwargs) directly to test this rule",
     "args.type": "a Case holds TensorSpecs and int lists only; pass a non-tensor object to "
                  "validate directly to test this rule",
-    "dtype.block_table": "a Case holds block_table as int lists, materialised as int32 "
-                         "(case.VALUE_TENSOR_DTYPES); pass an int64 array to validate "
-                         "directly to test this rule",
-    "dtype.int64_values": "a Case holds lengths and padding sizes as int lists (Case.call "
-                          "passes int lists or int64 arrays); pass an int32 array to "
-                          "validate directly to test this rule",
 }
 
 #: Rules whose breaking cases cannot be sent to a backend as a call (unknown dtype,
