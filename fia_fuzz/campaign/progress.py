@@ -40,7 +40,8 @@ class Progress:
         v = self.verdicts
         bad = {k: n for k, n in self.outcomes.items() if k not in ("ok",)}
         parts = [f"{self.cases} cases" + (f"/{self.max_cases}" if self.max_cases else ""),
-                 f"pass {v['pass']} warn {v['warn']} fail {v['fail']}"]
+                 f"pass {v['pass']} warn {v['warn']} fail {v['fail']}"
+                 + (f" inconclusive {v['inconclusive']}" if v["inconclusive"] else "")]
         if bad:
             parts.append(" ".join(f"{k} {n}" for k, n in sorted(bad.items())))
         parts.append(f"{rate:.0f}/min")

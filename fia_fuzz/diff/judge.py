@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.diff.metrics import FLOAT_FORMAT, compare
+from fia_fuzz.diff.metrics import FLOAT_FORMAT, INT_RANGE, compare, invalid_rows, lsb_conditioning
 from fia_fuzz.diff.policies import (
     DEFAULT_POLICY,
     POLICIES,
@@ -21,7 +21,7 @@ from fia_fuzz.diff.policies import (
 
 #: Baseline metrics kept next to the device's so a reader can re-judge ratio policies.
 BASE_KEYS = ("max_abs", "mean_abs", "mere", "mare", "mere_normal", "mare_normal", "rmse",
-             "small_err_share", "ulp_max", "lsb_max")
+             "small_err_share", "ulp_max", "lsb_max", "lsb_inconclusive")
 
 
 def lse_tolerance_dtype(out_dtype: str, features: Mapping[str, Any]) -> str:
@@ -50,6 +50,10 @@ def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.nda
     paged and split-KV variants). softmax_lse is judged with the tolerances of
     `lse_tolerance_dtype`, and flash-attention allows it an absolute error of
     that dtype's unit roundoff on top of the 2x rule (`lse_abs_floor`).
+    Invalid rows are the golden's (`invalid_rows`: all-zero output rows,
+    +inf in the golden lse when the call returns it). An int8 output's misses
+    explained by float conditioning (`lsb_conditioning`, against the
+    same-dtype baseline) make its verdict "inconclusive" rather than "fail".
     Columns: `<t>_verdict_<policy>` per tensor,
     `verdict_<policy>` the worse of the two, `reason_<policy>` why it is not a
     pass, `baseline_verdict_<policy>` what the same-dtype baseline itself
@@ -65,9 +69,16 @@ def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.nda
     reasons: dict[str, list[tuple[str, str, str]]] = {name: [] for name in POLICIES}
     calibration: dict[str, list[str]] = {name: [] for name in POLICIES}
     functional = []
+    dead = {"out": invalid_rows(truth[0], truth[1] if lse else None, feats.get("out_layout"),
+                                feats.get("N")),
+            "lse": np.asarray(truth[1]) == np.inf}
     for prefix, i, dtype, tol in parts:
-        m = compare(actual[i], truth[i], dtype, tol)
-        b = compare(baseline[i], truth[i], dtype, tol) if baseline is not None else None
+        m = compare(actual[i], truth[i], dtype, tol, dead[prefix])
+        b = compare(baseline[i], truth[i], dtype, tol, dead[prefix]) \
+            if baseline is not None else None
+        if dtype in INT_RANGE and b is not None:
+            m.update(lsb_conditioning(actual[i], baseline[i], truth[i], dtype))
+            b.update(lsb_conditioning(baseline[i], baseline[i], truth[i], dtype))
         if prefix == "lse":
             # an absolute lse error is a relative error of the softmax weights: the op
             # dtype's unit roundoff is what its outputs can resolve anyway

@@ -15,8 +15,12 @@ import numpy as np
 import pandas as pd
 
 from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
+from fia_fuzz.diff.policies import SEVERITY
 
-VERDICTS = ("pass", "warn", "fail")
+VERDICTS = ("pass", "inconclusive", "warn", "fail")
+#: Verdicts that decide a case; "inconclusive" ones (the fp64 truth cannot decide: float
+#: conditioning, diff/policies.py) stay out of every pass rate and are counted apart.
+DECISIVE = ("pass", "warn", "fail")
 PROBLEM_OUTCOMES = ("error", "crashed", "timeout")
 WORST_N = 20
 
@@ -83,9 +87,16 @@ def judged(df: pd.DataFrame, policy: str = DEFAULT_POLICY) -> pd.DataFrame:
     return df[df[col].isin(VERDICTS)] if col in df else df.iloc[0:0]
 
 
+def pass_rate(counts: pd.Series | dict[str, int]) -> float:
+    """Passes over decisive verdicts (inconclusive ones excluded); NaN when none."""
+    decisive = sum(int(counts.get(v, 0)) for v in DECISIVE)
+    return counts.get("pass", 0) / decisive if decisive else np.nan
+
+
 def headline(df: pd.DataFrame) -> pd.DataFrame:
-    """Per policy: judged cases, pass/warn/fail counts, the pass rate, and the pass
-    rate the same-dtype baseline itself gets under that policy (its calibration)."""
+    """Per policy: judged cases, counts per verdict, the pass rate over decisive
+    verdicts, and the pass rate the same-dtype baseline itself gets under that
+    policy (its calibration, likewise over its decisive verdicts)."""
     rows = []
     for name in POLICIES:
         j = judged(df, name)
@@ -95,8 +106,8 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
         base = j[base_col].dropna() if base_col in j else pd.Series(dtype=object)
         rows.append({"policy": name, "default": name == DEFAULT_POLICY, "judged": n,
                      **{v: int(counts.get(v, 0)) for v in VERDICTS},
-                     "pass_rate": counts.get("pass", 0) / n if n else np.nan,
-                     "baseline_pass_rate": base.eq("pass").mean() if len(base) else np.nan})
+                     "pass_rate": pass_rate(counts),
+                     "baseline_pass_rate": pass_rate(base.value_counts())})
     return pd.DataFrame(rows)
 
 
@@ -114,9 +125,10 @@ def outcomes(df: pd.DataFrame) -> pd.Series:
 
 def cell_table(df: pd.DataFrame, rows: str, cols: str, policy: str = DEFAULT_POLICY
                ) -> pd.DataFrame:
-    """Long form per (rows, cols) cell: n, pass/warn/fail, pass rate, worst case, marked.
+    """Long form per (rows, cols) cell: n, counts per verdict, pass rate, worst case, marked.
 
-    A cell is marked when anything in it is not a pass.
+    A cell is marked when anything in it warns or fails; the pass rate leaves
+    inconclusive cases out (NaN for a cell of inconclusive cases only).
     """
     j = judged(prepare(df) if rows not in df or cols not in df else df, policy)
     columns = [rows, cols, "n", *VERDICTS, "pass_rate", "worst_case", "marked"]
@@ -127,11 +139,10 @@ def cell_table(df: pd.DataFrame, rows: str, cols: str, policy: str = DEFAULT_POL
     out = []
     for (r, c), cell in ranked.groupby(["_r", "_c"], sort=True):
         counts = cell[verdict_col(policy)].value_counts()
-        n = len(cell)
-        rate = counts.get("pass", 0) / n
-        out.append({rows: r, cols: c, "n": n, **{v: int(counts.get(v, 0)) for v in VERDICTS},
-                    "pass_rate": rate, "worst_case": cell.iloc[0].get("case_id", ""),
-                    "marked": bool(rate < 1.0)})
+        out.append({rows: r, cols: c, "n": len(cell),
+                    **{v: int(counts.get(v, 0)) for v in VERDICTS},
+                    "pass_rate": pass_rate(counts), "worst_case": cell.iloc[0].get("case_id", ""),
+                    "marked": bool(counts.get("warn", 0) + counts.get("fail", 0))})
     return pd.DataFrame(out, columns=columns)
 
 
@@ -158,7 +169,7 @@ def severity(df: pd.DataFrame, policy: str = DEFAULT_POLICY) -> pd.DataFrame:
     same-dtype baseline's (`out_fa_ratio`), so fp16 and bf16 rank alike; the
     lse ratio counts when it is worse.
     """
-    rank = df[verdict_col(policy)].map({"pass": 0, "warn": 1, "fail": 2}).fillna(-1)
+    rank = df[verdict_col(policy)].map(SEVERITY).fillna(-1)
     functional = (df["functional"].fillna("").astype(str) != "") if "functional" in df else False
     score = pd.Series(0.0, index=df.index)
     for col in ("out_fa_ratio", "lse_fa_ratio"):
@@ -171,7 +182,7 @@ def severity(df: pd.DataFrame, policy: str = DEFAULT_POLICY) -> pd.DataFrame:
 
 
 def rank_worst(df: pd.DataFrame, policy: str = DEFAULT_POLICY) -> pd.DataFrame:
-    """Judged rows, worst first (fail before warn before pass, functional first)."""
+    """Judged rows, worst first (fail, warn, inconclusive, pass; functional first)."""
     if df.empty:
         return df
     keys = severity(df, policy)

@@ -3,7 +3,8 @@
 One <testsuite> per runner, one <testcase> per result row: a policy `fail`
 is a <failure> (message = the reason, body = metrics and the repro
 command), a runner error/crash/timeout an <error>, an unsupported case
-<skipped>; a `warn` passes with the reason in <system-out>.
+<skipped>; a `warn` passes with the reason in <system-out>; an
+`inconclusive` verdict (the fp64 truth cannot decide) is <skipped> with its reason.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from fia_fuzz.reports import aggregate as agg
 
 DETAIL_KEYS = ("out_dtype", "out_max_abs", "out_worst_index", "out_worst_actual",
                "out_worst_golden", "out_mere", "out_mare", "out_rmse", "out_cosine",
-               "out_fa_ratio", "out_ulp_max", "out_lsb_max", "lse_max_abs", "lse_fa_ratio",
-               "functional")
+               "out_fa_ratio", "out_ulp_max", "out_lsb_max", "out_lsb_max_decisive",
+               "lse_max_abs", "lse_fa_ratio", "functional")
 
 
 def _classname(r: pd.Series) -> str:
@@ -57,6 +58,10 @@ def write_junit(df: pd.DataFrame, path: str | Path, policy: str = DEFAULT_POLICY
             elif outcome == "unsupported" or verdict not in agg.VERDICTS:
                 counts["skipped"] += 1
                 ET.SubElement(tc, "skipped", message=str(r.get("error", "not judged"))[:500])
+            elif verdict == "inconclusive":
+                counts["skipped"] += 1
+                ET.SubElement(tc, "skipped",
+                              message=f"inconclusive: {r.get(f'reason_{policy}', '')}"[:500])
             elif verdict == "fail":
                 counts["failures"] += 1
                 f = ET.SubElement(tc, "failure", message=str(r.get(f"reason_{policy}", "")),

@@ -94,8 +94,14 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype
     elif dist == "const":
         x = np.full(raw.shape, float(fill.get("value", scale)))
     elif dist == "large":
-        limit = _FINFO_MAX[dtype] * float(fill.get("fraction", 0.5))
-        x = (uniform01(raw) * 2.0 - 1.0) * min(scale, limit)
+        magnitude = min(scale, _FINFO_MAX[dtype] * float(fill.get("fraction", 0.5)))
+        sign = fill.get("sign")
+        if sign is None:
+            x = (uniform01(raw) * 2.0 - 1.0) * magnitude
+        else:
+            # one sign for the whole tensor, magnitudes in [1/2, 1) x magnitude (52 exact bits)
+            upper = ((raw >> np.uint64(12)) + np.uint64(1 << 52)).astype(np.float64)
+            x = upper * (2.0 ** -53) * (magnitude if float(sign) > 0 else -magnitude)
     elif dist == "outlier":
         x = normalish(raw).reshape(shape)
         if x.ndim and x.shape[-1]:

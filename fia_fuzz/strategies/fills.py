@@ -1,7 +1,8 @@
 """Value distributions of query/key/value, drawn per tensor (recipes of spec/values.py).
 
 Normal and uniform at several scales, magnitudes near the dtype limit that
-keep the exact result finite, constant rows, one outlier per row, and
+keep the exact result finite and well-conditioned (`_large`), constant rows,
+one outlier per row, and
 all-negative logits (query >= 0, key <= 0). Nearly fully masked rows are a
 mask fill (masks.py).
 """
@@ -26,6 +27,16 @@ def _large(dtype: str, name: str, dr: Draft) -> dict[str, Any]:
     most S2 terms, so value may sit at 0.9 x max / S2 in bf16 (whose max is
     the fp32 max) and at 0.9 x max in fp16. Query/key magnitudes multiply, so
     in bf16 they stay at 2^40, where q.k still fits fp32.
+
+    A large value is one sign throughout (drawn per case; `sign` in the
+    recipe, which value_shared_prefix and every tensor-list entry copy), with
+    magnitudes in [1/2, 1) of the bound. With mixed signs an output element is
+    a difference of terms of ~1e36 that can cancel to near 0: the exact
+    result is then ill-conditioned (a relative error of 2^-24 in one term is
+    larger than the result), so device, same-dtype golden and fp64 truth
+    disagree in sign and an int8 post-quant lands at the other saturation
+    end. Same-sign terms give a convex combination whose relative condition
+    number is 1, still within [1/2, 1) of the limit.
     """
     top = FINFO_MAX[dtype]
     if dtype == "float16":
@@ -34,7 +45,10 @@ def _large(dtype: str, name: str, dr: Draft) -> dict[str, Any]:
         frac = 0.9 / max(1, dr.s2_total)
     else:
         frac = 2.0 ** 40 / top
-    return {"dist": "large", "scale": top, "fraction": frac}
+    recipe: dict[str, Any] = {"dist": "large", "scale": top, "fraction": frac}
+    if name == "value":
+        recipe["sign"] = dr.ch.one((1, -1))
+    return recipe
 
 
 def _float(dr: Draft, name: str, dist: str, dtype: str) -> dict[str, Any]:

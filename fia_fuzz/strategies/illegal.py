@@ -12,27 +12,18 @@ naming the rule.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import RULES, Case, TensorSpec, validate
+from fia_fuzz.strategies.breaker import Breaker
 from fia_fuzz.strategies.breaker_table import BREAKER_TABLE
-from fia_fuzz.strategies.cases import cases
+from fia_fuzz.strategies.breakers_features import FEATURE_BREAKERS
+from fia_fuzz.strategies.breakers_kv import KV_BREAKERS
 from fia_fuzz.strategies.choices import HypothesisChooser
 from fia_fuzz.strategies.mutations import DELETE, MUTATIONS, Change, apply
-
-
-@dataclass(frozen=True)
-class Breaker:
-    """How to break one rule: base filters, then a change drawn from the base case."""
-
-    change: Callable[[st.DrawFn, Case], Change]
-    base: dict[str, Any] = field(default_factory=dict)
-
 
 #: Rules that a Case (JSON-serialisable TensorSpecs and int lists) cannot violate.
 INEXPRESSIBLE = {
@@ -40,14 +31,21 @@ INEXPRESSIBLE = {
                             "others); call validate(**kwargs) directly to test this rule",
     "args.type": "a Case holds TensorSpecs and int lists only; pass a non-tensor object to "
                  "validate directly to test this rule",
+    "dtype.block_table": "a Case holds block_table as int lists, materialised as int32 "
+                         "(case.VALUE_TENSOR_DTYPES); pass an int64 array to validate "
+                         "directly to test this rule",
+    "dtype.int64_values": "a Case holds lengths and padding sizes as int lists (Case.call "
+                          "passes int lists or int64 arrays); pass an int32 array to "
+                          "validate directly to test this rule",
 }
 
 #: Rules whose breaking cases cannot be sent to a backend as a call (unknown dtype,
 #: negative or host-sized shapes, non-integer lengths that int() would silently repair,
-#: a missing positional tensor); illegal_cases() without a rule leaves them out,
-#: illegal_cases(rule) still draws them for validate-level tests.
+#: a missing positional tensor, host-sized S above 20M or T above 1M tokens);
+#: illegal_cases() without a rule leaves them out, illegal_cases(rule) still draws them
+#: for validate-level tests.
 NOT_MATERIALISABLE = {"args.dtype_known", "args.shape_sane", "args.memory",
-                      "args.values_integral", "args.required"}
+                      "args.values_integral", "args.required", "dims.s_max", "tnd.t_max"}
 
 PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
 
@@ -253,6 +251,10 @@ BREAKERS: dict[str, Breaker] = {
 }
 
 
+BREAKERS.update(KV_BREAKERS)
+BREAKERS.update(FEATURE_BREAKERS)
+
+
 def _searched(mutation: str) -> Callable[[st.DrawFn, Case], Change]:
     """A breaker from the searched table: replay the named mutation with Hypothesis draws."""
     def change(draw: st.DrawFn, case: Case) -> Change:
@@ -279,7 +281,7 @@ def illegal_cases(rule: str | None = None) -> st.SearchStrategy[Case]:
                               f"fia_fuzz.strategies.illegal.BREAKERS")
     ids = [rule] if rule else sorted(r for r in BREAKERS
                                      if r in RULES and r not in NOT_MATERIALISABLE)
-    bases = {r: cases(**BREAKERS[r].base) for r in ids}
+    bases = {r: BREAKERS[r].cases() for r in ids}
 
     @st.composite
     def broken(draw: st.DrawFn) -> Case:

@@ -4,7 +4,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from fia_fuzz.diff.metrics import compare, fa_noise_floor, ulp
+from fia_fuzz.diff.metrics import compare, fa_noise_floor, invalid_rows, ulp
 
 
 def _golden(shape=(2, 3, 4, 16), seed=0) -> np.ndarray:
@@ -85,11 +85,52 @@ def test_invalid_rows_compared_exactly() -> None:
     assert compare(finite.astype(np.float32), lse, "float32")["invalid_mismatch"] == 1
 
 
+def test_exact_zero_elements_of_valid_rows_are_not_invalid() -> None:
+    """A one-hot softmax onto a 0 value element: a legit exact 0, judged by tolerance."""
+    g = _golden()
+    g[1, 2, 0, 9] = 0.0
+    a = g.copy()
+    a[1, 2, 0, 9] = 1e-9
+    m = compare(a, g, "float16")
+    assert m["invalid_count"] == 0 and m["invalid_mismatch"] == 0
+    assert m["max_abs"] == pytest.approx(1e-9)
+
+
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH", "NBSD", "TND", "NTD"])
+def test_invalid_rows_follow_the_golden_lse(layout: str) -> None:
+    """Rows are the golden's: all-zero output row and +inf lse (B,N,S1,1 / T,N,1)."""
+    b, n, s1, d = 2, 3, 4, 5
+    out = np.random.default_rng(2).standard_normal((b, n, s1, d)) + 5.0
+    lse = np.full((b, n, s1, 1), 1.5)
+    out[1, 2, 3] = 0.0
+    lse[1, 2, 3] = np.inf  # a dead row
+    out[0, 1, 2] = 0.0  # an all-zero row the golden computed (finite lse): valid
+    if layout in ("TND", "NTD"):
+        out, lse = out[0].transpose(1, 0, 2), lse[0].transpose(1, 0, 2)  # T=S1 rows
+        out[3, 2], lse[3, 2] = 0.0, np.inf
+        want, legit = (3, 2), (2, 1)
+        if layout == "NTD":
+            out = out.transpose(1, 0, 2)
+            want, legit = (2, 3), (1, 2)
+    else:
+        perm = {"BNSD": (0, 1, 2, 3), "BSND": (0, 2, 1, 3), "BSH": (0, 2, 1, 3),
+                "NBSD": (1, 0, 2, 3)}[layout]
+        out = out.transpose(perm)
+        want = tuple(np.array((1, 2, 3))[list(perm[:3])])
+        legit = tuple(np.array((0, 1, 2))[list(perm[:3])])
+    rows = out.reshape(b, s1, n * d) if layout == "BSH" else out
+    mask = invalid_rows(rows, lse, layout, n).reshape(out.shape)
+    assert mask[want].all() and mask.sum() == d, layout
+    assert not mask[legit].any()
+    no_lse = invalid_rows(rows, None, layout, n).reshape(out.shape)
+    assert no_lse[want].all() and no_lse[legit].all() and no_lse.sum() == 2 * d
+
+
 def test_int8_lsb_error() -> None:
     g = np.array([3.4, -2.5, 130.2, 0.2])  # 130.2 saturates to 127 on the device
     m = compare(np.array([3, -3, 127, 0], np.int8), g, "int8")
     assert m["lsb_max"] == pytest.approx(0.5) and m["lsb_share_gt1"] == 0.0
-    assert m["invalid_count"] == 0  # int8 zeros come from rounding, not invalid rows
+    assert m["invalid_count"] == 0  # a lone int8 zero comes from rounding: not an invalid row
     m = compare(np.array([5, -3, 127, 0], np.int8), g, "int8")
     assert m["lsb_max"] == pytest.approx(1.6) and m["lsb_share_gt1"] == 0.25
 

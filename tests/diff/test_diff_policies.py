@@ -35,14 +35,14 @@ def test_every_documented_policy_is_registered() -> None:
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
 def test_nan_and_invalid_rows_fail_under_every_policy(name: str) -> None:
-    t = _truth()
-    t[:16] = 0.0  # an invalid row
+    t = _truth().reshape(256, 16)
+    t[0] = 0.0  # an invalid row (a whole last-axis row of zeros)
     base = _cast(t, "float16")
     nan = base.copy()
-    nan[100] = np.nan
+    nan[6, 4] = np.nan
     assert _verdict(name, nan, t, "float16", base)[0] == "fail"
     leak = base.copy()
-    leak[3] = np.float16(1e-4)
+    leak[0, 3] = np.float16(1e-4)
     verdict, reason = _verdict(name, leak, t, "float16", base)
     assert verdict == "fail" and "invalid rows" in reason
 
@@ -130,6 +130,56 @@ def test_int8_outputs_are_judged_in_lsb() -> None:
     off_by_two = np.array([6, -3, 10, 0] * 8, np.int8)
     for name in POLICIES:
         assert _verdict(name, off_by_two, t, "int8", off_by_one)[0] == "fail", name
+
+
+def test_an_exact_zero_inside_a_valid_row_is_judged_by_tolerance() -> None:
+    """A one-hot softmax onto a value element that is 0 gives an exact 0 in a valid
+    row; an ulp there is precision, not an invalid-row failure."""
+    t_out, t_lse = _truth(256).reshape(1, 2, 8, 16), np.full((1, 2, 8, 1), 3.0)
+    t_out[0, 1, 5, 7] = 0.0
+    base = (_cast(t_out, "float16"), t_lse.astype(np.float32))
+    dev = base[0].copy()
+    dev[0, 1, 5, 7] = np.float16(2.0 ** -24)  # one fp16 subnormal ulp
+    for lse in (True, False):
+        row = judge((dev, base[1]), (t_out, t_lse), base, "float16", lse=lse)
+        assert row["out_invalid_mismatch"] == 0 and row["functional"] == "", lse
+        assert row["verdict_flash-attention"] == "pass", lse
+
+
+def test_int8_misses_shared_with_the_same_dtype_golden_are_inconclusive() -> None:
+    """A near-zero float output from cancelling ~1e36 terms flips sign in device
+    precision: truth saturates at 127, device and same-dtype golden at -128."""
+    t_out = np.array([[3.4, -2.5, 127.0, 0.2] * 4])  # 127: the clipped ideal
+    t_lse = np.zeros((1,))
+    flipped = np.array([[3, -2, -128, 0] * 4], np.int8)
+    correct = np.array([[3, -2, 127, 0] * 4], np.int8)
+    row = judge((flipped, t_lse), (t_out, t_lse), (flipped, t_lse), "int8", lse=False)
+    for name in POLICIES:
+        assert row[f"verdict_{name}"] == "inconclusive", name
+        assert "float conditioning" in row[f"reason_{name}"]
+    assert row["out_lsb_max"] == 255 and row["out_lsb_inconclusive"] == 4
+    assert row["baseline_verdict_flash-attention"] == "inconclusive"
+    # the same miss with a correct same-dtype golden is the kernel's: it fails
+    row = judge((flipped, t_lse), (t_out, t_lse), (correct, t_lse), "int8", lse=False)
+    assert row["verdict_flash-attention"] == "fail" and row["out_lsb_max_decisive"] == 255
+    # one unexplained element among explained ones still fails
+    worse = flipped.copy()
+    worse[0, 0] = 6
+    row = judge((worse, t_lse), (t_out, t_lse), (flipped, t_lse), "int8", lse=False)
+    assert row["verdict_flash-attention"] == "fail"
+    # a device 1 LSB beyond the golden's own miss is explained; 2 LSB beyond is not
+    t2 = np.array([[87.08] * 8])
+    base2 = np.full((1, 8), 86, np.int8)
+    for dev, want in ((85, "inconclusive"), (84, "fail"), (87, "pass")):
+        row = judge((np.full((1, 8), dev, np.int8), t_lse), (t2, t_lse), (base2, t_lse),
+                    "int8", lse=False)
+        assert row["verdict_flash-attention"] == want, dev
+
+
+def test_inconclusive_ranks_between_pass_and_warn() -> None:
+    from fia_fuzz.diff.policies import SEVERITY
+
+    assert SEVERITY["pass"] < SEVERITY["inconclusive"] < SEVERITY["warn"] < SEVERITY["fail"]
 
 
 def test_judge_row_records_every_policy_and_the_worse_tensor() -> None:

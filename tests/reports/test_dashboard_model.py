@@ -3,6 +3,7 @@ case first (issue 8 "Done when"); JUnit and the page carry the same facts."""
 
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pandas as pd
 import pytest
 from plotly.offline import get_plotlyjs
@@ -102,3 +103,28 @@ def test_cli_report_writes_html_and_junit(injected, tmp_path, capsys) -> None:
 def test_unknown_policy_is_named() -> None:
     with pytest.raises(ValueError, match="'nope'"):
         agg.verdict_col("nope")
+
+
+def test_inconclusive_cases_stay_out_of_pass_rates_and_are_counted(tmp_path) -> None:
+    """An inconclusive verdict (float conditioning the fp64 truth cannot decide) is
+    neither a pass nor a failure: rates are over decided cases, the count is shown."""
+    rows = [{"case_id": f"c{i}", "runner": "r", "outcome": "ok", "layout": "BSH",
+             "q_dtype": "float16", "verdict": v, **{f"verdict_{p}": v for p in POLICIES},
+             **{f"baseline_verdict_{p}": "pass" for p in POLICIES},
+             "reason_flash-attention": "out: float conditioning" if v == "inconclusive" else ""}
+            for i, v in enumerate(["pass", "pass", "pass", "fail", "inconclusive"])]
+    df = pd.DataFrame(rows)
+    h = agg.headline(df).set_index("policy").loc[DEFAULT_POLICY]
+    assert (h["judged"], h["inconclusive"], h["fail"]) == (5, 1, 1)
+    assert h["pass_rate"] == pytest.approx(0.75)
+    cell = agg.cell_table(df, "layout", "q_dtype").iloc[0]
+    assert cell["pass_rate"] == pytest.approx(0.75) and cell["inconclusive"] == 1
+    only = agg.cell_table(df[df["verdict"] == "inconclusive"], "layout", "q_dtype").iloc[0]
+    assert np.isnan(only["pass_rate"]) and not only["marked"]
+    assert list(agg.rank_worst(df)["case_id"][:2]) == ["c3", "c4"]
+    page = render(df, tmp_path / "d.html").read_text()
+    assert "1 inconclusive of 5 judged" in page and "pass of 4 decided" in page
+    root = ET.parse(write_junit(df, tmp_path / "j.xml")).getroot()
+    skipped = [tc.find("skipped") for tc in root.iter("testcase")]
+    assert [s.get("message") for s in skipped if s is not None] == [
+        "inconclusive: out: float conditioning"]

@@ -8,9 +8,13 @@ from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import RULES, Case, validate
 from fia_fuzz.strategies import illegal_cases
+from fia_fuzz.strategies.breakers_kv import gqa_nz_cases
 from fia_fuzz.strategies.illegal import BREAKERS, INEXPRESSIBLE
 
 COVERED = sorted(r for r in BREAKERS if r in RULES)
+#: Rules whose legal neighbourhood is still being added to the strategies (MLA full
+#: quant with an int8 query); drop an id here when its breaker lands.
+PENDING = {"mla.full_quant_nz"}
 
 
 @pytest.mark.parametrize("rule", COVERED)
@@ -27,10 +31,25 @@ def test_breaker_violates_exactly_its_rule(rule: str) -> None:
     check()
 
 
+def test_every_rule_has_a_breaker() -> None:
+    missing = sorted(set(RULES) - set(BREAKERS) - set(INEXPRESSIBLE) - PENDING)
+    assert not missing, f"rules without a breaker in fia_fuzz.strategies.illegal.BREAKERS " \
+                        f"(add one, or say in INEXPRESSIBLE why a Case cannot break it): {missing}"
+    stale = sorted(PENDING & set(BREAKERS))
+    assert not stale, f"rules in PENDING that now have a breaker, drop them: {stale}"
+
+
 @settings(max_examples=10, suppress_health_check=[HealthCheck.filter_too_much])
 @given(illegal_cases())
 def test_any_rule_draw_breaks_exactly_one_rule(case: Case) -> None:
     assert len(validate(**case.specs())) == 1
+
+
+@settings(max_examples=25)
+@given(gqa_nz_cases())
+def test_gqa_nz_base_is_legal(case: Case) -> None:
+    # the nz.* breakers start here; cases() draws NZ caches only under MLA
+    assert validate(**case.specs()) == []
 
 
 def test_unknown_rule_is_named() -> None:

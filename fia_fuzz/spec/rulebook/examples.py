@@ -342,6 +342,7 @@ NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
     # paged
     ("paged.kv_lengths_required", "paged_decode", {"actual_seq_lengths_kv": None}),
     ("paged.block_table_rank", "paged_decode", {"block_table": [0, 1, 2, 3]}),
+    ("paged.block_table_rank", "paged_decode", {"block_table": [[0, 1, 2, 3], [4, 5, 6, 7, -1]]}),
     ("paged.block_table_batch", "paged_decode", {"block_table": [[0, 1, 2, 3]] * 3}),
     ("paged.block_table_width", "paged_decode", {"block_table": [[0, 1, 2], [4, 5, 6]],
                                                  "actual_seq_lengths_kv": [40, 64]}),

@@ -27,7 +27,8 @@ def _bt_rank(c: CallView) -> str | None:
     t = c.value_specs.get("block_table")
     if t is not None and t.ndim != 2:
         return f"block_table.shape={list(t.shape)} is not 2-D"
-    if t is None and c.block_rows is None:
+    rows = c.block_rows
+    if t is None and (rows is None or len({len(r) for r in rows}) > 1):
         return "block_table is not a 2-D table (rows of equal length)"
     return None
 
