@@ -260,8 +260,7 @@ def case_features(case: Case) -> dict[str, Any]:
         "antiquant": _antiquant_form(p, case),
         "kv_quant_sym": _kv_quant_sym(p),
         "full_quant": q is not None and q.dtype == "int8",
-        "deq_dtype": p["dequant_scale1"].dtype if p.get("dequant_scale1") is not None
-        else "none",
+        "deq_dtype": _deq_dtype(p),
         "post_quant": p.get("quant_scale2") is not None,
         "post_quant_form": _post_quant_form(p.get("quant_scale2")),
         "post_quant_offset": p.get("quant_offset2") is not None,
@@ -385,8 +384,22 @@ def _act_zero(v: CallView) -> bool:
     return False
 
 
+def _mla_full_quant(p: dict[str, Any]) -> bool:
+    """int8 query with rope: key/value_antiquant_scale are full-quant scales, not antiquant."""
+    q = p.get("query")
+    return p.get("query_rope") is not None and q is not None and q.dtype == "int8"
+
+
+def _deq_dtype(p: dict[str, Any]) -> str:
+    for name in ("dequant_scale1", "dequant_scale_query"):
+        if p.get(name) is not None:
+            return p[name].dtype
+    return "none"
+
+
 def _kv_quant_sym(p: dict[str, Any]) -> str:
-    if p.get("key_antiquant_scale") is None and p.get("antiquant_scale") is None:
+    if _mla_full_quant(p) or (p.get("key_antiquant_scale") is None
+                              and p.get("antiquant_scale") is None):
         return "none"
     offset = p.get("key_antiquant_offset") if p.get("key_antiquant_scale") is not None \
         else p.get("antiquant_offset")
@@ -430,6 +443,8 @@ def _plain(case: Case, f: dict[str, Any]) -> bool:
 
 
 def _antiquant_form(p: dict[str, Any], case: Case) -> str:
+    if _mla_full_quant(p):
+        return "none"
     if p.get("key_antiquant_scale") is not None:
         return f"separate:{case.attr('key_antiquant_mode')}/{case.attr('value_antiquant_mode')}"
     if p.get("antiquant_scale") is not None:

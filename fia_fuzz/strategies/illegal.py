@@ -22,6 +22,7 @@ from fia_fuzz.strategies.breaker import Breaker
 from fia_fuzz.strategies.breaker_table import BREAKER_TABLE
 from fia_fuzz.strategies.breakers_features import FEATURE_BREAKERS
 from fia_fuzz.strategies.breakers_kv import KV_BREAKERS
+from fia_fuzz.strategies.breakers_mla_quant import MLA_QUANT_BREAKERS
 from fia_fuzz.strategies.choices import HypothesisChooser
 from fia_fuzz.strategies.mutations import DELETE, MUTATIONS, Change, apply
 
@@ -247,6 +248,7 @@ BREAKERS: dict[str, Breaker] = {
 
 BREAKERS.update(KV_BREAKERS)
 BREAKERS.update(FEATURE_BREAKERS)
+BREAKERS.update(MLA_QUANT_BREAKERS)
 
 
 def _searched(mutation: str) -> Callable[[st.DrawFn, Case], Change]:
