@@ -24,12 +24,13 @@ from fia_fuzz.strategies.case_edits import (
     head_dim,
     layout,
     q_layout,
+    repage,
     split_blocks,
     with_axis,
     with_dtype,
 )
 from fia_fuzz.strategies.draft import shape
-from fia_fuzz.strategies.mutations import Change
+from fia_fuzz.strategies.mutations import Change, apply
 
 NO_FULL_MASK = {"mask": "none", "pse": False}
 
@@ -99,15 +100,22 @@ def _cache_layout_query(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _bsh_kvn_d_max(draw: st.DrawFn, case: Case) -> Change:
-    """KV_N * D = 65536 (128 x 512 or 256 x 256) in a BnBsH cache; MHA so G stays 1."""
+    """KV_N * D = 65536 (128 x 512 or 256 x 256) in a BnBsH cache; MHA so G stays 1.
+
+    KV lengths are capped at one block and the table compacted to those blocks,
+    which keeps the 65536-wide cache small enough to materialise.
+    """
     kv_n, d = draw(st.sampled_from([(128, 512), (256, 256)]))
     q = case.params["query"]
     lay = q_layout(case)
-    out: Change = {"query": head_dim(with_axis(q, 1 if lay == "BNSD" else 2, kv_n)
+    kv = [min(a, _bs(case)) for a in case.params["actual_seq_lengths_kv"]]
+    short = apply(case, {"actual_seq_lengths_kv": kv})
+    out: Change = {**repage(short), "actual_seq_lengths_kv": kv,
+                   "query": head_dim(with_axis(q, 1 if lay == "BNSD" else 2, kv_n)
                                      if lay != "BSH" else q, lay, kv_n, d),
                    "num_heads": kv_n, "num_key_value_heads": kv_n}
     for n in ("key", "value"):
-        out[n] = with_axis(case.params[n], 2, kv_n * d)
+        out[n] = with_axis(out[n], 2, kv_n * d)
     return out
 
 
@@ -130,7 +138,9 @@ PAGED_BREAKERS: dict[str, Breaker] = {
     "paged.block_size_align": Breaker(_block_size_align, {**PAGED, "branch": "decode"}),
     "paged.block_size_prefill": Breaker(_block_size_prefill, {**PAGED, "branch": "prefill",
                                                               "q_dtype": "float16"}),
-    "paged.kv_dtype": Breaker(_paged_kv_dtype, {"paged": True, "antiquant": "separate:1/1"}),
+    "paged.kv_dtype": Breaker(_paged_kv_dtype, {"paged": True, "antiquant": "separate:1/1"},
+                              alt=({"paged": True, "antiquant": "separate:1/1",
+                                    "d_class": "129-256"},)),
     "paged.int8_query": Breaker(_int8_query, {**PAGED, "branch": "prefill", "pse": False,
                                               "q_dtype": "float16", "d_class": "64-128",
                                               "post_quant": False, "sink": False}),
@@ -141,7 +151,8 @@ PAGED_BREAKERS: dict[str, Breaker] = {
                                                               "rope": False,
                                                               "post_quant": False}),
     "paged.bsh_kvn_d_max": Breaker(_bsh_kvn_d_max, {**PAGED, "cache": "BnBsH", "sink": False,
-                                                    "post_quant": False, "pse": False,
+                                                    "post_quant": False, **NO_FULL_MASK,
+                                                    "block_edge": "min",
                                                     "antiquant": "none", "branch": "decode"}),
     "paged.mask_last_dim": Breaker(_mask_last_dim, {**PAGED, "mask": "bool", "sparse_mode": 0,
                                                     "branch": "prefill"}),

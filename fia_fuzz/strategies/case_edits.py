@@ -81,7 +81,10 @@ def _pa_scales(case: Case, blocks: int | None, bs: int) -> Change:
 
 
 def grow_blocks(case: Case, bs: int) -> Change:
-    """Block size `bs` (larger than the case's): the same table, larger blocks."""
+    """Block size `bs` (larger than the case's): the same table, larger blocks.
+
+    S2 (= table width * block size) grows, so only for cases without a full mask or pse.
+    """
     out: Change = {"block_size": bs}
     for name in CACHED:
         t = case.params.get(name)
@@ -108,3 +111,24 @@ def split_blocks(case: Case, k: int) -> Change:
             blocks = t.shape[0] * k
             out[name] = with_axis(with_axis(t, BLOCK_AXIS[len(t.shape)], bs // k), 0, blocks)
     return {**out, **_pa_scales(case, blocks, bs // k)}
+
+
+def repage(case: Case) -> Change:
+    """The fewest blocks the KV lengths need: block b..., one table row each, no spares.
+
+    Changes S2 (= table width * block size), so only for cases without a mask or pse.
+    """
+    bs = int(case.params["block_size"])
+    kv = case.view().act_kv
+    need = [max(1, -(-max(a, 0) // bs)) for a in kv]
+    width = max(need)
+    rows, at = [], 0
+    for k in need:
+        rows.append(list(range(at, at + k)) + [-1] * (width - k))
+        at += k
+    out: Change = {"block_table": rows}
+    for name in CACHED:
+        t = case.params.get(name)
+        if t is not None:
+            out[name] = with_axis(t, 0, at)
+    return {**out, **_pa_scales(case, at, bs)}
