@@ -41,3 +41,33 @@ def test_seed_changes_data() -> None:
     c = _case()
     other = Case(params=c.params, fills=c.fills, seed=c.seed + 1)
     assert not np.array_equal(c.call()["query"], other.call()["query"])
+
+
+def _paged_case(fills: dict) -> Case:
+    q = TensorSpec((2, 8, 1, 64), "float16")
+    cache = TensorSpec((8, 16, 128), "float16")
+    return Case(params={"query": q, "key": cache, "value": cache, "num_heads": 8,
+                        "num_key_value_heads": 2, "input_layout": "BNSD",
+                        "block_table": [[0, 1, 2, 3], [4, 5, 6, 7]], "block_size": 16,
+                        "actual_seq_lengths_kv": [40, 64]}, fills=fills)
+
+
+def test_value_arguments_take_the_schema_dtype_by_default() -> None:
+    case = _paged_case({})
+    assert validate(**case.specs()) == []
+    call = case.call()
+    assert call["block_table"].dtype == np.int32
+    assert call["actual_seq_lengths_kv"] == [40, 64]
+
+
+def test_value_dtype_override_reaches_validate_json_and_call() -> None:
+    # how a Case states dtype.block_table / dtype.int64_values violations
+    case = _paged_case({"block_table": {"dtype": "int64"},
+                        "actual_seq_lengths_kv": {"dtype": "int32"}})
+    assert sorted(v.rule for v in validate(**case.specs())) == ["dtype.block_table",
+                                                                "dtype.int64_values"]
+    assert Case.from_json(case.to_json()) == case
+    call = case.call()
+    assert call["block_table"].dtype == np.int64
+    assert call["actual_seq_lengths_kv"].dtype == np.int32
+    assert call["actual_seq_lengths_kv"].tolist() == [40, 64]

@@ -195,25 +195,20 @@ def dequantize_kv(key: np.ndarray, value: np.ndarray, params: tuple[KvQuantParam
 
 
 
-PER_TOKEN_MODES = (1, 3, 4, 5)
-
 
 def dequantise_call(key: np.ndarray, value: np.ndarray, call: dict[str, Any], *,
                     query_dtype: Any, prefill: bool, high_precision: bool, precision: str,
-                    kv_lengths: Any, prefix: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                    kv_lengths: Any) -> tuple[np.ndarray, np.ndarray]:
     """Float K/V (query dtype, or float64) from a call's integer BNSD K/V (§7).
 
     int4 KV (true int4 or int32 words, the last dim D/8) is unpacked first
     (golden/int4.py). A shared prefix prepended to the KV keeps the
-    per-channel/per-tensor/per-head params; with per-token params its
-    positions are undocumented and refused.
+    per-channel/per-tensor/per-head params; per-token params with a prefix
+    are illegal (`prefix.per_token_antiquant`).
     """
     params = select_params(call, prefill=prefill)
     if params is None:
         raise ValueError("integer key/value without antiquant scales")
-    if prefix and any(p.mode in PER_TOKEN_MODES for p in params):
-        raise NotImplementedError("golden: per-token antiquant with a shared prefix "
-                                  "(undocumented token positions)")
     return dequantize_kv(as_int8_values(key), as_int8_values(value), params,
                          query_dtype=query_dtype, high_precision=high_precision,
                          precision=precision, block_table=call.get("block_table"),

@@ -2,9 +2,9 @@
 
 The pipeline, one module per step: validate (spec) -> query to BNSD
 (layouts) -> KV sources to BNSD (kv: contiguous, tensor list, packed, paged,
-prefix) -> dequantisation hook (kv.dequantise) -> masks and pse (masks) ->
-attention (core) -> row-invalid policy -> output post-processing hook
-(`finish_output`) -> output layout (layouts).
+prefix) -> dequantisation hooks (kv.dequantise; mla_quant for MLA full
+quant) -> masks and pse (masks) -> attention (core) -> row-invalid policy ->
+output post-processing hook (`finish_output`) -> output layout (layouts).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from fia_fuzz.golden.kv import KV, dequantise, load_kv
 from fia_fuzz.golden.layouts import from_bnsd, pack, to_bnsd, unpack
 from fia_fuzz.golden.lengths import query_window
 from fia_fuzz.golden.masks import Masking, pse_bias
+from fia_fuzz.golden.mla_quant import P_DTYPE as MLA_P_DTYPE
+from fia_fuzz.golden.mla_quant import dequantise_mla
 from fia_fuzz.golden.quant import POST_QUANT_ORDERS, full_quant_of_call, post_quantise_call
 from fia_fuzz.spec import require_legal
 from fia_fuzz.spec.call import CallView
@@ -59,11 +61,6 @@ def npu_fused_infer_attention_score(query: Any, key: Any, value: Any, *,
         raise ValueError(f"post_quant_order={post_quant_order!r}, expected one of "
                          f"{POST_QUANT_ORDERS}")
     view = require_legal(query, key, value, **kwargs)
-    if view.need("query").dtype == "int8" and view.rope:
-        # [V4 MLA 全量化] documents the dtypes and dequant_scale_query, not how the int8
-        # key/value are scaled; golden/quant.py dequantize_query is ready for it.
-        raise NotImplementedError("golden: MLA full quantisation (int8 query with rope): "
-                                  "the key/value dequantisation is undocumented")
     call = {"query": query, "key": key, "value": value, **kwargs}
     return _compute(view, call, precision, row_invalid, post_quant_order)
 
@@ -76,9 +73,13 @@ def _compute(view: CallView, call: dict[str, Any], precision: str, row_invalid: 
     if query.size == 0:  # empty query: return at once [V4 约束说明 入参为空]
         return (np.zeros(out_spec.shape, _out_dtype(out_spec.dtype, precision)),
                 np.zeros(lse_spec.shape, work if precision == "fp64" else np.float32))
+    kv = dequantise(load_kv(view, call), view, call, precision)
+    p_dtype = view.need("query").dtype
+    if view.mla_full_quant:
+        call, kv = dequantise_mla(view, call, kv, precision)
+        p_dtype = MLA_P_DTYPE
     q = query_bnsd(view, call)
     q_len, q_off = query_window(view)
-    kv = dequantise(load_kv(view, call), view, call, precision)
     k = kv.key if kv.key_rope is None else np.concatenate([kv.key, kv.key_rope], axis=-1)
     s2b = kv.kv_len + kv.prefix
     masking = Masking(view, call, q_len, q_off, s2b, kv.kv_off)
@@ -89,7 +90,7 @@ def _compute(view: CallView, call: dict[str, Any], precision: str, row_invalid: 
 
     sink = call.get("learnable_sink")
     out, lse = attention(q, k, kv.value, scale=float(view.attrs["scale"]), precision=precision,
-                         p_dtype=NUMPY_DTYPES[view.need("query").dtype], mods=mods,
+                         p_dtype=NUMPY_DTYPES[p_dtype], mods=mods,
                          sink=None if sink is None else np.asarray(sink),
                          row_span=(q_off, q_off + q_len), col_span=(kv.kv_off, kv.kv_off + s2b),
                          matmuls=full_quant_of_call(call, precision))

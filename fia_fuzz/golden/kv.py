@@ -111,5 +111,5 @@ def dequantise(kv: KV, view: CallView, call: dict[str, Any], precision: str) -> 
                              pse=call.get("pse_shift") is not None)
     key, value = dequantise_call(kv.key, kv.value, call, query_dtype=query_dtype,
                                  prefill=not view.decode, high_precision=high,
-                                 precision=precision, kv_lengths=kv.kv_len, prefix=kv.prefix)
+                                 precision=precision, kv_lengths=kv.kv_len)
     return replace(kv, key=key, value=value)

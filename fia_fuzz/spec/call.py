@@ -418,9 +418,16 @@ class CallView:
         return self.paged and self.cache_layout == "NZ"
 
     @property
+    def mla_full_quant(self) -> bool:
+        """MLA D 512 with an int8 query: key/value_antiquant_scale are then the full-quant
+        per-tensor K/V dequant scales, not antiquant [TNPU v2 约束说明 query d=512 全量化]."""
+        return self.mla512 and self.need("query").dtype == "int8"
+
+    @property
     def separate_antiquant(self) -> bool:
-        return any(self.has(n) for n in ("key_antiquant_scale", "value_antiquant_scale",
-                                         "key_antiquant_offset", "value_antiquant_offset"))
+        return not self.mla_full_quant and any(
+            self.has(n) for n in ("key_antiquant_scale", "value_antiquant_scale",
+                                  "key_antiquant_offset", "value_antiquant_offset"))
 
     @property
     def combined_antiquant(self) -> bool:

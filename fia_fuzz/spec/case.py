@@ -2,8 +2,9 @@
 
 A Case is what strategies draw, campaigns record, bundles store and users
 paste into bug reports. It holds the canonical keyword arguments with
-TensorSpecs in place of tensors (so `validate(**case.params)` works as is),
-a fill recipe per tensor and a seed. `call()` materialises it
+TensorSpecs in place of tensors (so `validate(**case.specs())` works as is),
+a fill recipe per tensor (for a value argument: an optional dtype to pass it
+in) and a seed. `call()` materialises it
 deterministically; `case_id` is a hash of its canonical JSON, stable across
 machines and runs.
 """
@@ -20,12 +21,15 @@ import numpy as np
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
 from fia_fuzz.spec.values import default_fill, materialise
 
 #: dtype of the value-carrying arguments when passed as tensors (torch_npu schema).
 VALUE_TENSOR_DTYPES = {"block_table": np.int32, "query_padding_size": np.int64,
                        "kv_padding_size": np.int64}
+#: A fills entry {"dtype": ...} for a value argument passes it as an array of that dtype
+#: instead (the wrong-dtype calls of dtype.block_table / dtype.int64_values).
+VALUE_DTYPE_KEY = "dtype"
 SCHEMA_VERSION = 1
 
 
@@ -99,8 +103,21 @@ class Case:
 
     # ---- use ----------------------------------------------------------------
     def specs(self) -> dict[str, Any]:
-        """The canonical kwargs with TensorSpecs, ready for `validate(**case.specs())`."""
-        return dict(self.params)
+        """The canonical kwargs with TensorSpecs, ready for `validate(**case.specs())`.
+
+        A value argument with a dtype override (fills[name]["dtype"]) is the small
+        int array it will be passed as, so validate sees its dtype.
+        """
+        out = dict(self.params)
+        for name in VALUE_ARGS:
+            dt = self.value_dtype(name)
+            if dt is not None and out.get(name) is not None:
+                out[name] = np.asarray(out[name], dtype=NUMPY_DTYPES[dt])
+        return out
+
+    def value_dtype(self, name: str) -> str | None:
+        """The dtype override of a value argument (None: the op's own form)."""
+        return self.fills.get(name, {}).get(VALUE_DTYPE_KEY) if name in VALUE_ARGS else None
 
     def fill(self, name: str) -> dict[str, Any]:
         spec = self.params[name]
@@ -119,6 +136,8 @@ class Case:
                                  for i, s in enumerate(value)]
                 else:
                     out[name] = materialise(value, self.fill(name), self.seed, name)
+            elif self.value_dtype(name) is not None:
+                out[name] = np.asarray(value, dtype=NUMPY_DTYPES[self.value_dtype(name)])
             elif name in VALUE_TENSOR_DTYPES:
                 out[name] = np.asarray(value, dtype=VALUE_TENSOR_DTYPES[name])
             elif name in VALUE_ARGS:
@@ -241,8 +260,7 @@ def case_features(case: Case) -> dict[str, Any]:
         "antiquant": _antiquant_form(p, case),
         "kv_quant_sym": _kv_quant_sym(p),
         "full_quant": q is not None and q.dtype == "int8",
-        "deq_dtype": p["dequant_scale1"].dtype if p.get("dequant_scale1") is not None
-        else "none",
+        "deq_dtype": _deq_dtype(p),
         "post_quant": p.get("quant_scale2") is not None,
         "post_quant_form": _post_quant_form(p.get("quant_scale2")),
         "post_quant_offset": p.get("quant_offset2") is not None,
@@ -366,8 +384,22 @@ def _act_zero(v: CallView) -> bool:
     return False
 
 
+def _mla_full_quant(p: dict[str, Any]) -> bool:
+    """int8 query with rope: key/value_antiquant_scale are full-quant scales, not antiquant."""
+    q = p.get("query")
+    return p.get("query_rope") is not None and q is not None and q.dtype == "int8"
+
+
+def _deq_dtype(p: dict[str, Any]) -> str:
+    for name in ("dequant_scale1", "dequant_scale_query"):
+        if p.get(name) is not None:
+            return p[name].dtype
+    return "none"
+
+
 def _kv_quant_sym(p: dict[str, Any]) -> str:
-    if p.get("key_antiquant_scale") is None and p.get("antiquant_scale") is None:
+    if _mla_full_quant(p) or (p.get("key_antiquant_scale") is None
+                              and p.get("antiquant_scale") is None):
         return "none"
     offset = p.get("key_antiquant_offset") if p.get("key_antiquant_scale") is not None \
         else p.get("antiquant_offset")
@@ -411,6 +443,8 @@ def _plain(case: Case, f: dict[str, Any]) -> bool:
 
 
 def _antiquant_form(p: dict[str, Any], case: Case) -> str:
+    if _mla_full_quant(p):
+        return "none"
     if p.get("key_antiquant_scale") is not None:
         return f"separate:{case.attr('key_antiquant_mode')}/{case.attr('value_antiquant_mode')}"
     if p.get("antiquant_scale") is not None:

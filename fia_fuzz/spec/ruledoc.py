@@ -110,6 +110,22 @@ NOTES = """## Disagreements between the documents, and decisions
     branches. V4.
 28. **Mask batch dim.** Decode masks are documented with B only; prefill masks
     with B or 1. Masks larger than Q_S x KV_S are legal (extra entries ignored).
+29. **MLA full quantisation** (int8 query with rope, query D 512). V4 names
+    dequantScaleQuery/queryQuantMode 3 but not how the int8 key/value are
+    scaled. The torch_npu 2.13.0 v2 docs (source TNPU) complete it:
+    dequant_scale_query, dequant_scale_key and dequant_scale_value all
+    required, float32; key/value per-tensor; no K/V offsets, no quant_scale_out.
+    In the v1/aclnn names these are key_/value_antiquant_scale of shape (1,)
+    with modes 0, so mla.no_extras' "no antiquant" does not apply to them.
+    dequant_scale_query's shape is taken from npu_mla_prolog, which produces
+    it: (T, N, 1) for TND, (B*S1, N, 1) otherwise. TNPU also allows
+    block_size 16 for non-NZ caches; V4 says 128 only. V4.
+30. **Per-token antiquant with a shared prefix.** Per-token scales are
+    (1, B, S) / (B, KV_N, S) / (B, S) per batch, while the prefix is one batch-1
+    tensor shared by all batches; no document says which scale a prefix token
+    uses. Rejected (`prefix.per_token_antiquant`) rather than guessed, so
+    negative tests send it to the device and a device that accepts it shows
+    the gap; per-channel/per-tensor/per-head antiquant with a prefix is legal.
 
 ## Documented constraints without a rule
 
@@ -119,7 +135,6 @@ NOTES = """## Disagreements between the documents, and decisions
 - Constraints on tensor contents (mask lower-triangular, int8 mask values 0/1,
   block ids valid): `validate` is data-free; the vendor does not check block ids.
 - The v2 `*_dtype` overrides and `key_rope_antiquant_scale` ("当前版本不生效").
-- The shape of dequant_scale_query (per-token x per-head) is not documented.
 - Performance advice (pse KV_S 32 alignment, timeouts for very long S).
 - "Prefix S + KV S within the KV S limit" is folded into `dims.s_max`.
 - Per-channel post-quant "D not 32-byte aligned" is implied by

@@ -75,6 +75,8 @@ SEEDS: dict[str, str] = {
     "MS": "seeds/003_b2802b45e2f8b643.txt",
     "TA": "seeds/004_e282959448026c7b.txt",
     "SEM": "fia-semantics.md",
+    "TNPU": "torch_npu-2.13.0 wheel, torch_npu/_op_plugin_docs.py "
+            "(npu_fused_infer_attention_score_v2)",
 }
 
 

@@ -13,6 +13,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.spec.case import VALUE_DTYPE_KEY
 from fia_fuzz.spec.rulebook.dims import S_MAX
 from fia_fuzz.spec.rulebook.rope import MLA_HEADS, MLA_TND_HEADS
 from fia_fuzz.spec.rulebook.tnd import T_MAX
@@ -28,7 +29,7 @@ from fia_fuzz.strategies.case_edits import (
     with_axis,
     with_dtype,
 )
-from fia_fuzz.strategies.mutations import DELETE, Change
+from fia_fuzz.strategies.mutations import DELETE, FILLS, Change
 
 SEP_PARAMS = ("key_antiquant_scale", "value_antiquant_scale", "key_antiquant_offset",
               "value_antiquant_offset")
@@ -67,6 +68,21 @@ def _all_int8_decode(draw: st.DrawFn, case: Case) -> Change:
     if layout(case) == "BNSD_BSND":
         out["input_layout"] = "BNSD"
     return out
+
+
+VALUE_LISTS = ("actual_seq_lengths", "actual_seq_lengths_kv", "query_padding_size",
+               "kv_padding_size", "actual_shared_prefix_len")
+
+
+def _block_table_dtype(draw: st.DrawFn, case: Case) -> Change:
+    """block_table passed as an int64 array (the op takes int32) [Case.value_dtype]."""
+    return {FILLS: {"block_table": {VALUE_DTYPE_KEY: "int64"}}}
+
+
+def _int64_values(draw: st.DrawFn, case: Case) -> Change:
+    """One length or padding argument passed as an int32 array (the op takes int64)."""
+    name = draw(st.sampled_from([n for n in VALUE_LISTS if case.params.get(n) is not None]))
+    return {FILLS: {name: {VALUE_DTYPE_KEY: "int32"}}}
 
 
 # ---- layouts -----------------------------------------------------------------------------
@@ -283,6 +299,9 @@ FEATURE_BREAKERS: dict[str, Breaker] = {
     "dtype.int8_query_kv": Breaker(_int8_query_kv, {"full_quant": True}),
     "dtype.all_int8_decode": Breaker(_all_int8_decode, {"full_quant": True, "mask": "none",
                                                         "pse": False, "actual_q": "absent"}),
+    "dtype.block_table": Breaker(_block_table_dtype, {"paged": True}),
+    "dtype.int64_values": Breaker(_int64_values, {"actual_kv": "per_batch"},
+                                  alt=({"q_padding": True}, {"prefix_len": "given"})),
     "layout.bnsd_bsnd_prefill": Breaker(_bnsd_bsnd, {"plain": True, "layout": "BNSD",
                                                      "branch": "decode"}),
     "layout.nbsd_seq": Breaker(_nbsd_seq, {"layout": "BSND_NBSD"},

@@ -71,14 +71,15 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
                "plain": (False,), "sparse_mode": (0, 3), "sink": (False,), "band": ("default",),
                "empty": ("none", "kv"),
                "cache": ("none", "BnBsH", "BnNBsD"), "deq_dtype": ("none",)},
-    "mla": {"q_dtype": FLOAT, "rope": (True,), "rope_d": ("512",), "paged": (True,),
-            "antiquant": ("none",), "full_quant": (False,), "post_quant": (False,),
+    "mla": {"q_dtype": FLOAT + ("int8",), "kv_dtype": FLOAT + ("int8",), "rope": (True,),
+            "rope_d": ("512",), "paged": (True,), "kv_quant_sym": ("none",),
+            "antiquant": ("none",), "full_quant": (False, True), "post_quant": (False,),
             "pse": (False,), "prefix": (False,), "kv_list": (False,), "lse": (False,),
             "q_padding": (False,), "kv_padding": (False,), "sink": (False,),
             "plain": (False,), "sparse_mode": (0, 3, 4), "empty": ("none",),
             "layout": ("BNSD", "BSND", "BSH", "TND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD",
-                       "TND_NTD"), "deq_dtype": ("none",), "dv": ("equal",),
-            "q_seq": ("1", "2-16")},
+                       "TND_NTD"), "deq_dtype": ("none", "float32"), "dv": ("equal",),
+            "q_seq": ("1", "2-16"), "cache": ("BnBsH", "BnNBsD", "NZ")},
 }
 
 
@@ -523,15 +524,24 @@ def _non_decreasing(lens: list[int]) -> list[int]:
 
 
 # ---- MLA, query D 512 --------------------------------------------------------------------
-MLA_HEADS = (1, 2, 4, 8, 16, 32, 64)
+MLA_HEADS = (1, 2, 4, 8, 16, 32, 64, 128)
+MLA_TND_HEADS = (32, 64, 128)
+#: MLA full quant: int8 q/k/v in 5-D NZ caches, bf16 rope; not BNSD with NZ, not TND
+#: [TNPU v2 query d=512 全量化; V4 §TND (不支持...全量化)].
+MLA_FULL_QUANT_LAYOUTS = ("BSH", "BSND", "BSND_NBSD", "BSH_NBSD")
 
 
 def mla(dr: Draft) -> None:
-    """Query D 512 + rope 64, KV_N 1, paged KV in BnBsH/BnNBsD/NZ [V4 §MLA]."""
+    """Query D 512 + rope 64, KV_N 1, paged KV in BnBsH/BnNBsD/NZ [V4 §MLA]; with an int8
+    query, full quant: int8 NZ caches, bf16 rope and dequant scales [TNPU v2 全量化]."""
     ch = dr.ch
-    dr.q_dtype = ch.pick("q_dtype", FLOAT)
+    fq_ok = ch.allows("cache", "NZ") and ch.pins.get("layout", "BSH") in MLA_FULL_QUANT_LAYOUTS
+    q_opts = (() if ch.pinned("full_quant", True) else FLOAT) + (("int8",) if fq_ok else ())
+    dr.q_dtype = ch.pick("q_dtype", q_opts)
     dr.kv_dtype = ch.pick("kv_dtype", (dr.q_dtype,))
-    _layout(dr, FAMILY_SCOPE["mla"]["layout"])
+    full_quant = dr.q_dtype == "int8"
+    rope_dtype = "bfloat16" if full_quant else dr.q_dtype
+    _layout(dr, MLA_FULL_QUANT_LAYOUTS if full_quant else FAMILY_SCOPE["mla"]["layout"])
     tnd = dr.q_layout == "TND"
     nbsd = dr.out_layout == "NBSD"
     cls, lo, hi = _q_class(dr, ("2-16",) if nbsd else ("1", "2-16"))
@@ -539,7 +549,7 @@ def mla(dr: Draft) -> None:
     ch.pick("branch", ("decode",) if dr.decode else ("prefill",))
     dr.d = dr.dv = 512
     per_head = 576 * lo
-    n_opts = tuple(n for n in ((32, 64) if tnd else MLA_HEADS)
+    n_opts = tuple(n for n in (MLA_TND_HEADS if tnd else MLA_HEADS)
                    if n * per_head <= dr.prof.max_elements // 2) or (32 if tnd else 1,)
     heads(dr, max(n_opts), n_opts, kv_fixed=1)
     dr.b = ch.int(1, batch_cap(dr, lo, 1, dr.prof.max_batch))
@@ -553,7 +563,7 @@ def mla(dr: Draft) -> None:
         t_q = sum(q_lens)
         dr.set("actual_seq_lengths", _cumulative(q_lens))
         dr.set("query", spec(packed_shape("TND", t_q, dr.n, 512), dr.q_dtype))
-        dr.set("query_rope", spec(packed_shape("TND", t_q, dr.n, 64), dr.q_dtype))
+        dr.set("query_rope", spec(packed_shape("TND", t_q, dr.n, 64), rope_dtype))
         kv: list[int] = kv_lens
     else:
         ch.pick("actual_q", ("absent",))
@@ -562,14 +572,21 @@ def mla(dr: Draft) -> None:
         kv = kv_opt
         kv_lens = effective(kv, dr.b, [])
         dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, 512), dr.q_dtype))
-        dr.set("query_rope", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, 64), dr.q_dtype))
+        dr.set("query_rope", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, 64), rope_dtype))
     caches = ["BnBsH"]
     if dr.layout in ("BNSD", "TND"):
         caches.append("BnNBsD")
     if dr.q_layout != "BNSD":
         caches.append("NZ")
-    paged.page(dr, tuple(caches), 128, kv_lens,
-               (("key", 512), ("value", 512), ("key_rope", 64)))
+    if full_quant:
+        block_num = paged.page(dr, ("NZ",), 128, kv_lens, (("key", 512), ("value", 512)))
+        dr.set("key_rope", spec(paged.cache_shape("NZ", block_num, 128, 1, 64, rope_dtype),
+                                rope_dtype))
+        quant.mla_full_quant_scales(dr)
+    else:
+        paged.page(dr, tuple(caches), 128, kv_lens,
+                   (("key", 512), ("value", 512), ("key_rope", 64)))
+        ch.pick("deq_dtype", ("none",))
     dr.set("actual_seq_lengths_kv", kv)
     # TND allows only 0-without-mask and 3-with-mask, MLA (never decode in TND) 3/4 with
     # mask: TND takes 3 [V4 §TND, §MLA]

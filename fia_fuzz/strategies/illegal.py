@@ -22,6 +22,7 @@ from fia_fuzz.strategies.breaker import Breaker
 from fia_fuzz.strategies.breaker_table import BREAKER_TABLE
 from fia_fuzz.strategies.breakers_features import FEATURE_BREAKERS
 from fia_fuzz.strategies.breakers_kv import KV_BREAKERS
+from fia_fuzz.strategies.breakers_mla_quant import MLA_QUANT_BREAKERS
 from fia_fuzz.strategies.choices import HypothesisChooser
 from fia_fuzz.strategies.mutations import DELETE, MUTATIONS, Change, apply
 
@@ -31,12 +32,6 @@ INEXPRESSIBLE = {
                             "others); call validate(**kwargs) directly to test this rule",
     "args.type": "a Case holds TensorSpecs and int lists only; pass a non-tensor object to "
                  "validate directly to test this rule",
-    "dtype.block_table": "a Case holds block_table as int lists, materialised as int32 "
-                         "(case.VALUE_TENSOR_DTYPES); pass an int64 array to validate "
-                         "directly to test this rule",
-    "dtype.int64_values": "a Case holds lengths and padding sizes as int lists (Case.call "
-                          "passes int lists or int64 arrays); pass an int32 array to "
-                          "validate directly to test this rule",
 }
 
 #: Rules whose breaking cases cannot be sent to a backend as a call (unknown dtype,
@@ -253,6 +248,7 @@ BREAKERS: dict[str, Breaker] = {
 
 BREAKERS.update(KV_BREAKERS)
 BREAKERS.update(FEATURE_BREAKERS)
+BREAKERS.update(MLA_QUANT_BREAKERS)
 
 
 def _searched(mutation: str) -> Callable[[st.DrawFn, Case], Change]:

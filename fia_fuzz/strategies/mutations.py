@@ -272,7 +272,13 @@ def _build() -> dict[str, Mutation]:
 MUTATIONS: dict[str, Mutation] = _build()
 
 
+#: Key of a Change that sets fill recipes (e.g. a value argument's dtype) rather than params.
+FILLS = "fills"
+
+
 def apply(case: Case, change: Change) -> Case:
-    params = {k: v for k, v in {**case.params, **change}.items() if v is not DELETE}
-    return Case(params=params, fills={k: v for k, v in case.fills.items() if k in params},
+    params = {k: v for k, v in {**case.params, **change}.items()
+              if v is not DELETE and k != FILLS}
+    fills = {**case.fills, **change.get(FILLS, {})}
+    return Case(params=params, fills={k: v for k, v in fills.items() if k in params},
                 seed=case.seed)

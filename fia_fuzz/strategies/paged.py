@@ -14,6 +14,8 @@ import random
 from fia_fuzz.strategies.draft import Draft, spec
 
 CACHES = ("BnBsH", "BnNBsD", "NZ")
+#: Budget multiple the largest block size may use (the edge where kernels break).
+EDGE_SLACK = 4
 
 
 def block_sizes(dr: Draft, int8_kv: bool) -> tuple[int, ...]:
@@ -35,7 +37,8 @@ def block_size(dr: Draft, sizes: tuple[int, ...]) -> int:
     """A block size (simplest first) whose blocks, one per batch plus spares, fit the budget.
 
     A block_edge filter wins over the budget: "max" is 512 and "min" the
-    smallest legal size even when that overshoots it.
+    smallest legal size even when that overshoots it. The largest size may
+    use EDGE_SLACK times the element budget, so unfiltered draws reach it too.
     """
     edge = dr.ch.pins.get("block_edge")
     if edge == "max":
@@ -43,7 +46,10 @@ def block_size(dr: Draft, sizes: tuple[int, ...]) -> int:
     if edge == "min":
         return min(sizes)
     per_block = dr.kv_n * (dr.d + dr.dv)
-    ok = tuple(x for x in sizes if x * per_block * (dr.b + 3) <= dr.prof.max_elements
+    top = max(sizes)
+    ok = tuple(x for x in sizes
+               if x * per_block * (dr.b + 3) <= dr.prof.max_elements * (EDGE_SLACK if x == top
+                                                                         else 1)
                and dr.b * dr.n * max(1, dr.s1) * x <= dr.prof.max_scores)
     if edge == "mid":
         ok = tuple(x for x in ok or sizes if x not in (512, min(sizes)))

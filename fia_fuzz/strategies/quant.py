@@ -106,6 +106,25 @@ def full_quant_scales(dr: Draft) -> None:
     dr.fills["quant_scale1"] = {"dist": "const", "value": 127.0}
 
 
+def mla_full_quant_scales(dr: Draft) -> None:
+    """MLA full quant: fp32 dequant_scale_query per (token, head), (B*S1, N, 1), with
+    query_quant_mode 3; per-tensor fp32 key/value scales, modes 0 [TNPU v2 全量化].
+
+    Positive scales of the size that maps int8 to O(1) values, so the scores
+    stay in the range where softmax is neither flat nor one-hot.
+    """
+    ch = dr.ch
+    ch.pick("deq_dtype", ("float32",))
+    dr.set("dequant_scale_query", spec((dr.b * dr.s1, dr.n, 1), "float32"))
+    dr.fills["dequant_scale_query"] = {"dist": "positive",
+                                       "scale": ch.one((2.0 ** -6, 2.0 ** -4))}
+    dr.set("query_quant_mode", 3)
+    for side in ("key", "value"):
+        dr.set(f"{side}_antiquant_scale", spec((1,), "float32"))
+        dr.fills[f"{side}_antiquant_scale"] = {"dist": "const",
+                                               "value": ch.one((2.0 ** -7, 2.0 ** -5))}
+
+
 def post_quant(dr: Draft, forms: tuple[str, ...]) -> None:
     """quant_scale2 (+ optional quant_offset2) for int8 output [V4 §INT8 quantScale2]."""
     ch = dr.ch

@@ -559,7 +559,6 @@ def test_metadata_names_versions_and_device() -> None:
 @pytest.mark.parametrize("extra,needle", [
     ({"query": TensorSpec((1, 1, 32), "int8"), "key": TensorSpec((1, 4, 32), "int8"),
       "value": TensorSpec((1, 4, 32), "int8")}, "full quantisation"),
-    ({"dequant_scale_query": TensorSpec((1,), "float32")}, "dequant_scale_query"),
     ({"key_rope_antiquant_scale": TensorSpec((1,), "float32")}, "key_rope_antiquant_scale"),
     ({"input_layout": "TND", "query": TensorSpec((4, 1, 32), "float16"),
       "key": TensorSpec((4, 1, 32), "float16"), "value": TensorSpec((4, 1, 32), "float16"),

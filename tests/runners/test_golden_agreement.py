@@ -21,6 +21,17 @@ pytest.importorskip("torch")
 @pytest.mark.parametrize("name", ["torch-sdpa", "torch-math"])
 @given(case=cases(plain=True))
 def test_torch_runners_agree_with_golden(name: str, case: Case) -> None:
+    _agrees(name, case)
+
+
+@pytest.mark.parametrize("name", ["torch-sdpa", "torch-math"])
+@given(case=cases(rope_d="512", full_quant=True))
+def test_torch_runners_agree_with_golden_on_mla_full_quant(name: str, case: Case) -> None:
+    assert get_runner(name).supports(case) == (True, "")
+    _agrees(name, case)
+
+
+def _agrees(name: str, case: Case) -> None:
     runner = get_runner(name)
     assert runner.available()[0]
     ok, why = runner.supports(case)

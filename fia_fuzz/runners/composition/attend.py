@@ -112,6 +112,13 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
         q_src = [to_bnsd(q_all, layout, n)]
         if rope is not None:
             q_src.append(to_bnsd(tensor(rope, device), layout, n))
+    if view.mla_full_quant:
+        # int8 query x its per-(token, head) scale, then an fp32 flow with a bf16 output
+        # [TNPU v2 query d=512 全量化; golden/mla_quant.py]
+        qdtype = torch.float32
+        scale = to_torch(np.asarray(call["dequant_scale_query"]), device).float()
+        q_src = [q_src[0].float() * scale.reshape(view.B, view.S1, n).permute(0, 2, 1)[..., None],
+                 q_src[1].float()]
     wins = windows(view)
     kv = _Kv(call, view, qdtype, device)
     plan = MaskPlan.of(call, view.decode and rope is None, device)
@@ -192,6 +199,8 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
         # rows the op does not compute stay 0, not quantised zeros (= offset) [SEM §3]
         dead = torch.isinf(full_lse).unsqueeze(-1)
         result = torch.where(dead, torch.zeros((), dtype=result.dtype, device=device), result)
+    if view.mla_full_quant:
+        result = result.to(torch.bfloat16)
     if view.packed:
         result = result.permute(1, 0, 2) if view.out_layout == "TND" else result
         lse_out = full_lse.permute(1, 0).unsqueeze(-1)

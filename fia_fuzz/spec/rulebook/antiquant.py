@@ -22,6 +22,11 @@ def _modes(c: CallView) -> tuple[int, int]:
     return c.attr_int("key_antiquant_mode"), c.attr_int("value_antiquant_mode")
 
 
+def _prefixes(c: CallView) -> tuple[str, ...]:
+    """Param-name prefixes that are antiquant params here (MLA full quant owns key_/value_)."""
+    return ("",) if c.mla_full_quant else ("", "key_", "value_")
+
+
 def _shape(t: TensorSpec) -> tuple[int, ...]:
     return tuple(int(d) for d in t.shape)
 
@@ -51,7 +56,7 @@ def _scale_needed(c: CallView) -> str | None:
 @rule("antiquant.offset_needs_scale", "an antiquant offset comes with its scale",
       src("V2", "伪量化参数 (非对称量化模式下 antiquantScale和antiquantOffset参数需同时存在)"))
 def _offset_scale(c: CallView) -> str | None:
-    for prefix in ("", "key_", "value_"):
+    for prefix in _prefixes(c):
         if c.has(f"{prefix}antiquant_offset") and not c.has(f"{prefix}antiquant_scale"):
             return f"{prefix}antiquant_offset without {prefix}antiquant_scale"
     return None
@@ -60,7 +65,7 @@ def _offset_scale(c: CallView) -> str | None:
 @rule("antiquant.offset_matches_scale", "an antiquant offset has its scale's shape and dtype",
       src("V4", "参数说明 keyAntiquantOffset (数据类型与shape必须与keyAntiquantScale保持一致)"))
 def _offset_match(c: CallView) -> str | None:
-    for prefix in ("", "key_", "value_"):
+    for prefix in _prefixes(c):
         o, s = c.spec(f"{prefix}antiquant_offset"), c.spec(f"{prefix}antiquant_scale")
         if o is not None and s is not None and (o.shape != s.shape or o.dtype != s.dtype):
             return f"{prefix}antiquant_offset={o} vs {prefix}antiquant_scale={s}"
@@ -137,6 +142,8 @@ def _combined_prefill(c: CallView) -> str | None:
 @rule("antiquant.sep_scale_pair", "key_antiquant_scale and value_antiquant_scale come together",
       src("V4", "参数说明 keyAntiquantScale (要么都为空，要么都不为空)"))
 def _scale_pair(c: CallView) -> str | None:
+    if c.mla_full_quant:
+        return None
     a, b = c.has("key_antiquant_scale"), c.has("value_antiquant_scale")
     if a != b:
         return f"only {'key' if a else 'value'}_antiquant_scale given"
@@ -147,6 +154,8 @@ def _scale_pair(c: CallView) -> str | None:
       src("V4", "伪量化参数约束 (keyAntiquantOffset 和 valueAntiquantOffset要么都为空，要"
                 "么都不为空)"))
 def _offset_pair(c: CallView) -> str | None:
+    if c.mla_full_quant:
+        return None
     a, b = c.has("key_antiquant_offset"), c.has("value_antiquant_offset")
     if a != b:
         return f"only {'key' if a else 'value'}_antiquant_offset given"
@@ -154,7 +163,8 @@ def _offset_pair(c: CallView) -> str | None:
 
 
 def _sep_on(c: CallView) -> bool:
-    return c.has("key_antiquant_scale") and c.has("value_antiquant_scale")
+    return c.separate_antiquant and c.has("key_antiquant_scale") \
+        and c.has("value_antiquant_scale")
 
 
 @rule("antiquant.sep_mode_range", "separate modes: 0..5 when Q_S == 1, 0..1 in prefill",

@@ -28,9 +28,11 @@ def _div(c: CallView) -> str | None:
     return None
 
 
-@rule("gqa.ratio_max_64", "the GQA group G = num_heads / num_key_value_heads is at most 64",
-      src("V4", "约束说明 (num_heads/num_key_value_heads <= 64)"))
+@rule("gqa.ratio_max_64", "the GQA group G = num_heads / num_key_value_heads is at most 64 "
+      "(MLA D=512: up to 128 heads on its one KV head)",
+      src("V4", "约束说明 (num_heads/num_key_value_heads <= 64); MLA场景 query d=512 (Q_N=[1,2,4,"
+                "8,16,32,64,128], K_N=1)"))
 def _ratio(c: CallView) -> str | None:
-    if c.G > 64:
+    if c.G > 64 and not c.mla512:
         return f"G = num_heads/num_key_value_heads = {c.N}/{c.KV_N} = {c.G} > 64"
     return None

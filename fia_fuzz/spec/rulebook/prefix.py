@@ -130,6 +130,27 @@ def _not_int8(c: CallView) -> str | None:
     return None
 
 
+#: Separate antiquant modes with per-token params [V2 keyAntiquantMode 1, 3, 4, 5].
+PER_TOKEN_MODES = (1, 3, 4, 5)
+
+
+@rule("prefix.per_token_antiquant", "shared prefix is not combined with per-token antiquant "
+      "(decision: its scales have no entries for prefix tokens)",
+      src("V4", "伪量化参数约束 per-token (shape (1, B, S) / (B, S)) with 参数说明 keySharedPrefix "
+                "(batch 1, shared by every batch): where prefix tokens read their per-token "
+                "scale is undocumented; fia-fuzz decision, docs/rules.md disagreement 30"))
+def _per_token(c: CallView) -> str | None:
+    if not c.has("key_shared_prefix"):
+        return None
+    if c.separate_antiquant:
+        modes = (c.attr_int("key_antiquant_mode"), c.attr_int("value_antiquant_mode"))
+        if any(m in PER_TOKEN_MODES for m in modes):
+            return f"shared prefix with per-token antiquant modes (key, value)={modes}"
+    elif c.combined_antiquant and c.decode and c.attr_int("antiquant_mode") == 1:
+        return "shared prefix with per-token combined antiquant (antiquant_mode=1, Q_S=1)"
+    return None
+
+
 @rule("prefix.mask_covers", "sparse 0/1 (or Q_S=1): the mask's KV_S >= prefix length + key S",
       src("V4", "当Q_S大于1时 prefix (sparse为0或1时 ... KV_S需大于等于actualSharedPrefixL"
                 "en与key的S长度之和); SEM §6 (Masks ... count the prefix in S2; Q_S = 1)"))

@@ -191,6 +191,51 @@ def _fq(c: CallView) -> str | None:
     return None
 
 
+#: The three dequant scales of MLA full quant (v2 names dequant_scale_query/key/value).
+FULL_QUANT_SCALES = ("dequant_scale_query", "key_antiquant_scale", "value_antiquant_scale")
+#: Inputs the MLA full-quant path rejects (antiquant_scale/offset: see mla.no_extras).
+FULL_QUANT_FORBIDDEN = ("key_antiquant_offset", "value_antiquant_offset", "dequant_scale1",
+                        "quant_scale1", "dequant_scale2", "quant_offset2")
+
+
+@rule("mla.full_quant_scales", "MLA full quant: float32 dequant_scale_query and per-tensor (1,) "
+      "float32 key/value_antiquant_scale in mode 0; no offsets, no int8-flow scales",
+      src("TNPU", "约束说明 query d=512 全量化 (dequant_scale_query、dequant_scale_key、"
+                  "dequant_scale_value需要同时存在，且其数据类型仅支持FP32; 不支持传入"
+                  "quant_scale_out、quant_offset_out、dequant_offset_key、dequant_offset_value; "
+                  "key_quant_mode和value_quant_mode仅支持per-tensor模式)"))
+def _fq_scales(c: CallView) -> str | None:
+    if not c.mla_full_quant:
+        return None
+    missing = [n for n in FULL_QUANT_SCALES if not c.has(n)]
+    if missing:
+        return f"MLA int8 query without {missing}"
+    bad = [f"{n}={c.spec(n)}" for n in FULL_QUANT_SCALES if c.need(n).dtype != "float32"]
+    bad += [f"{n}.shape={list(c.need(n).shape)}" for n in FULL_QUANT_SCALES[1:]
+            if tuple(c.need(n).shape) != (1,)]
+    modes = (c.attr_int("key_antiquant_mode"), c.attr_int("value_antiquant_mode"))
+    bad += [f"(key, value)_antiquant_mode={modes}"] if modes != (0, 0) else []
+    bad += [f"{n} given" for n in FULL_QUANT_FORBIDDEN if c.has(n)]
+    return f"MLA full quant with {bad}; expected float32 scales, K/V per-tensor (1,), " \
+           "modes (0, 0)" if bad else None
+
+
+@rule("mla.dequant_scale_query_shape", "MLA full quant: dequant_scale_query is (T, N, 1) for TND, "
+      "(B*S1, N, 1) otherwise (one scale per token and head)",
+      src("TNPU", "npu_mla_prolog dequant_scale_q_nope (全量化kv_cache量化场景下，"
+                  "其shape为(T, N, 1)和(B*S, N, 1)); npu_fused_infer_attention_score_v2 "
+                  "dequant_scale_query (仅支持per-token叠加per-head)"))
+def _dsq_shape(c: CallView) -> str | None:
+    t = c.spec("dequant_scale_query")
+    if t is None or not c.mla_full_quant:
+        return None
+    tokens = sum(c.act_q) if c.packed else c.B * c.S1
+    want = (tokens, c.N, 1)
+    if tuple(t.shape) != want:
+        return f"dequant_scale_query.shape={list(t.shape)}, expected {list(want)}"
+    return None
+
+
 @rule("mla.no_extras", "MLA D=512: no softmax_lse, left padding, tensor list, pse, prefix, "
       "antiquant or post-quant",
       src("V4", "MLA场景 query d=512 (不支持开启SoftMaxLse、左padding、tensorlist、pse、pr"

@@ -177,10 +177,5 @@ def test_dequantise_call_int4_forms_agree_with_int8() -> None:
     for form in (vals, to_int4(vals), pack_int32_words(vals)):
         k, v = dequantise_call(form, form, call, **common)
         assert np.array_equal(k, want_k) and np.array_equal(v, want_v)
-    with pytest.raises(NotImplementedError, match="shared prefix"):
-        dequantise_call(vals, vals, {**call, "key_antiquant_mode": 1, "value_antiquant_mode": 1,
-                                     "key_antiquant_scale": np.ones((1, B, S), F32),
-                                     "value_antiquant_scale": np.ones((1, B, S), F32)},
-                        prefix=2, **common)
     with pytest.raises(ValueError, match="without antiquant scales"):
         dequantise_call(vals, vals, {}, **common)
