@@ -7,7 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.diff.metrics import FLOAT_FORMAT, INT_RANGE, compare, invalid_rows, lsb_conditioning
+from fia_fuzz.diff.metrics import (
+    FLOAT_FORMAT,
+    INT_RANGE,
+    compare,
+    invalid_rows,
+    lsb_conditioning,
+    ulp,
+)
 from fia_fuzz.diff.policies import (
     DEFAULT_POLICY,
     POLICIES,
@@ -39,6 +46,13 @@ def lse_tolerance_dtype(out_dtype: str, features: Mapping[str, Any]) -> str:
     return q if q in FLOAT_FORMAT else "float16"
 
 
+def _fp32_spacing(golden: np.ndarray) -> float:
+    """One fp32 ulp at the largest finite |golden| (0 when there is none)."""
+    g = np.abs(np.asarray(golden, np.float64))
+    g = g[np.isfinite(g)]
+    return float(ulp(g.max(keepdims=True), "float32")[0]) if g.size else 0.0
+
+
 def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.ndarray],
           baseline: tuple[np.ndarray, np.ndarray] | None, out_dtype: str,
           lse: bool, features: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -49,7 +63,9 @@ def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.nda
     `case.features()` (the flash-attention rule allows 1e-5 more for masked,
     paged and split-KV variants). softmax_lse is judged with the tolerances of
     `lse_tolerance_dtype`, and flash-attention allows it an absolute error of
-    that dtype's unit roundoff on top of the 2x rule (`lse_abs_floor`).
+    that dtype's unit roundoff (at least one fp32 ulp of the largest |lse|,
+    its storage) on top of the 2x rule (`lse_abs_floor`); its
+    relative errors are log-scale (`compare(log_scale=True)`).
     Invalid rows are the golden's (`invalid_rows`: all-zero output rows,
     +inf in the golden lse when the call returns it). An int8 output's misses
     explained by float conditioning (`lsb_conditioning`, against the
@@ -73,18 +89,21 @@ def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.nda
                                 feats.get("N")),
             "lse": np.asarray(truth[1]) == np.inf}
     for prefix, i, dtype, tol in parts:
-        m = compare(actual[i], truth[i], dtype, tol, dead[prefix])
-        b = compare(baseline[i], truth[i], dtype, tol, dead[prefix]) \
+        log = prefix == "lse"
+        m = compare(actual[i], truth[i], dtype, tol, dead[prefix], log_scale=log)
+        b = compare(baseline[i], truth[i], dtype, tol, dead[prefix], log_scale=log) \
             if baseline is not None else None
         if dtype in INT_RANGE and b is not None:
             m.update(lsb_conditioning(actual[i], baseline[i], truth[i], dtype))
             b.update(lsb_conditioning(baseline[i], baseline[i], truth[i], dtype))
         if prefix == "lse":
             # an absolute lse error is a relative error of the softmax weights: the op
-            # dtype's unit roundoff is what its outputs can resolve anyway
+            # dtype's unit roundoff is what its outputs can resolve anyway; an lse of huge
+            # logits (4e6) is not stored nearer than an fp32 ulp of it either
+            floor = max(UNIT_ROUNDOFF.get(tol, 2.0 ** -11), _fp32_spacing(truth[i]))
             for mm in (m, b):
                 if mm is not None:
-                    mm["abs_floor"] = UNIT_ROUNDOFF.get(tol, 2.0 ** -11)
+                    mm["abs_floor"] = floor
         row.update({f"{prefix}_{k}": v for k, v in m.items()})
         if b is not None:
             row.update({f"{prefix}_base_{k}": b[k] for k in BASE_KEYS if k in b})

@@ -139,8 +139,8 @@ def _default_invalid(g: np.ndarray) -> np.ndarray:
 
 
 def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
-            tol_dtype: str | None = None, invalid: np.ndarray | None = None
-            ) -> dict[str, Any]:
+            tol_dtype: str | None = None, invalid: np.ndarray | None = None,
+            log_scale: bool = False) -> dict[str, Any]:
     """Metrics of `actual` (stored as `dtype`) against `golden` (fp64 truth).
 
     `dtype` sets the ULP/LSB units; `tol_dtype` (default `dtype`) the dtype
@@ -148,7 +148,10 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
     rtol/atol and FA3's rounding-noise floor. `invalid` marks the elements of
     invalid rows, compared exactly (`judge` passes `invalid_rows` for
     attention_out and lse == +inf for softmax_lse); by default +inf elements
-    and all-zero rows of the golden.
+    and all-zero rows of the golden. `log_scale` (softmax_lse) takes relative
+    errors against max(|g|, 1) and has no small values: an lse is a log, its
+    absolute error is the relative error of the softmax weights, and an lse
+    near 0 (a row sum near 1) does not make that error relatively larger.
     """
     tol = tol_dtype or dtype
     a = np.asarray(actual).astype(np.float64)
@@ -182,12 +185,12 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
         return out
     af, gf = a[both], g[both]
     abs_err = np.abs(af - gf)
-    rel_err = abs_err / (np.abs(gf) + EPS)
+    rel_err = abs_err / np.maximum(np.abs(gf) + EPS, 1.0 if log_scale else 0.0)
     worst = int(np.argmax(abs_err))
     norm = float(np.linalg.norm(af) * np.linalg.norm(gf))
     cos = float(np.dot(af, gf) / norm) if norm > 0 else (1.0 if abs_err.max() == 0 else 0.0)
     t = THOUSANDTH.get(tol, 1e-3)
-    small = np.abs(gf) < SMALL_VALUE.get(tol, 2.0 ** -10)
+    small = np.abs(gf) < (0.0 if log_scale else SMALL_VALUE.get(tol, 2.0 ** -10))
     small_bad = small & (abs_err > SMALL_VALUE_ATOL.get(tol, 2.0 ** -16))
     out.update(
         max_abs=float(abs_err.max()),

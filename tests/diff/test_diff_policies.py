@@ -222,6 +222,38 @@ def test_lse_is_judged_at_the_op_dtype() -> None:
     assert row["verdict"] == "fail" and row["reason_flash-attention"].startswith("lse:")
 
 
+def test_lse_relative_errors_are_log_scale() -> None:
+    """An lse near 0 (row sum near 1, e.g. all-negative logits) does not make its absolute
+    error, the softmax weights' relative error, relatively larger."""
+    t_out = _truth(256).reshape(1, 2, 8, 16)
+    t_lse = np.linspace(1.0, 6.0, 16).reshape(1, 2, 8, 1)
+    t_lse[0, 0, :3, 0] = (0.002, -0.004, 0.01)
+    base = (_cast(t_out, "float16"), (t_lse + 2e-7).astype(np.float32))
+    dev = (base[0], (t_lse + 2e-5).astype(np.float32))  # 1/25 of an fp16 ulp at 1
+    row = judge(dev, (t_out, t_lse), base, "float16", lse=True)
+    for name in POLICIES:
+        assert row[f"lse_verdict_{name}"] == "pass", (name, row[f"reason_{name}"])
+    assert row["lse_mare"] == pytest.approx(2e-5, rel=1e-2) and row["lse_small_count"] == 0
+
+
+def test_lse_floor_includes_its_fp32_storage() -> None:
+    """An fp32 lse of ~4.7e6 (huge logits) has an ulp of 0.5: no lse is stored nearer than
+    that, whatever the op dtype's unit roundoff."""
+    t_out = _truth(64).reshape(1, 1, 4, 16)
+    t_lse = np.array([4661602.193969727, 4.5, 120.25, 9.0]).reshape(1, 1, 4, 1)
+    def lse_off(err: float) -> np.ndarray:
+        off = t_lse.copy()
+        off[0, 0, 0, 0] += err
+        return off.astype(np.float32)
+
+    base = (_cast(t_out, "float16"), lse_off(0.35))
+    row = judge((base[0], lse_off(0.81)), (t_out, t_lse), base, "float16", lse=True)
+    assert row["lse_abs_floor"] == 0.5
+    assert row["lse_verdict_flash-attention"] == "pass"
+    far = judge((base[0], lse_off(4.0)), (t_out, t_lse), base, "float16", lse=True)
+    assert far["lse_verdict_flash-attention"] == "fail"
+
+
 def test_lse_tolerance_dtype() -> None:
     from fia_fuzz.diff.judge import lse_tolerance_dtype
 
