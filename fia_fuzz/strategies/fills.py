@@ -9,6 +9,7 @@ mask fill (masks.py).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fia_fuzz.strategies.draft import Draft
@@ -18,6 +19,14 @@ FLOAT_DISTS = ("normal", "uniform", "outlier", "const_rows", "large", "negative"
 FINFO_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38}
 #: int ranges (low, high) of the integer tensors, by dtype (int32 = 8 packed int4).
 INT_RANGES = {"int8": (-128, 127), "int4": (-8, 7), "int32": (-(2**31), 2**31 - 1)}
+#: Bound on |scale * sum_d |q_d k_d|| when query or key is large (see `bound_logits`).
+LOGIT_BOUND = 2.0 ** 10
+#: Largest |x| of a float fill per unit of its scale (values.py: Irwin-Hall(4) is within
+#: 2 sqrt(3), one outlier of 100 per row); a dequantised int8/int4 key stays within
+#: (128 + 4 * 2 sqrt(3)) x 2 sqrt(3) < 512 for the antiquant fills of quant.py.
+DIST_MAX = {"normal": 2 * math.sqrt(3), "const_rows": 2 * math.sqrt(3), "uniform": 1.0,
+            "negative": 1.0, "positive": 1.0, "outlier": 100.0}
+INT_DEQUANT_MAX = 512.0
 
 
 def _large(dtype: str, name: str, dr: Draft) -> dict[str, Any]:
@@ -94,3 +103,42 @@ def qkv(dr: Draft) -> None:
     if "key_shared_prefix" in dr.params:
         dr.fills["key_shared_prefix"] = dict(dr.fills["key"])
         dr.fills["value_shared_prefix"] = dict(dr.fills["value"])
+    bound_logits(dr)
+
+
+def _fill_max(fill: dict[str, Any], dtype: str) -> float:
+    """The largest |x| the recipe gives (dequantised for int keys)."""
+    if fill.get("dist") == "int":
+        return INT_DEQUANT_MAX
+    if fill.get("dist") == "large":
+        return min(float(fill["scale"]), FINFO_MAX[dtype] * float(fill["fraction"]))
+    return DIST_MAX[fill["dist"]] * float(fill.get("scale", 1.0))
+
+
+def bound_logits(dr: Draft) -> None:
+    """With a large query or key, lower `scale` to a power of two keeping |logits| <= 2^10.
+
+    The logits' absolute rounding error is about u32 x scale x sum_d |q_d k_d|;
+    softmax turns it into a relative error of the weights. A large q or k
+    near the dtype limit gives logits of 1e4-1e24, where that error is 1e-3
+    to beyond 1: rows whose top logits lie within a few units of each other
+    (frequent at that spread) have weights set by rounding, so device,
+    same-dtype golden and fp64 truth differ by rounding luck, not by a defect.
+    Bounding scale x sum |q k| by 2^10 keeps the weights' error below 2^-14
+    while q and k keep their magnitudes near the dtype limit (the fp32
+    product q.k still reaches 1e9-1e27 before scaling, so a kernel that
+    overflows it is still caught). A power of two scales exactly. The bound
+    is the worst case D x max|q| x max|k| (+ the rope part), so typical
+    logits stay well inside it.
+    """
+    q, k = dr.fills.get("query", {}), dr.fills.get("key", {})
+    if "large" not in (q.get("dist"), k.get("dist")):
+        return
+    worst = dr.d * _fill_max(q, dr.q_dtype) * _fill_max(k, dr.kv_dtype)
+    if "query_rope" in dr.params:
+        worst += 64 * _fill_max(dr.fills["query_rope"], dr.q_dtype) * \
+            _fill_max(dr.fills["key_rope"], dr.kv_dtype)
+    scale = float(dr.params["scale"])
+    if scale * worst > LOGIT_BOUND:
+        _, exp = math.frexp(LOGIT_BOUND / worst)  # exact: 2^(exp-1) <= bound / worst
+        dr.set("scale", 2.0 ** (exp - 1))

@@ -57,3 +57,29 @@ def test_signed_large_recipe_is_exact_and_unsigned_recipes_are_unchanged() -> No
     legacy = {"dist": "large", "scale": 65504.0, "fraction": 0.25}  # stored q/k recipes
     k = materialise(TensorSpec((4, 64), "float16"), legacy, 3, "key").astype(np.float64)
     assert (k < 0).any() and (k > 0).any() and np.abs(k).max() <= 16376.0
+
+
+def _first(x: object) -> np.ndarray:
+    return np.asarray(x[0] if isinstance(x, list) else x, np.float64)
+
+
+@settings(max_examples=6, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(q_dist="large", rope=False) | cases(k_dist="large", rope=False))
+def test_large_query_or_key_keep_their_magnitude_but_bound_the_logits(case: Case) -> None:
+    """|scale x q.k| <= 2^10 (fills.bound_logits): huge logits make near-tied rows'
+    weights a matter of rounding; q/k themselves stay near the dtype limit."""
+    call = case.call()
+    q, f = _first(call["query"]), case.features()
+    scale = float(case.params["scale"])
+    big = [name for name in ("query", "key") if case.fill(name).get("dist") == "large"]
+    k = _first(call["key"])
+    if q.size == 0 or k.size == 0:  # an empty query or KV: nothing to bound
+        return
+    for name in big:
+        x, fill = _first(call[name]), case.fill(name)
+        if x.size >= 64:  # uniform in +-bound: all 64 below half of it has odds 2^-64
+            assert np.abs(x).max() >= 0.5 * fill["scale"] * fill["fraction"], name
+    if f["kv_dtype"] in ("float16", "bfloat16"):
+        assert scale * f["D"] * np.abs(q).max() * np.abs(k).max() <= 2.0 ** 10
+    assert np.frexp(scale)[0] == 0.5 or scale in (1.0, 0.0625) or \
+        scale == 1.0 / np.sqrt(f["D"])
