@@ -2,11 +2,13 @@
 
 Each breaker starts from a legal case drawn by `cases(**base)` (the base
 filters put the case where the rule applies) and changes it just enough to
-violate its rule. The result is checked against `validate`: a draw whose
-violations are not exactly `[rule]` is discarded, and the meta-tests assert
-such discards stay rare. Rules a `Case` cannot express (unknown keywords,
-non-tensor objects) and rules without a breaker yet raise InvalidArgument
-naming the rule.
+violate its rule. The simple breakers are here, the searched ones come from
+breaker_table.py, and those that move one quantity in several places at once
+from breakers_kv.py, breakers_features.py and breakers_mla_quant.py. The
+result is checked against `validate`: a draw whose violations are not exactly
+`[rule]` is discarded, and the meta-tests assert such discards stay rare.
+Rules a `Case` cannot express (unknown keywords, non-tensor objects) and
+rules without a breaker yet raise InvalidArgument naming the rule.
 """
 
 from __future__ import annotations
