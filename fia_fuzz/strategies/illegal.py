@@ -38,11 +38,13 @@ INEXPRESSIBLE = {
 
 #: Rules whose breaking cases cannot be sent to a backend as a call (unknown dtype,
 #: negative or host-sized shapes, non-integer lengths that int() would silently repair,
-#: a missing positional tensor, host-sized S above 20M or T above 1M tokens);
+#: a missing positional tensor, host-sized S above 20M or T above 1M tokens, a ragged
+#: block_table that no tensor can hold);
 #: illegal_cases() without a rule leaves them out, illegal_cases(rule) still draws them
 #: for validate-level tests.
 NOT_MATERIALISABLE = {"args.dtype_known", "args.shape_sane", "args.memory",
-                      "args.values_integral", "args.required", "dims.s_max", "tnd.t_max"}
+                      "args.values_integral", "args.required", "dims.s_max", "tnd.t_max",
+                      "paged.block_table_rank"}
 
 PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
 

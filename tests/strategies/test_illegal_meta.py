@@ -7,11 +7,11 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from fia_fuzz.spec import RULES, Case, validate
+from fia_fuzz.spec import RULES, Case, TensorSpec, validate
 from fia_fuzz.strategies import illegal_cases
 from fia_fuzz.strategies.breakers_features import FEATURE_BREAKERS
 from fia_fuzz.strategies.breakers_kv import KV_BREAKERS, gqa_nz_cases
-from fia_fuzz.strategies.illegal import BREAKERS, INEXPRESSIBLE
+from fia_fuzz.strategies.illegal import BREAKERS, INEXPRESSIBLE, NOT_MATERIALISABLE
 from fia_fuzz.strategies.mutations import apply
 
 COVERED = sorted(r for r in BREAKERS if r in RULES)
@@ -48,6 +48,25 @@ def test_written_breaker_lands_whenever_it_applies(rule: str) -> None:
         case = data.draw(breaker.cases())
         broken = apply(case, breaker.change(data.draw, case))
         assert [v.rule for v in validate(**broken.specs())] == [rule]
+
+    check()
+
+
+MATERIALISE_MAX = 1 << 21
+
+
+@pytest.mark.parametrize("rule", sorted((set(KV_BREAKERS) | set(FEATURE_BREAKERS))
+                                        - NOT_MATERIALISABLE))
+def test_written_breaker_cases_materialise(rule: str) -> None:
+    # `fia-fuzz campaign --negative` sends these to backends: Case.call() must build them
+    @settings(max_examples=2, phases=[Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(illegal_cases(rule))
+    def check(case: Case) -> None:
+        sizes = [t.numel for v in case.params.values()
+                 for t in (v if isinstance(v, list) else [v]) if isinstance(t, TensorSpec)]
+        if sum(sizes) <= MATERIALISE_MAX:
+            case.call()
 
     check()
 
