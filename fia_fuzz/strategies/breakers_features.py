@@ -45,6 +45,15 @@ def _kv_dtype(case: Case, dtype: str) -> Change:
     return out
 
 
+def _dsq(case: Case, tokens: int | None = None, n: int | None = None) -> Change:
+    """MLA full quant's dequant_scale_query (tokens, N, 1) following a change of S or N."""
+    t = case.params.get("dequant_scale_query")
+    if t is None:
+        return {}
+    return {"dequant_scale_query": TensorSpec((tokens or t.shape[0], n or t.shape[1], 1),
+                                              t.dtype)}
+
+
 def _int4_d(case: Case) -> None:
     if case.view().D % 64:
         reject()    # int4 needs D % 64 == 0 (dims.d_align_int4): not this breaker's rule
@@ -92,7 +101,7 @@ def _bnsd_bsnd(draw: st.DrawFn, case: Case) -> Change:
 
 def _nbsd_seq(draw: st.DrawFn, case: Case) -> Change:
     """MLA NBSD output with Q_S = 1 (sparse 3 becomes 4: decode MLA takes 0 or 4)."""
-    out = query_seq(case, 1)
+    out = {**query_seq(case, 1), **_dsq(case, tokens=case.params["query"].shape[0])}
     if case.params.get("sparse_mode") == 3:
         out["sparse_mode"] = 4
     return out
@@ -213,7 +222,7 @@ def _mla_num_heads(draw: st.DrawFn, case: Case) -> Change:
     lay = q_layout(case)
     ok = MLA_TND_HEADS if lay == "TND" else MLA_HEADS
     n = draw(st.sampled_from([x for x in (3, 6, 12, 24, 48, 16, 8) if x not in ok]))
-    out: Change = {"num_heads": n, "num_key_value_heads": 1}
+    out: Change = {"num_heads": n, "num_key_value_heads": 1, **_dsq(case, n=n)}
     for name, d in (("query", 512), ("query_rope", 64)):
         t = case.params[name]
         if lay == "BSH":
@@ -225,7 +234,8 @@ def _mla_num_heads(draw: st.DrawFn, case: Case) -> Change:
 
 def _mla_q_seq(draw: st.DrawFn, case: Case) -> Change:
     """MLA prefill with Q_S 17..64 (BSH/BSND/BNSD, non-NBSD output)."""
-    return query_seq(case, draw(st.integers(17, 64)))
+    s = draw(st.integers(17, 64))
+    return {**query_seq(case, s), **_dsq(case, tokens=case.params["query"].shape[0] * s)}
 
 
 def _mla_layout(draw: st.DrawFn, case: Case) -> Change:
@@ -292,13 +302,18 @@ def _tnd_block_size(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _tnd_d512_rope(draw: st.DrawFn, case: Case) -> Change:
+    """Rope dropped; MLA's N = 128 (G 128) would also break GQA's G <= 64, so not from it."""
+    if case.params["num_heads"] > 64:
+        reject()
     return {"query_rope": DELETE, "key_rope": DELETE}
 
 
 FEATURE_BREAKERS: dict[str, Breaker] = {
-    "dtype.int8_query_kv": Breaker(_int8_query_kv, {"full_quant": True}),
+    # rope: False keeps to the dense int8 family (MLA full quant has rules of its own)
+    "dtype.int8_query_kv": Breaker(_int8_query_kv, {"full_quant": True, "rope": False}),
     "dtype.all_int8_decode": Breaker(_all_int8_decode, {"full_quant": True, "mask": "none",
-                                                        "pse": False, "actual_q": "absent"}),
+                                                        "pse": False, "actual_q": "absent",
+                                                        "rope": False}),
     "dtype.block_table": Breaker(_block_table_dtype, {"paged": True}),
     "dtype.int64_values": Breaker(_int64_values, {"actual_kv": "per_batch"},
                                   alt=({"q_padding": True}, {"prefix_len": "given"})),
@@ -316,7 +331,7 @@ FEATURE_BREAKERS: dict[str, Breaker] = {
                                                  "kv_list": False, "prefix": False,
                                                  "post_quant": False}),
     "prefix.not_all_int8": Breaker(_prefix_int8, {"full_quant": True, "mask": "none",
-                                                  "pse": False}),
+                                                  "pse": False, "rope": False}),
     "antiquant.int4_separate_only": Breaker(_int4_combined, {"antiquant": "combined:0",
                                                              "branch": "decode",
                                                              "paged": False},

@@ -325,7 +325,7 @@ def _nz_scale_shape(draw: st.DrawFn, case: Case) -> Change:
     if case.params.get("key_antiquant_mode"):
         bad = TensorSpec((s.shape[0] + 1, s.shape[1]), s.dtype)
     else:
-        bad = TensorSpec(draw(st.sampled_from([(1, s.numel), (s.numel // 2,)])), s.dtype)
+        bad = TensorSpec(draw(st.sampled_from([(s.numel, 1), (s.numel // 2,)])), s.dtype)
     return {"key_antiquant_scale": bad, "value_antiquant_scale": bad}
 
 

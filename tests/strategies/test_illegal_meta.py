@@ -12,8 +12,8 @@ from fia_fuzz.strategies.breakers_kv import gqa_nz_cases
 from fia_fuzz.strategies.illegal import BREAKERS, INEXPRESSIBLE
 
 COVERED = sorted(r for r in BREAKERS if r in RULES)
-#: Rules whose legal neighbourhood is still being added to the strategies (MLA full
-#: quant with an int8 query); drop an id here when its breaker lands.
+#: Rules whose legal neighbourhood the strategies do not draw yet, so they have no
+#: breaker for now; drop an id here when its breaker lands.
 PENDING: set[str] = set()
 
 
