@@ -24,6 +24,7 @@ from fia_fuzz.diff.policies import (
     benchmark_ratios,
     fa_ratio,
     functional_failure,
+    int_rounding_slack,
 )
 
 #: Baseline metrics kept next to the device's so a reader can re-judge ratio policies.
@@ -93,9 +94,14 @@ def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.nda
         m = compare(actual[i], truth[i], dtype, tol, dead[prefix], log_scale=log)
         b = compare(baseline[i], truth[i], dtype, tol, dead[prefix], log_scale=log) \
             if baseline is not None else None
-        if dtype in INT_RANGE and b is not None:
-            m.update(lsb_conditioning(actual[i], baseline[i], truth[i], dtype))
-            b.update(lsb_conditioning(baseline[i], baseline[i], truth[i], dtype))
+        if dtype in INT_RANGE:
+            slack = int_rounding_slack(feats)
+            for mm in (m, b):
+                if mm is not None:
+                    mm["lsb_slack"] = slack
+            if b is not None:
+                m.update(lsb_conditioning(actual[i], baseline[i], truth[i], dtype, slack))
+                b.update(lsb_conditioning(baseline[i], baseline[i], truth[i], dtype, slack))
         if prefix == "lse":
             # an absolute lse error is a relative error of the softmax weights: the op
             # dtype's unit roundoff is what its outputs can resolve anyway; an lse of huge

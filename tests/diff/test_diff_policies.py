@@ -176,6 +176,26 @@ def test_int8_misses_shared_with_the_same_dtype_golden_are_inconclusive() -> Non
         assert row["verdict_flash-attention"] == want, dev
 
 
+def test_int8_with_an_offset_allows_the_second_rounding() -> None:
+    """quant_offset2: sat8(rint(rint(x*qs2) + qo2)) rounds twice, so a correct output
+    sits up to 1 LSB from the ideal before any float noise (fia-semantics.md §8)."""
+    t = np.array([[-87.08, 3.4, -2.5, 10.2] * 4])  # ideal: x*qs2 - 3.4999 = -90.58 - 3.5
+    t_lse = np.zeros((1,))
+    dev = np.array([[-86, 3, -2, 10] * 4], np.int8)
+    offset = {"post_quant_offset": True}
+    row = judge((dev, t_lse), (t, t_lse), (dev, t_lse), "int8", lse=False, features=offset)
+    for name in POLICIES:  # vendor-fia's exactness (1 LSB with the offset) is 0.08 short
+        want = "inconclusive" if name == "vendor-fia" else "pass"
+        assert row[f"verdict_{name}"] == want, (name, row[f"reason_{name}"])
+    assert row["out_lsb_slack"] == 0.5
+    plain = judge((dev, t_lse), (t, t_lse), (dev, t_lse), "int8", lse=False)
+    assert plain["verdict_flash-attention"] == "inconclusive"
+    far = dev.copy()
+    far[0, 0] = -85  # 2.08 LSB: beyond the second rounding too, and not shared
+    row = judge((far, t_lse), (t, t_lse), (dev, t_lse), "int8", lse=False, features=offset)
+    assert row["verdict_flash-attention"] == "fail" and "(> 1.5)" in row["reason_flash-attention"]
+
+
 def test_inconclusive_ranks_between_pass_and_warn() -> None:
     from fia_fuzz.diff.policies import SEVERITY
 
