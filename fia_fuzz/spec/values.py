@@ -59,8 +59,18 @@ def u64_scales(value: float, shape: tuple[int, ...]) -> np.ndarray:
     return np.full(shape, bits | (1 << 46), dtype=np.uint64)
 
 
+#: Full int8 quant scales when a case gives no recipe: deq1 keeps int8 x int8 sums over D
+#: inside fp16 after dequantisation, qs1 maps P in [0, 1] onto int8 [SEM §8] (strategies
+#: draw their own values).
+QUANT_SCALE_DEFAULTS = {"dequant_scale1": 2.0 ** -12, "quant_scale1": 127.0,
+                        "dequant_scale2": 2.0 ** -7}
+
+
 def default_fill(name: str, spec: TensorSpec) -> dict[str, Any]:
     """The recipe used when a case gives none for this tensor."""
+    if name in QUANT_SCALE_DEFAULTS and spec.dtype in ("uint64", "float32"):
+        return {"dist": "u64_scale" if spec.dtype == "uint64" else "const",
+                "value": QUANT_SCALE_DEFAULTS[name]}
     if spec.dtype == "bool" or name == "atten_mask":
         return {"dist": "bernoulli", "p": 0.2}
     if spec.dtype in ("int8", "int4", "int32"):

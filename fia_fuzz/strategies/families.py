@@ -54,7 +54,7 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
     "antiquant": {"q_dtype": FLOAT, "kv_dtype": ("int8", "int4", "int32"),
                   "full_quant": (False,), "rope": (False,), "rope_d": ("none",),
                   "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "kv_list": (False,),
-                  "q_padding": (False,), "kv_padding": (False,), "prefix": (False,),
+                  "q_padding": (False,), "kv_padding": (False,),
                   "post_quant": (False,), "sink": (False,), "empty": ("none",),
                   "plain": (False,), "cache": ("none", "BnBsH", "BnNBsD"),
                   "deq_dtype": ("none",), "dv": ("equal",)},
@@ -290,19 +290,21 @@ def _batch_lo(dr: Draft) -> int:
     return 2 if needs_two else 1
 
 
-def _prefix(dr: Draft, s2max: int) -> None:
-    """key/value_shared_prefix (batch 1, key layout) and actual_shared_prefix_len [SEM §6]."""
+def _prefix(dr: Draft, s2max: int, allowed: bool = True) -> None:
+    """key/value_shared_prefix (batch 1, key layout and dtype, int32 packing 8 int4 in D)
+    and actual_shared_prefix_len [SEM §6]."""
     ch = dr.ch
-    ok = not dr.kv_list and not dr.paged and not dr.padded and dr.s2 > 0 \
+    ok = allowed and not dr.kv_list and not dr.paged and not dr.padded and dr.s2 > 0 \
         and dr.q_dtype != "int8"
     if not ch.pick("prefix", (False, True) if ok else (False,)):
         ch.pick("prefix_len", ("none",))
         return
     dr.prefix_s = ch.int(1, max(1, s2max // 2))
-    dr.set("key_shared_prefix", spec(shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s, dr.d),
+    pack = 8 if dr.kv_dtype == "int32" else 1
+    dr.set("key_shared_prefix", spec(shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s, dr.d // pack),
                                      dr.kv_dtype))
-    dr.set("value_shared_prefix", spec(shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s, dr.dv),
-                                       dr.kv_dtype))
+    dr.set("value_shared_prefix", spec(shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s,
+                                             dr.dv // pack), dr.kv_dtype))
     if ch.pick("prefix_len", ("absent", "given")) == "given":
         dr.set("actual_shared_prefix_len", [dr.prefix_s - ch.int(0, dr.prefix_s)])
 
@@ -321,7 +323,8 @@ def _padding(dr: Draft, name: str, s: int, lens: list[int]) -> None:
 def antiquant(dr: Draft) -> None:
     """Float query, int8/int4 KV dequantised in the op [V4 §AntiQuant, SEM §7]."""
     ch = dr.ch
-    branch = ch.pick("branch", ("decode", "prefill"))
+    int4 = ch.pins.get("kv_dtype") in INT4_FORMS   # int4 KV is decode-only here [V4 §AntiQuant]
+    branch = ch.pick("branch", ("decode",) if int4 else ("decode", "prefill"))
     dr.decode = branch == "decode"
     if dr.decode:
         _antiquant_decode(dr)
@@ -329,12 +332,30 @@ def antiquant(dr: Draft) -> None:
         _antiquant_prefill(dr)
 
 
+#: Antiquant forms whose scales do not depend on the token position: the only ones a
+#: shared prefix may take (prefix.per_token_antiquant).
+POSITION_FREE_FORMS = ("separate:0/0", "combined:0", "separate:2/2")
+#: int4 (true or int32-packed) KV: separate params, these modes [V4 §AntiQuant].
+INT4_ANTIQUANT = ("separate:0/0", "separate:1/1", "separate:3/3", "separate:0/1")
+INT4_FORMS = ("int4", "int32")
+
+
+def _prefix_forms(dr: Draft, forms: tuple[str, ...]) -> tuple[str, ...]:
+    """The antiquant forms left when filters ask for int4 KV or a shared prefix."""
+    pins = dr.ch.pins
+    if pins.get("kv_dtype") in INT4_FORMS:
+        forms = tuple(f for f in forms if f in INT4_ANTIQUANT)
+    if pins.get("prefix") or pins.get("prefix_len", "none") != "none":
+        forms = tuple(f for f in forms if f in POSITION_FREE_FORMS)
+    return forms
+
+
 def _antiquant_decode(dr: Draft) -> None:
     ch = dr.ch
-    form = ch.pick("antiquant", ("separate:0/0", "combined:0", "separate:1/1", "combined:1",
-                                 "separate:2/2", "separate:3/3", "separate:4/4",
-                                 "separate:5/5", "separate:0/1"))
-    int4_ok = form in ("separate:0/0", "separate:1/1", "separate:3/3", "separate:0/1")
+    forms = ("separate:0/0", "combined:0", "separate:1/1", "combined:1", "separate:2/2",
+             "separate:3/3", "separate:4/4", "separate:5/5", "separate:0/1")
+    form = ch.pick("antiquant", _prefix_forms(dr, forms))
+    int4_ok = form in INT4_ANTIQUANT
     # paged caches take no int4 behind a float query [V4 §PagedAttention]
     pa_pinned = ch.pinned("paged", True) or paged.wanted(dr)
     kv_opts = ("int8", "int4", "int32") if int4_ok and not pa_pinned else ("int8",)
@@ -345,7 +366,8 @@ def _antiquant_decode(dr: Draft) -> None:
     dr.q_dtype = ch.pick("q_dtype", ("float16",) if fp16_only else FLOAT)
     needs_pa = form in ("separate:4/4", "separate:5/5")
     needs_pa = needs_pa or paged.wanted(dr)
-    dr.paged = ch.pick("paged", (True,) if needs_pa else (False, True) if int8 else (False,))
+    page_ok = int8 and not ch.pinned("prefix", True)
+    dr.paged = ch.pick("paged", (True,) if needs_pa else (False, True) if page_ok else (False,))
     ch.pick("q_seq", ("1",))
     _layout(dr, ("BNSD", "BSND", "BSH"))
     heads(dr, _max_heads(dr, 1, 64), GROUPS)
@@ -367,6 +389,7 @@ def _antiquant_decode(dr: Draft) -> None:
     else:
         dr.s2 = ch.int(1, s2max)
         _qkv_contiguous(dr, dr.d // 8 if dr.kv_dtype == "int32" else None)
+        _prefix(dr, s2max, form in POSITION_FREE_FORMS)
         _optional_lengths(dr, "actual_kv", "actual_seq_lengths_kv", dr.s2)
     _optional_lengths(dr, "actual_q", "actual_seq_lengths", 1)
     offset = ch.pick("kv_quant_sym", ("sym", "asym")) == "asym"
@@ -386,7 +409,8 @@ def _antiquant_decode(dr: Draft) -> None:
 def _antiquant_prefill(dr: Draft) -> None:
     """Prefill: combined mode 0 (fp16 query) or separate 0/1 (bf16 query, Q_S <= 16) [V4]."""
     ch = dr.ch
-    form = ch.pick("antiquant", ("combined:0", "separate:0/0", "separate:1/1"))
+    form = ch.pick("antiquant", _prefix_forms(dr, ("combined:0", "separate:0/0",
+                                                   "separate:1/1")))
     sep = form.startswith("separate")
     dr.q_dtype = ch.pick("q_dtype", ("bfloat16",) if sep else ("float16",))
     dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
@@ -400,6 +424,7 @@ def _antiquant_prefill(dr: Draft) -> None:
     s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
     dr.s2 = ch.int(1, s2_cap(dr, 1, s2_hi, dr.s1))
     _qkv_contiguous(dr)
+    _prefix(dr, dr.s2, form in POSITION_FREE_FORMS)
     _optional_lengths(dr, "actual_kv", "actual_seq_lengths_kv", dr.s2)
     _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1)
     offset = ch.pick("kv_quant_sym", ("sym", "asym")) == "asym"

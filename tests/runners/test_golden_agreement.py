@@ -7,7 +7,8 @@ Hypothesis event instead of compared.
 
 import numpy as np
 import pytest
-from hypothesis import event, given
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from fia_fuzz.diff import judge
 from fia_fuzz.golden import npu_fused_infer_attention_score
@@ -18,6 +19,14 @@ from fia_fuzz.strategies import cases
 pytest.importorskip("torch")
 
 
+#: Filter sets the runners must run (not refuse): features that change the op's arithmetic.
+FOCUS = {
+    "mla_full_quant": {"rope_d": "512", "full_quant": True},
+    "antiquant_prefix_int8": {"prefix": True, "kv_dtype": "int8"},
+    "antiquant_prefix_int4": {"prefix": True, "kv_dtype": "int32"},
+}
+
+
 @pytest.mark.parametrize("name", ["torch-sdpa", "torch-math"])
 @given(case=cases(plain=True))
 def test_torch_runners_agree_with_golden(name: str, case: Case) -> None:
@@ -25,8 +34,11 @@ def test_torch_runners_agree_with_golden(name: str, case: Case) -> None:
 
 
 @pytest.mark.parametrize("name", ["torch-sdpa", "torch-math"])
-@given(case=cases(rope_d="512", full_quant=True))
-def test_torch_runners_agree_with_golden_on_mla_full_quant(name: str, case: Case) -> None:
+@pytest.mark.parametrize("focus", list(FOCUS))
+@settings(max_examples=10)
+@given(data=st.data())
+def test_torch_runners_agree_with_golden_on(name: str, focus: str, data: st.DataObject) -> None:
+    case = data.draw(cases(**FOCUS[focus]))
     assert get_runner(name).supports(case) == (True, "")
     _agrees(name, case)
 

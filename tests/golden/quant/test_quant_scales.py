@@ -53,3 +53,17 @@ def test_scale_as_fp32_and_per_tensor() -> None:
         per_tensor(np.ones(2, np.float32), "dequant_scale1")
     with pytest.raises(TypeError):
         decode_uint64_scale(np.ones(1, np.float32))
+
+
+def test_default_data_recipes_give_a_finite_full_quant_output() -> None:
+    """A full-quant call without fill recipes (the spec's int8 base) materialises scales
+    that keep the int8 x int8 scores inside fp16 (values.QUANT_SCALE_DEFAULTS)."""
+    from fia_fuzz.golden import npu_fused_infer_attention_score
+    from fia_fuzz.spec import Case
+    from fia_fuzz.spec.rulebook.examples import BASES
+
+    for name in ("int8", "mla_int8"):
+        call = Case(params=dict(BASES[name]), seed=3).call()
+        with np.errstate(over="raise", invalid="raise"):
+            out, _ = npu_fused_infer_attention_score(**call)
+        assert np.isfinite(out.astype(np.float64)).all(), name
