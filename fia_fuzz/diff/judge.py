@@ -69,7 +69,7 @@ def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.nda
     relative errors are log-scale (`compare(log_scale=True)`).
     Invalid rows are the golden's (`invalid_rows`: all-zero output rows,
     +inf in the golden lse when the call returns it). An int8 output's misses
-    explained by float conditioning (`lsb_conditioning`, against the
+    explained by float-level error (`lsb_conditioning`, against the
     same-dtype baseline) make its verdict "inconclusive" rather than "fail".
     Columns: `<t>_verdict_<policy>` per tensor,
     `verdict_<policy>` the worse of the two, `reason_<policy>` why it is not a

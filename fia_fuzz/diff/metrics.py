@@ -19,14 +19,17 @@ the rounded post-quant of a float output; where the float attention is
 ill-conditioned (a near-zero output from cancelling terms of ~1e36, a value
 beyond the int8 range), the float result in the op's precision is itself
 undetermined beyond 1 LSB of the output, and a sign flip takes it to the other
-saturation end (255 LSB). The differ cannot see the float noise floor of each
+saturation end (255 LSB). The float dtype's own precision does the same on a
+smaller scale: bf16 keeps 8 significant bits, as many as int8, so with
+quant_scale2 spreading the output over the int8 range its rounding and the
+bf16 flow's error reach 1 LSB. The differ cannot see the float noise floor of each
 element directly (it depends on sum |p_j v_j|, inside the golden), but the
 same-dtype golden realises it: it is the golden run in the device's precision
 flow (standards §3 "same-dtype emulation", §4 "same-dtype reference"), so its
 miss |b - g| at an element is that element's float noise floor in LSB. An
 int8 element missing the fp64 truth by more than the threshold t (1 LSB;
 vendor-fia's exactness 0.5; each 0.5 more when quant_offset2 makes the op
-round twice) is *explained by conditioning* when the
+round twice) is *explained by float-level error* when the
 same-dtype golden misses it by more than t as well and the device misses by
 no more than the same-dtype golden plus 1 LSB (the rounding-tie allowance
 between two goldens of the same rounding order, standards "Notes"). Such
@@ -153,6 +156,8 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
     errors against max(|g|, 1) and has no small values: an lse is a log, its
     absolute error is the relative error of the softmax weights, and an lse
     near 0 (a row sum near 1) does not make that error relatively larger.
+    `error_scale` is the golden's RMS (at least 1 for `log_scale`), the scale
+    the policies' absolute-error floors are relative to.
     """
     tol = tol_dtype or dtype
     a = np.asarray(actual).astype(np.float64)
@@ -179,7 +184,8 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
     if not both.any():
         out.update(max_abs=0.0, mean_abs=0.0, max_rel=0.0, mere=0.0, mare=0.0, mere_normal=0.0,
                    mare_normal=0.0, rmse=0.0,
-                   cosine=1.0, golden_rms=0.0, thousandth_share=0.0, hundredth_share=0.0,
+                   cosine=1.0, golden_rms=0.0, error_scale=1.0 if log_scale else 0.0,
+                   thousandth_share=0.0, hundredth_share=0.0,
                    small_count=0, small_err_share=0.0, worst_index="", worst_actual=0.0,
                    worst_golden=0.0, fa_noise=0.0)
         out.update(_dtype_metrics(np.zeros(0), np.zeros(0), dtype, tol))
@@ -204,6 +210,7 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
         rmse=float(np.sqrt(np.mean((af - gf) ** 2))),
         cosine=cos,
         golden_rms=float(np.sqrt(np.mean(gf ** 2))),
+        error_scale=max(float(np.sqrt(np.mean(gf ** 2))), 1.0 if log_scale else 0.0),
         thousandth_share=_share(np.where(small, small_bad, rel_err > t)),
         hundredth_share=_share(np.where(small, small_bad, rel_err > 10 * t)),
         small_count=int(np.count_nonzero(small)),
@@ -237,7 +244,7 @@ def _invalid_mismatch(a: np.ndarray, g: np.ndarray, invalid: np.ndarray) -> dict
 
 def lsb_conditioning(actual: np.ndarray, baseline: np.ndarray, golden: np.ndarray,
                      dtype: str, slack: float = 0.0) -> dict[str, Any]:
-    """LSB misses of an int output split into decisive and explained by float conditioning.
+    """LSB misses of an int output split into decisive and explained by float-level error.
 
     See the module docstring: an element missing the clipped fp64 truth by
     more than t is explained when the same-dtype golden `baseline` misses it
