@@ -19,6 +19,7 @@ from fia_fuzz.spec.rulebook.rope import MLA_HEADS, MLA_TND_HEADS
 from fia_fuzz.spec.rulebook.tnd import T_MAX
 from fia_fuzz.strategies.breaker import Breaker
 from fia_fuzz.strategies.case_edits import (
+    SEP_SCALES,
     SEQ_AXIS,
     grow_blocks,
     head_dim,
@@ -30,9 +31,6 @@ from fia_fuzz.strategies.case_edits import (
     with_dtype,
 )
 from fia_fuzz.strategies.mutations import DELETE, FILLS, Change
-
-SEP_PARAMS = ("key_antiquant_scale", "value_antiquant_scale", "key_antiquant_offset",
-              "value_antiquant_offset")
 
 
 def _kv_dtype(case: Case, dtype: str) -> Change:
@@ -166,7 +164,7 @@ def _sep_mode_range(draw: st.DrawFn, case: Case) -> Change:
 
 def _int8_only_forms(draw: st.DrawFn, case: Case) -> Change:
     """int4 KV with per-tensor (1,) scales and offsets."""
-    return {n: TensorSpec((1,), case.params[n].dtype) for n in SEP_PARAMS
+    return {n: TensorSpec((1,), case.params[n].dtype) for n in SEP_SCALES
             if case.params.get(n) is not None}
 
 
