@@ -36,10 +36,13 @@ SEP_PARAMS = ("key_antiquant_scale", "value_antiquant_scale", "key_antiquant_off
 
 
 def _kv_dtype(case: Case, dtype: str) -> Change:
-    """key and value in `dtype`; int32 packs 8 int4 values, so its last axis is 1/8."""
+    """key, value (and a shared prefix) in `dtype`; int32 packs 8 int4 values, so its last
+    axis is 1/8."""
     out: Change = {}
-    for n in ("key", "value"):
-        t = case.params[n]
+    for n in ("key", "value", "key_shared_prefix", "value_shared_prefix"):
+        t = case.params.get(n)
+        if t is None:
+            continue
         out[n] = with_axis(t, -1, t.shape[-1] // 8) if dtype == "int32" else t
         out[n] = with_dtype(out[n], dtype)
     return out

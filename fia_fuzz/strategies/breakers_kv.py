@@ -30,9 +30,11 @@ from fia_fuzz.strategies.case_edits import (
     with_dtype,
 )
 from fia_fuzz.strategies.draft import shape
-from fia_fuzz.strategies.mutations import Change, apply
+from fia_fuzz.strategies.mutations import FILLS, Change, apply
 
 NO_FULL_MASK = {"mask": "none", "pse": False}
+#: Data of a tensor a breaker turns int8 (float fills do not materialise as int8).
+INT8_FILL = {"dist": "int", "low": -128, "high": 127}
 
 
 # ---- paged -------------------------------------------------------------------------------
@@ -80,8 +82,10 @@ def _int8_query(draw: st.DrawFn, case: Case) -> Change:
     if case.view().D % 32:
         reject()    # int8 needs D % 32 == 0 (dims.d_align_int8)
     f32 = TensorSpec((1,), "float32")
-    return {**{n: with_dtype(case.params[n], "int8") for n in ("query", "key", "value")},
-            "dequant_scale1": f32, "quant_scale1": f32, "dequant_scale2": f32}
+    qkv = ("query", "key", "value")
+    return {**{n: with_dtype(case.params[n], "int8") for n in qkv},
+            "dequant_scale1": f32, "quant_scale1": f32, "dequant_scale2": f32,
+            FILLS: {n: INT8_FILL for n in qkv}}
 
 
 def _cache_rank(draw: st.DrawFn, case: Case) -> Change:

@@ -2,11 +2,13 @@
 
 Each breaker starts from a legal case drawn by `cases(**base)` (the base
 filters put the case where the rule applies) and changes it just enough to
-violate its rule. The result is checked against `validate`: a draw whose
-violations are not exactly `[rule]` is discarded, and the meta-tests assert
-such discards stay rare. Rules a `Case` cannot express (unknown keywords,
-non-tensor objects) and rules without a breaker yet raise InvalidArgument
-naming the rule.
+violate its rule. The simple breakers are here, the searched ones come from
+breaker_table.py, and those that move one quantity in several places at once
+from breakers_kv.py, breakers_features.py and breakers_mla_quant.py. The
+result is checked against `validate`: a draw whose violations are not exactly
+`[rule]` is discarded, and the meta-tests assert such discards stay rare.
+Rules a `Case` cannot express (unknown keywords, non-tensor objects) and
+rules without a breaker yet raise InvalidArgument naming the rule.
 """
 
 from __future__ import annotations
@@ -36,11 +38,13 @@ INEXPRESSIBLE = {
 
 #: Rules whose breaking cases cannot be sent to a backend as a call (unknown dtype,
 #: negative or host-sized shapes, non-integer lengths that int() would silently repair,
-#: a missing positional tensor, host-sized S above 20M or T above 1M tokens);
+#: a missing positional tensor, host-sized S above 20M or T above 1M tokens, a ragged
+#: block_table that no tensor can hold);
 #: illegal_cases() without a rule leaves them out, illegal_cases(rule) still draws them
 #: for validate-level tests.
 NOT_MATERIALISABLE = {"args.dtype_known", "args.shape_sane", "args.memory",
-                      "args.values_integral", "args.required", "dims.s_max", "tnd.t_max"}
+                      "args.values_integral", "args.required", "dims.s_max", "tnd.t_max",
+                      "paged.block_table_rank"}
 
 PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
 

@@ -2,7 +2,7 @@
 
 Each mutation changes one argument (an attribute value, one tensor's dtype or
 one axis, one optional input added or dropped, one length value) and returns
-the changed parameters, or None where it does not apply. `breakers.py`
+the changed parameters, or None where it does not apply. `breaker_table.py`
 records, per rule id, which (base filters, mutation) breaks that rule alone;
 `illegal_cases` replays it and checks the result against `validate`.
 """

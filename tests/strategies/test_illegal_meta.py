@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from fia_fuzz.spec import RULES, Case, validate
+from fia_fuzz.spec import RULES, Case, TensorSpec, validate
 from fia_fuzz.strategies import illegal_cases
-from fia_fuzz.strategies.breakers_kv import gqa_nz_cases
-from fia_fuzz.strategies.illegal import BREAKERS, INEXPRESSIBLE
+from fia_fuzz.strategies.breakers_features import FEATURE_BREAKERS
+from fia_fuzz.strategies.breakers_kv import KV_BREAKERS, gqa_nz_cases
+from fia_fuzz.strategies.illegal import BREAKERS, INEXPRESSIBLE, NOT_MATERIALISABLE
+from fia_fuzz.strategies.mutations import apply
 
 COVERED = sorted(r for r in BREAKERS if r in RULES)
 #: Rules whose legal neighbourhood the strategies do not draw yet, so they have no
@@ -27,6 +30,43 @@ def test_breaker_violates_exactly_its_rule(rule: str) -> None:
     def check(case: Case) -> None:
         assert [v.rule for v in validate(**case.specs())] == [rule]
         assert Case.from_json(case.to_json()) == case
+
+    check()
+
+
+@pytest.mark.parametrize("rule", sorted({**KV_BREAKERS, **FEATURE_BREAKERS}))
+def test_written_breaker_lands_whenever_it_applies(rule: str) -> None:
+    # these breakers reject() themselves where their change cannot apply; every change
+    # they do make must break exactly their rule, so a rulebook or strategy change that
+    # makes a second rule co-fire fails here instead of silently raising the discard rate
+    breaker = BREAKERS[rule]
+
+    @settings(max_examples=6, phases=[Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        case = data.draw(breaker.cases())
+        broken = apply(case, breaker.change(data.draw, case))
+        assert [v.rule for v in validate(**broken.specs())] == [rule]
+
+    check()
+
+
+MATERIALISE_MAX = 1 << 21
+
+
+@pytest.mark.parametrize("rule", sorted((set(KV_BREAKERS) | set(FEATURE_BREAKERS))
+                                        - NOT_MATERIALISABLE))
+def test_written_breaker_cases_materialise(rule: str) -> None:
+    # `fia-fuzz campaign --negative` sends these to backends: Case.call() must build them
+    @settings(max_examples=2, phases=[Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(illegal_cases(rule))
+    def check(case: Case) -> None:
+        sizes = [t.numel for v in case.params.values()
+                 for t in (v if isinstance(v, list) else [v]) if isinstance(t, TensorSpec)]
+        if sum(sizes) <= MATERIALISE_MAX:
+            case.call()
 
     check()
 
