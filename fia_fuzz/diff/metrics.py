@@ -30,9 +30,11 @@ miss |b - g| at an element is that element's float noise floor in LSB. An
 int8 element missing the fp64 truth by more than the threshold t (1 LSB;
 vendor-fia's exactness 0.5; each 0.5 more when quant_offset2 makes the op
 round twice) is *explained by float-level error* when the
-same-dtype golden misses it by more than t as well and the device misses by
-no more than the same-dtype golden plus 1 LSB (the rounding-tie allowance
-between two goldens of the same rounding order, standards "Notes"). Such
+same-dtype golden misses it by more than correct rounding alone would (0.5
+LSB, 1 with quant_offset2), so it carries a float-level error itself, and the
+device misses by no more than the same-dtype golden plus 1 LSB (the
+rounding-tie allowance between two goldens of the same rounding order,
+standards "Notes"). Such
 elements make a verdict inconclusive instead of failing; any unexplained
 element still fails. Without a same-dtype golden nothing is explained.
 """
@@ -248,11 +250,12 @@ def lsb_conditioning(actual: np.ndarray, baseline: np.ndarray, golden: np.ndarra
 
     See the module docstring: an element missing the clipped fp64 truth by
     more than t is explained when the same-dtype golden `baseline` misses it
-    by more than t too and the device misses by at most the baseline's miss
-    + 1 LSB. `lsb_max_decisive` / `lsb_max_decisive_exact` are the largest
-    misses left unexplained at t = 1 / t = 0.5 (each + `slack`, the op's own
-    extra rounding, policies.int_rounding_slack), `lsb_inconclusive(_exact)`
-    the counts of explained elements.
+    by more than rounding alone does (0.5 LSB + `slack`) and the device
+    misses by at most the baseline's miss + 1 LSB. `lsb_max_decisive` /
+    `lsb_max_decisive_exact` are the largest misses left unexplained at t = 1
+    / t = 0.5 (each + `slack`, the op's own extra rounding,
+    policies.int_rounding_slack), `lsb_inconclusive(_exact)` the counts of
+    explained elements.
     """
     lo, hi = INT_RANGE[dtype]
     a, b = np.asarray(actual).astype(np.float64), np.asarray(baseline).astype(np.float64)
@@ -261,8 +264,9 @@ def lsb_conditioning(actual: np.ndarray, baseline: np.ndarray, golden: np.ndarra
         return {}
     err, base_err = np.abs(a - g), np.abs(b - g)
     out: dict[str, Any] = {}
+    rounding = 0.5 + slack  # how far correct rounding alone sits from the ideal
     for suffix, t in (("", 1.0 + slack), ("_exact", 0.5 + slack)):
-        explained = (err > t) & (base_err > t) & (err <= base_err + 1)
+        explained = (err > t) & (base_err > rounding) & (err <= base_err + 1)
         rest = err[~explained]
         out[f"lsb_max_decisive{suffix}"] = float(rest.max()) if rest.size else 0.0
         out[f"lsb_inconclusive{suffix}"] = int(np.count_nonzero(explained))

@@ -191,9 +191,16 @@ def test_int8_with_an_offset_allows_the_second_rounding() -> None:
     plain = judge((dev, t_lse), (t, t_lse), (dev, t_lse), "int8", lse=False)
     assert plain["verdict_flash-attention"] == "inconclusive"
     far = dev.copy()
-    far[0, 0] = -85  # 2.08 LSB: beyond the second rounding too, and not shared
+    far[0, 0] = -84  # 3.08 LSB: beyond the second rounding, 2 LSB from the golden's -86
     row = judge((far, t_lse), (t, t_lse), (dev, t_lse), "int8", lse=False, features=offset)
     assert row["verdict_flash-attention"] == "fail" and "(> 1.5)" in row["reason_flash-attention"]
+    # the same-dtype golden just inside the bound, the device just outside: still shared
+    t3 = np.array([[-112.5074] * 8])
+    base3, dev3 = np.full((1, 8), -112, np.int8), np.full((1, 8), -112, np.int8)
+    base3[0, 0] = -114  # 1.49 LSB: inside 1.5, beyond rounding alone (1 with the offset)
+    dev3[0, 0] = -111  # 1.51 LSB: outside 1.5, within the golden's miss + 1
+    row = judge((dev3, t_lse), (t3, t_lse), (base3, t_lse), "int8", lse=False, features=offset)
+    assert row["verdict_flash-attention"] == "inconclusive", row["reason_flash-attention"]
 
 
 def test_inconclusive_ranks_between_pass_and_warn() -> None:
