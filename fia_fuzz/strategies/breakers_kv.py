@@ -134,17 +134,22 @@ def _mask_last_dim(draw: st.DrawFn, case: Case) -> Change:
                                                                                      need - 1)))}
 
 
+#: Paged bases; breakers whose change a 5-D NZ cache's own rules would also catch pin
+#: the cache form (gqa_nz draws NZ without rope).
 PAGED = {"paged": True, "rope": False}
 PAGED_BREAKERS: dict[str, Breaker] = {
     "paged.block_table_rank": Breaker(_block_table_rank, {**PAGED, "branch": "decode"}),
     "paged.block_size_max": Breaker(_block_size_max, {**PAGED, **NO_FULL_MASK,
                                                       "antiquant": "none"}),
-    "paged.block_size_align": Breaker(_block_size_align, {**PAGED, "branch": "decode"}),
+    "paged.block_size_align": Breaker(_block_size_align, {**PAGED, "branch": "decode",
+                                                          "cache": "BnBsH"},
+                                      alt=({**PAGED, "branch": "decode", "cache": "BnNBsD"},)),
     "paged.block_size_prefill": Breaker(_block_size_prefill, {**PAGED, "branch": "prefill",
                                                               "q_dtype": "float16"}),
-    "paged.kv_dtype": Breaker(_paged_kv_dtype, {"paged": True, "antiquant": "separate:1/1"},
-                              alt=({"paged": True, "antiquant": "separate:1/1",
-                                    "d_class": "129-256"},)),
+    "paged.kv_dtype": Breaker(_paged_kv_dtype, {"cache": "BnBsH", "antiquant": "separate:1/1"},
+                              alt=({"cache": "BnNBsD", "antiquant": "separate:1/1"},
+                                   {"cache": "BnBsH", "antiquant": "separate:1/1",
+                                    "d_class": "129-256"})),
     "paged.int8_query": Breaker(_int8_query, {**PAGED, "branch": "prefill", "pse": False,
                                               "q_dtype": "float16", "d_class": "64-128",
                                               "post_quant": False, "sink": False}),

@@ -25,7 +25,8 @@ from fia_fuzz.strategies.families import FAMILIES, FAMILY_SCOPE
 __all__ = ["PROFILES", "Profile", "build", "cases", "families_for"]
 
 #: Draw weight per family: dense carries most optional inputs, so it gets the most draws.
-FAMILY_WEIGHTS = {"dense": 4, "antiquant": 2, "full_quant": 1, "packed": 1, "mla": 1}
+FAMILY_WEIGHTS = {"dense": 4, "antiquant": 2, "full_quant": 1, "packed": 1, "mla": 1,
+                  "gqa_nz": 1}
 #: Decisions every draw makes at least: the simplest dense case needs ~33, shorter paths
 #: of other families are padded to this so shrinking ends at that case (choices.pad).
 MIN_PATH = 36

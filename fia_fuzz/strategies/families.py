@@ -1,4 +1,4 @@
-"""The five families of legal calls, each drawn in dependency order.
+"""The six families of legal calls, each drawn in dependency order.
 
 The op's documented feature matrix splits into families whose features
 combine freely inside and hardly across (fia-semantics.md, V4 §约束说明):
@@ -8,7 +8,9 @@ combine freely inside and hardly across (fia-semantics.md, V4 §约束说明):
 - antiquant: float query with int8/int4 KV (combined and separate params);
 - full_quant: int8 q/k/v with dequant scales (prefill);
 - packed: TND / NTD_TND (bf16, D 128/192, Dv may differ, MLA rope D 128);
-- mla: query D 512 with rope, paged KV mandatory (incl. 5-D NZ) and NBSD output.
+- mla: query D 512 with rope, paged KV mandatory (incl. 5-D NZ) and NBSD output,
+  float or fully quantised (int8 q/k/v, bf16 rope);
+- gqa_nz: bf16 query over int8 5-D NZ caches without rope (its own constraint table).
 FAMILY_SCOPE lists, per family, the feature values it can reach, so filters
 pick only families that can honour them.
 """
@@ -19,11 +21,14 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from fia_fuzz.spec.rulebook.nz import NZ_HEADS
 from fia_fuzz.strategies import fills, masks, paged, quant
+from fia_fuzz.strategies.choices import Dead
 from fia_fuzz.strategies.draft import (
     Draft,
     batch_cap,
     effective,
+    g_class,
     heads,
     lengths,
     packed_shape,
@@ -35,6 +40,8 @@ from fia_fuzz.strategies.draft import (
 )
 
 FLOAT = ("float16", "bfloat16")
+#: GQA int8 antiquant over 5-D NZ caches [V4 GQA/MHA/MQA伪量化场景下key/value shape为五维].
+NZ_LAYOUTS = ("BSH", "BSND", "BNSD")
 GROUPS = (1, 2, 4, 8, 3, 5, 6, 16, 12, 32, 64)
 LENGTH_FORMS = ("absent", "one", "per_batch", "longer")
 #: Feature values an empty query or S2 = 0 case carries (it has no optional inputs).
@@ -60,9 +67,10 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
                   "deq_dtype": ("none",), "dv": ("equal",)},
     "full_quant": {"q_dtype": ("int8",), "kv_dtype": ("int8",), "full_quant": (True,),
                    "antiquant": ("none",), "rope": (False,), "rope_d": ("none",),
-                   "paged": (False,), "kv_list": (False,), "prefix": (False,),
-                   "branch": ("prefill",), "sink": (False,), "q_padding": (False,),
-                   "kv_padding": (False,), "empty": ("none",), "plain": (False,),
+                   "paged": (False,), "cache": ("none",), "kv_list": (False,),
+                   "prefix": (False,), "branch": ("prefill",), "sink": (False,),
+                   "q_padding": (False,), "kv_padding": (False,), "empty": ("none",),
+                   "plain": (False,),
                    "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "dv": ("equal",)},
     "packed": {"q_dtype": ("bfloat16",), "kv_dtype": ("bfloat16",), "layout": ("TND", "NTD_TND"),
                "antiquant": ("none",), "full_quant": (False,), "post_quant": (False,),
@@ -80,6 +88,14 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
             "layout": ("BNSD", "BSND", "BSH", "TND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD",
                        "TND_NTD"), "deq_dtype": ("none", "float32"), "dv": ("equal",),
             "q_seq": ("1", "2-16"), "cache": ("BnBsH", "BnNBsD", "NZ")},
+    "gqa_nz": {"q_dtype": ("bfloat16",), "kv_dtype": ("int8",), "layout": NZ_LAYOUTS,
+               "cache": ("NZ",), "paged": (True,), "antiquant": ("separate:0/0", "separate:1/1"),
+               "kv_quant_sym": ("sym",), "full_quant": (False,), "deq_dtype": ("none",),
+               "rope": (False,), "rope_d": ("none",), "d_class": ("64-128",), "dv": ("equal",),
+               "q_seq": ("1", "2-16"), "inner_precise": (1,), "sparse_mode": (0, 3),
+               "kv_list": (False,), "q_padding": (False,), "kv_padding": (False,),
+               "prefix": (False,), "pse": (False,), "post_quant": (False,), "sink": (False,),
+               "empty": ("none",), "plain": (False,), "band": ("default",)},
 }
 
 
@@ -491,6 +507,8 @@ def packed(dr: Draft) -> None:
                        else (False, True))
     groups = (1,) if dr.dv == 192 else GROUPS
     budget_heads = max(1, dr.prof.max_elements // 2 // (16 * (dr.d + 64)))
+    if dr.paged:  # one 128-token block per batch (B >= 1) and spares must fit the budget too
+        budget_heads = min(budget_heads, max(1, dr.prof.max_elements // (128 * 2 * dr.d * 4)))
     heads(dr, min(dr.prof.max_heads, budget_heads), groups)
     cls = ch.pick("q_seq", ("2-16", "1", "17-2048"))
     top = {"1": 1, "2-16": 16, "17-2048": 2048}[cls]
@@ -631,7 +649,55 @@ def mla(dr: Draft) -> None:
     _common_tail(dr, (1, 0), lse=(False,))
 
 
+# ---- GQA antiquant over 5-D NZ caches ----------------------------------------------------
+def gqa_nz(dr: Draft) -> None:
+    """bf16 query, int8 KV in 5-D NZ caches, D 128, Q_S 1..16, the four documented
+    (N, KV_N) pairs, block size 128/512, separate symmetric antiquant 0/0 or 1/1
+    [V4 GQA/MHA/MQA伪量化场景下key/value shape为五维时的参数约束; rulebook/nz.py]."""
+    ch = dr.ch
+    dr.q_dtype = ch.pick("q_dtype", ("bfloat16",))
+    dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
+    cls, lo, hi = _q_class(dr, ("1", "2-16"))
+    dr.decode = cls == "1"
+    ch.pick("branch", ("decode",) if dr.decode else ("prefill",))
+    _layout(dr, NZ_LAYOUTS)
+    pairs = [p for p in NZ_HEADS if ch.allows("g_class", g_class(p[0] // p[1]))
+             and ch.allows("gqa", "mqa" if p[1] == 1 else "gqa")]
+    if not pairs:
+        raise Dead("no documented NZ head pair has the pinned GQA class")
+    dr.n, dr.kv_n = ch.one(pairs)
+    dr.d = dr.dv = 128
+    dr.b = ch.int(1, batch_cap(dr, lo, 128, dr.prof.max_batch))
+    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
+    s2max = s2_cap(dr, 1, dr.prof.max_seq, dr.s1)
+    bs = paged.block_size(dr, (128, 512))
+    kv = lengths(dr, "actual_kv", [s2max] * dr.b, ("one", "per_batch", "longer"))
+    assert kv is not None
+    dr.kv_lens = effective(kv, dr.b, [])
+    paged.page(dr, ("NZ",), bs, dr.kv_lens)
+    dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
+    dr.set("actual_seq_lengths_kv", kv)
+    _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1, 1)
+    ch.pick("kv_quant_sym", ("sym",))
+    if ch.pick("antiquant", ("separate:0/0", "separate:1/1")) == "separate:0/0":
+        shp = {"BSH": (dr.kv_n * dr.d,), "BNSD": (dr.kv_n, 1, dr.d),
+               "BSND": (dr.kv_n, dr.d)}[dr.q_layout]
+        quant.nz_scales(dr, shp, "bfloat16", 0)
+    else:
+        quant.nz_scales(dr, (dr.b, dr.s2 + ch.int(0, 8)), "float32", 1)
+    if dr.decode:
+        for name, value in (("sparse_mode", 0), ("mask", "none"), ("mask_shape", "none")):
+            ch.pick(name, (value,))
+    else:
+        dr.set("sparse_mode", ch.pick("sparse_mode", (3,)))
+        masks.optimized_mask(dr)
+    masks.band(dr, ("default",))
+    ch.pick("pse", (False,))
+    _common_tail(dr, (1,))
+    dr.set("inner_precise", 1)
+
+
 FAMILIES: dict[str, Callable[[Draft], None]] = {
     "dense": dense, "antiquant": antiquant, "full_quant": full_quant, "packed": packed,
-    "mla": mla,
+    "mla": mla, "gqa_nz": gqa_nz,
 }

@@ -125,6 +125,16 @@ def mla_full_quant_scales(dr: Draft) -> None:
                                                "value": ch.one((2.0 ** -7, 2.0 ** -5))}
 
 
+def nz_scales(dr: Draft, shp: tuple[int, ...], dtype: str, mode: int) -> None:
+    """Symmetric key/value_antiquant_scale of a GQA NZ cache: per-channel bf16 (mode 0)
+    or per-token fp32 (mode 1, (B, >= table width x block size)) [V4 五维 keyAntiquantScale]."""
+    for side in ("key", "value"):
+        _put(dr, f"{side}_antiquant_scale", f"{side}_antiquant_offset", shp, dtype, False)
+    if mode:
+        dr.set("key_antiquant_mode", mode)
+        dr.set("value_antiquant_mode", mode)
+
+
 def post_quant(dr: Draft, forms: tuple[str, ...]) -> None:
     """quant_scale2 (+ optional quant_offset2) for int8 output [V4 §INT8 quantScale2]."""
     ch = dr.ch

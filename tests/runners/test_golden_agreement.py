@@ -24,6 +24,7 @@ FOCUS = {
     "mla_full_quant": {"rope_d": "512", "full_quant": True},
     "antiquant_prefix_int8": {"prefix": True, "kv_dtype": "int8"},
     "antiquant_prefix_int4": {"prefix": True, "kv_dtype": "int32"},
+    "gqa_nz": {"cache": "NZ", "rope": False},
 }
 
 
