@@ -22,17 +22,13 @@ class Breaker:
     """How to break one rule: a legal base case, then a change drawn from it.
 
     The base is `cases(**base)` or any of `cases(**alt[i])` (filters cannot say
-    "one of these layouts"), or `source()` where no filter of `cases` reaches the
-    neighbourhood (e.g. the GQA NZ cache configuration).
+    "one of these layouts").
     """
 
     change: Callable[[st.DrawFn, Case], Change]
     base: dict[str, Any] = field(default_factory=dict)
-    source: Callable[[], st.SearchStrategy[Case]] | None = None
     alt: tuple[dict[str, Any], ...] = ()
 
     def cases(self) -> st.SearchStrategy[Case]:
         """The legal cases this breaker starts from."""
-        if self.source is not None:
-            return self.source()
         return st.one_of([cases(**b) for b in (self.base, *self.alt)])

@@ -1,21 +1,17 @@
 """Breakers of the KV-source rules: paged caches, tensor lists and GQA 5-D NZ caches.
 
 Each starts from a legal paged, list or NZ case and moves one quantity
-consistently (case_edits), so only its rule fires. `cases()` draws NZ caches
-only under MLA; the GQA int8-antiquant NZ configuration these nz.* rules
-govern [V4 GQA/MHA/MQA伪量化场景下key/value shape为五维时的参数约束] is drawn
-here by `gqa_nz_cases`, legal by construction (a meta-test checks it).
+consistently (case_edits), so only its rule fires. The nz.* rules govern the
+GQA int8-antiquant NZ configuration [V4 GQA/MHA/MQA伪量化场景下key/value shape
+为五维时的参数约束], which `cases()` draws as its gqa_nz family.
 """
 
 from __future__ import annotations
-
-import random
 
 from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.rulebook.masks import OPTIMIZED_SHAPES
 from fia_fuzz.spec.rulebook.nz import NZ_HEADS
 from fia_fuzz.strategies.breaker import Breaker
 from fia_fuzz.strategies.case_edits import (
@@ -221,59 +217,8 @@ def _nz_scale(lay: str, kv_n: int, d: int) -> tuple[int, ...]:
     return {"BSH": (kv_n * d,), "BNSD": (kv_n, 1, d), "BSND": (kv_n, d)}[lay]
 
 
-@st.composite
-def _gqa_nz(draw: st.DrawFn, layouts: tuple[str, ...], q_seq: tuple[int, int]) -> Case:
-    """A legal GQA int8-antiquant call over 5-D NZ caches (every nz.* rule satisfied)."""
-    n, kv_n = draw(st.sampled_from(NZ_HEADS))
-    lay = draw(st.sampled_from(layouts))
-    s1 = draw(st.integers(*q_seq))
-    b = draw(st.integers(1, 3))
-    bs = draw(st.sampled_from([128, 512]))
-    kv = [draw(st.integers(1, 2 * bs)) for _ in range(b)]
-    need = [-(-x // bs) for x in kv]
-    width = max(need) + draw(st.integers(0, 1))
-    blocks = sum(need) + draw(st.integers(0, 2))
-    ids = list(range(blocks))
-    random.Random(draw(st.integers(0, 1 << 16))).shuffle(ids)
-    rows, at = [], 0
-    for k in need:
-        rows.append(ids[at:at + k] + [-1] * (width - k))
-        at += k
-    cache = TensorSpec((blocks, kv_n, NZ_D // NZ_C0, bs, NZ_C0), "int8")
-    mode = draw(st.sampled_from([0, 1]))
-    scale = TensorSpec(_nz_scale(lay, kv_n, NZ_D), "bfloat16") if mode == 0 else \
-        TensorSpec((b, width * bs + draw(st.integers(0, 8))), "float32")
-    params = {"query": TensorSpec(shape(lay, b, n, s1, NZ_D), "bfloat16"),
-              "key": cache, "value": cache, "num_heads": n, "num_key_value_heads": kv_n,
-              "input_layout": lay, "block_table": rows, "block_size": bs,
-              "actual_seq_lengths_kv": kv, "inner_precise": 1,
-              "key_antiquant_scale": scale, "value_antiquant_scale": scale}
-    if mode:
-        params.update(key_antiquant_mode=1, value_antiquant_mode=1)
-    if s1 > 1:
-        params.update(sparse_mode=3, atten_mask=TensorSpec(
-            draw(st.sampled_from(OPTIMIZED_SHAPES)), draw(st.sampled_from(["bool", "uint8"]))))
-    return Case(params=params, seed=draw(st.integers(0, 2**32 - 1)))
-
-
-NZ_LAYOUTS = ("BSH", "BSND", "BNSD")
-
-
-def gqa_nz_cases(layouts: tuple[str, ...] = NZ_LAYOUTS, q_seq: tuple[int, int] = (1, 16)
-                 ) -> st.SearchStrategy[Case]:
-    """Legal GQA/MHA/MQA int8-antiquant calls with 5-D NZ key/value caches.
-
-    `q_seq` bounds Q_S (1..16 is the documented range); `layouts` are input layouts.
-    """
-    return _gqa_nz(layouts, q_seq)
-
-
-def _nz_decode() -> st.SearchStrategy[Case]:
-    return gqa_nz_cases(q_seq=(1, 1))
-
-
-def _nz_bnsd_prefill() -> st.SearchStrategy[Case]:
-    return gqa_nz_cases(("BNSD",), (2, 16))
+#: Legal GQA int8-antiquant NZ calls: the gqa_nz family of cases().
+GQA_NZ = {"cache": "NZ", "rope": False}
 
 
 def _nz_dtypes(draw: st.DrawFn, case: Case) -> Change:
@@ -364,10 +309,10 @@ def _nz_extras(draw: st.DrawFn, case: Case) -> Change:
 
 
 NZ_BREAKERS: dict[str, Breaker] = {
-    "nz.dtypes": Breaker(_nz_dtypes, source=_nz_decode),
-    "nz.layout": Breaker(_nz_layout, source=_nz_bnsd_prefill),
+    "nz.dtypes": Breaker(_nz_dtypes, {**GQA_NZ, "q_seq": "1"}),
+    "nz.layout": Breaker(_nz_layout, {**GQA_NZ, "layout": "BNSD", "q_seq": "2-16"}),
 } | {
-    rid: Breaker(fn, source=gqa_nz_cases) for rid, fn in (
+    rid: Breaker(fn, GQA_NZ) for rid, fn in (
         ("nz.dims", _nz_dims), ("nz.heads", _nz_heads),
         ("nz.inner_precise", _nz_precise), ("nz.mask", _nz_mask),
         ("nz.antiquant", _nz_antiquant), ("nz.scale_shape", _nz_scale_shape),

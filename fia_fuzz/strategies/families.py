@@ -660,7 +660,8 @@ def gqa_nz(dr: Draft) -> None:
     cls, lo, hi = _q_class(dr, ("1", "2-16"))
     dr.decode = cls == "1"
     ch.pick("branch", ("decode",) if dr.decode else ("prefill",))
-    _layout(dr, NZ_LAYOUTS)
+    # not _layout(): its NZ filter is MLA's (no BNSD with 5-D caches); GQA NZ takes BNSD
+    dr.layout = dr.q_layout = dr.out_layout = ch.pick("layout", NZ_LAYOUTS)
     pairs = [p for p in NZ_HEADS if ch.allows("g_class", g_class(p[0] // p[1]))
              and ch.allows("gqa", "mqa" if p[1] == 1 else "gqa")]
     if not pairs:
