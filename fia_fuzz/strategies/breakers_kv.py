@@ -12,7 +12,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.rulebook.nz import NZ_HEADS
+from fia_fuzz.spec.rulebook.nz import NZ_HEADS, per_channel_shape
 from fia_fuzz.strategies.breaker import Breaker
 from fia_fuzz.strategies.case_edits import (
     SEQ_AXIS,
@@ -212,11 +212,6 @@ NZ_D = 128
 NZ_C0 = 32
 
 
-def _nz_scale(lay: str, kv_n: int, d: int) -> tuple[int, ...]:
-    """Per-channel scale by layout: BSH [H], BNSD [N,1,D], BSND [N,D] [V4 keyAntiquantScale]."""
-    return {"BSH": (kv_n * d,), "BNSD": (kv_n, 1, d), "BSND": (kv_n, d)}[lay]
-
-
 #: Legal GQA int8-antiquant NZ calls: the gqa_nz family of cases().
 GQA_NZ = {"cache": "NZ", "rope": False}
 
@@ -236,7 +231,7 @@ def _nz_dims(draw: st.DrawFn, case: Case) -> Change:
         out[name] = with_axis(case.params[name], 2, d // NZ_C0)
     if not case.params.get("key_antiquant_mode"):
         for name in ("key_antiquant_scale", "value_antiquant_scale"):
-            out[name] = TensorSpec(_nz_scale(lay, kv_n, d), "bfloat16")
+            out[name] = TensorSpec(per_channel_shape(lay, kv_n, d), "bfloat16")
     return out
 
 

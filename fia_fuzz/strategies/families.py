@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fia_fuzz.spec.rulebook.nz import NZ_HEADS
+from fia_fuzz.spec.rulebook.nz import per_channel_shape as nz_scale_shape
 from fia_fuzz.strategies import fills, masks, paged, quant
 from fia_fuzz.strategies.choices import Dead
 from fia_fuzz.strategies.draft import (
@@ -117,11 +118,8 @@ def _common_tail(dr: Draft, inner: tuple[int, ...], lse: tuple[bool, ...] = (Fal
 
 
 def _layout(dr: Draft, options: tuple[str, ...]) -> None:
-    cache = dr.ch.pins.get("cache")
-    if cache == "BnNBsD":    # only with a BNSD/TND query [V4 §PagedAttention]
+    if dr.ch.pins.get("cache") == "BnNBsD":    # only with a BNSD/TND query [V4 §PagedAttention]
         options = tuple(x for x in options if x in ("BNSD", "TND"))
-    elif cache == "NZ":      # not with BNSD/BNSD_NBSD [V4 §MLA]
-        options = tuple(x for x in options if not x.startswith("BNSD"))
     dr.layout = dr.ch.pick("layout", options)
     parts = dr.layout.split("_")
     dr.q_layout = parts[0]
@@ -356,7 +354,7 @@ INT4_ANTIQUANT = ("separate:0/0", "separate:1/1", "separate:3/3", "separate:0/1"
 INT4_FORMS = ("int4", "int32")
 
 
-def _prefix_forms(dr: Draft, forms: tuple[str, ...]) -> tuple[str, ...]:
+def _pinned_forms(dr: Draft, forms: tuple[str, ...]) -> tuple[str, ...]:
     """The antiquant forms left when filters ask for int4 KV or a shared prefix."""
     pins = dr.ch.pins
     if pins.get("kv_dtype") in INT4_FORMS:
@@ -370,7 +368,7 @@ def _antiquant_decode(dr: Draft) -> None:
     ch = dr.ch
     forms = ("separate:0/0", "combined:0", "separate:1/1", "combined:1", "separate:2/2",
              "separate:3/3", "separate:4/4", "separate:5/5", "separate:0/1")
-    form = ch.pick("antiquant", _prefix_forms(dr, forms))
+    form = ch.pick("antiquant", _pinned_forms(dr, forms))
     int4_ok = form in INT4_ANTIQUANT
     # paged caches take no int4 behind a float query [V4 §PagedAttention]
     pa_pinned = ch.pinned("paged", True) or paged.wanted(dr)
@@ -425,7 +423,7 @@ def _antiquant_decode(dr: Draft) -> None:
 def _antiquant_prefill(dr: Draft) -> None:
     """Prefill: combined mode 0 (fp16 query) or separate 0/1 (bf16 query, Q_S <= 16) [V4]."""
     ch = dr.ch
-    form = ch.pick("antiquant", _prefix_forms(dr, ("combined:0", "separate:0/0",
+    form = ch.pick("antiquant", _pinned_forms(dr, ("combined:0", "separate:0/0",
                                                    "separate:1/1")))
     sep = form.startswith("separate")
     dr.q_dtype = ch.pick("q_dtype", ("bfloat16",) if sep else ("float16",))
@@ -584,7 +582,10 @@ def mla(dr: Draft) -> None:
     dr.kv_dtype = ch.pick("kv_dtype", (dr.q_dtype,))
     full_quant = dr.q_dtype == "int8"
     rope_dtype = "bfloat16" if full_quant else dr.q_dtype
-    _layout(dr, MLA_FULL_QUANT_LAYOUTS if full_quant else FAMILY_SCOPE["mla"]["layout"])
+    layouts = MLA_FULL_QUANT_LAYOUTS if full_quant else FAMILY_SCOPE["mla"]["layout"]
+    if ch.pinned("cache", "NZ"):  # MLA's 5-D caches not with BNSD/BNSD_NBSD [V4 §MLA]
+        layouts = tuple(x for x in layouts if not x.startswith("BNSD"))
+    _layout(dr, layouts)
     tnd = dr.q_layout == "TND"
     nbsd = dr.out_layout == "NBSD"
     cls, lo, hi = _q_class(dr, ("2-16",) if nbsd else ("1", "2-16"))
@@ -660,8 +661,7 @@ def gqa_nz(dr: Draft) -> None:
     cls, lo, hi = _q_class(dr, ("1", "2-16"))
     dr.decode = cls == "1"
     ch.pick("branch", ("decode",) if dr.decode else ("prefill",))
-    # not _layout(): its NZ filter is MLA's (no BNSD with 5-D caches); GQA NZ takes BNSD
-    dr.layout = dr.q_layout = dr.out_layout = ch.pick("layout", NZ_LAYOUTS)
+    _layout(dr, NZ_LAYOUTS)
     pairs = [p for p in NZ_HEADS if ch.allows("g_class", g_class(p[0] // p[1]))
              and ch.allows("gqa", "mqa" if p[1] == 1 else "gqa")]
     if not pairs:
@@ -680,12 +680,11 @@ def gqa_nz(dr: Draft) -> None:
     dr.set("actual_seq_lengths_kv", kv)
     _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1, 1)
     ch.pick("kv_quant_sym", ("sym",))
+    # symmetric: per-channel bf16, or per-token fp32 (B, >= table width x block size)
     if ch.pick("antiquant", ("separate:0/0", "separate:1/1")) == "separate:0/0":
-        shp = {"BSH": (dr.kv_n * dr.d,), "BNSD": (dr.kv_n, 1, dr.d),
-               "BSND": (dr.kv_n, dr.d)}[dr.q_layout]
-        quant.nz_scales(dr, shp, "bfloat16", 0)
+        quant.separate_same(dr, nz_scale_shape(dr.q_layout, dr.kv_n, dr.d), "bfloat16", 0)
     else:
-        quant.nz_scales(dr, (dr.b, dr.s2 + ch.int(0, 8)), "float32", 1)
+        quant.separate_same(dr, (dr.b, dr.s2 + ch.int(0, 8)), "float32", 1)
     if dr.decode:
         for name, value in (("sparse_mode", 0), ("mask", "none"), ("mask_shape", "none")):
             ch.pick(name, (value,))

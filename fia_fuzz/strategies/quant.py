@@ -88,6 +88,12 @@ def separate_prefill(dr: Draft, mode: int, offset: bool) -> None:
         dtype = "bfloat16"
     else:
         shp, dtype = (dr.b, dr.s2), "float32"
+    separate_same(dr, shp, dtype, mode, offset)
+
+
+def separate_same(dr: Draft, shp: tuple[int, ...], dtype: str, mode: int,
+                  offset: bool = False) -> None:
+    """key_/value_antiquant_scale (and offset) of one shape and mode for both sides."""
     for side in ("key", "value"):
         _put(dr, f"{side}_antiquant_scale", f"{side}_antiquant_offset", shp, dtype, offset)
     if mode:
@@ -123,16 +129,6 @@ def mla_full_quant_scales(dr: Draft) -> None:
         dr.set(f"{side}_antiquant_scale", spec((1,), "float32"))
         dr.fills[f"{side}_antiquant_scale"] = {"dist": "const",
                                                "value": ch.one((2.0 ** -7, 2.0 ** -5))}
-
-
-def nz_scales(dr: Draft, shp: tuple[int, ...], dtype: str, mode: int) -> None:
-    """Symmetric key/value_antiquant_scale of a GQA NZ cache: per-channel bf16 (mode 0)
-    or per-token fp32 (mode 1, (B, >= table width x block size)) [V4 五维 keyAntiquantScale]."""
-    for side in ("key", "value"):
-        _put(dr, f"{side}_antiquant_scale", f"{side}_antiquant_offset", shp, dtype, False)
-    if mode:
-        dr.set("key_antiquant_mode", mode)
-        dr.set("value_antiquant_mode", mode)
 
 
 def post_quant(dr: Draft, forms: tuple[str, ...]) -> None:

@@ -11,6 +11,12 @@ NZ_HEADS = ((10, 1), (64, 8), (80, 8), (128, 16))
 SOURCE = "GQA/MHA/MQA伪量化场景下key/value shape为五维时的参数约束"
 
 
+def per_channel_shape(layout: str, kv_n: int, d: int) -> tuple[int, ...] | None:
+    """The per-channel antiquant scale shape of a 5-D cache by input layout: BSH [H],
+    BNSD [N,1,D], BSND [N,D] [V4 五维 keyAntiquantScale]; None for other layouts."""
+    return {"BSH": (kv_n * d,), "BNSD": (kv_n, 1, d), "BSND": (kv_n, d)}.get(layout)
+
+
 def _gqa_nz(c: CallView) -> bool:
     return c.nz and not c.rope
 
@@ -107,8 +113,7 @@ def _scale(c: CallView) -> str | None:
         if c.attr_int(f"{side}_antiquant_mode") == 1:
             ok = len(sh) == 2 and sh[0] == c.B and sh[1] >= c.S2
         else:
-            want = {"BSH": (kvn * d,), "BNSD": (kvn, 1, d), "BSND": (kvn, d)}
-            ok = sh == want.get(c.in_layout)
+            ok = sh == per_channel_shape(c.in_layout, kvn, d)
         if not ok:
             return f"{side}_antiquant_scale.shape={list(sh)} with a 5-D cache, layout " \
                    f"{c.in_layout}, B={c.B}, KV_S={c.S2}"
