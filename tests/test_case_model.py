@@ -71,3 +71,15 @@ def test_value_dtype_override_reaches_validate_json_and_call() -> None:
     assert call["block_table"].dtype == np.int64
     assert call["actual_seq_lengths_kv"].dtype == np.int32
     assert call["actual_seq_lengths_kv"].tolist() == [40, 64]
+
+
+def test_mla_full_quant_features_name_its_output_and_no_antiquant() -> None:
+    """MLA full quant returns bf16, and its key/value scales are not antiquant."""
+    from fia_fuzz.spec import output_specs
+    from fia_fuzz.spec.rulebook.examples import BASES
+
+    case = Case(params=dict(BASES["mla_int8"]))
+    f = case.features()
+    assert f["out_dtype"] == output_specs(case.view())[0].dtype == "bfloat16"
+    assert (f["full_quant"], f["antiquant"], f["kv_quant_sym"], f["deq_dtype"]) == \
+        (True, "none", "none", "float32")

@@ -206,7 +206,9 @@ def case_features(case: Case) -> dict[str, Any]:
     d = _safe(lambda: v.D)
     dv = _safe(lambda: _dv(case, v))
     decode = _safe(lambda: v.decode)
+    mla_fq = bool(_safe(lambda: v.mla_full_quant))
     out_dtype = ("int8" if p.get("quant_scale2") is not None
+                 else "bfloat16" if mla_fq
                  else "float16" if q is not None and q.dtype == "int8"
                  else q.dtype if q is not None else None)
     feats: dict[str, Any] = {
@@ -257,8 +259,8 @@ def case_features(case: Case) -> dict[str, Any]:
         else "given" if p.get("actual_shared_prefix_len") is not None else "absent",
         "rope": p.get("query_rope") is not None,
         "rope_d": "none" if p.get("query_rope") is None else str(d),
-        "antiquant": _antiquant_form(p, case),
-        "kv_quant_sym": _kv_quant_sym(p),
+        "antiquant": "none" if mla_fq else _antiquant_form(p, case),
+        "kv_quant_sym": "none" if mla_fq else _kv_quant_sym(p),
         "full_quant": q is not None and q.dtype == "int8",
         "deq_dtype": _deq_dtype(p),
         "post_quant": p.get("quant_scale2") is not None,
@@ -384,12 +386,6 @@ def _act_zero(v: CallView) -> bool:
     return False
 
 
-def _mla_full_quant(p: dict[str, Any]) -> bool:
-    """int8 query with rope: key/value_antiquant_scale are full-quant scales, not antiquant."""
-    q = p.get("query")
-    return p.get("query_rope") is not None and q is not None and q.dtype == "int8"
-
-
 def _deq_dtype(p: dict[str, Any]) -> str:
     for name in ("dequant_scale1", "dequant_scale_query"):
         if p.get(name) is not None:
@@ -398,8 +394,7 @@ def _deq_dtype(p: dict[str, Any]) -> str:
 
 
 def _kv_quant_sym(p: dict[str, Any]) -> str:
-    if _mla_full_quant(p) or (p.get("key_antiquant_scale") is None
-                              and p.get("antiquant_scale") is None):
+    if p.get("key_antiquant_scale") is None and p.get("antiquant_scale") is None:
         return "none"
     offset = p.get("key_antiquant_offset") if p.get("key_antiquant_scale") is not None \
         else p.get("antiquant_offset")
@@ -443,8 +438,6 @@ def _plain(case: Case, f: dict[str, Any]) -> bool:
 
 
 def _antiquant_form(p: dict[str, Any], case: Case) -> str:
-    if _mla_full_quant(p):
-        return "none"
     if p.get("key_antiquant_scale") is not None:
         return f"separate:{case.attr('key_antiquant_mode')}/{case.attr('value_antiquant_mode')}"
     if p.get("antiquant_scale") is not None:
