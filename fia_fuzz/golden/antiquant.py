@@ -194,8 +194,6 @@ def dequantize_kv(key: np.ndarray, value: np.ndarray, params: tuple[KvQuantParam
     return out[0], out[1]
 
 
-
-
 def dequantise_call(key: np.ndarray, value: np.ndarray, call: dict[str, Any], *,
                     query_dtype: Any, prefill: bool, high_precision: bool, precision: str,
                     kv_lengths: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, TensorSpec
 from fia_fuzz.strategies.breaker import Breaker
+from fia_fuzz.strategies.case_edits import SEQ_AXIS, q_layout, with_axis
 from fia_fuzz.strategies.mutations import DELETE, Change
 
 MLA_FULL_QUANT = {"rope_d": "512", "full_quant": True}
@@ -57,10 +58,7 @@ def _dsq_shape(draw: st.DrawFn, case: Case) -> Change:
 def _prefix(draw: st.DrawFn, case: Case) -> Change:
     """An int8 shared prefix of 1..16 tokens, in the key's layout (batch 1)."""
     k = case.params["key"]
-    s_axis = 2 if (case.params.get("input_layout") or "BSH").startswith("BNSD") else 1
-    shp = list(k.shape)
-    shp[0], shp[s_axis] = 1, draw(st.integers(1, 16))
-    p = TensorSpec(tuple(shp), k.dtype)
+    p = with_axis(with_axis(k, 0, 1), SEQ_AXIS[q_layout(case)], draw(st.integers(1, 16)))
     return {"key_shared_prefix": p, "value_shared_prefix": p}
 
 
