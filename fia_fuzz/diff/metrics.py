@@ -194,6 +194,7 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
         return out
     af, gf = a[both], g[both]
     abs_err = np.abs(af - gf)
+    rms = float(np.sqrt(np.mean(gf ** 2)))
     rel_err = abs_err / np.maximum(np.abs(gf) + EPS, 1.0 if log_scale else 0.0)
     worst = int(np.argmax(abs_err))
     norm = float(np.linalg.norm(af) * np.linalg.norm(gf))
@@ -211,8 +212,8 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
         mare_normal=float(rel_err[~small].max()) if (~small).any() else 0.0,
         rmse=float(np.sqrt(np.mean((af - gf) ** 2))),
         cosine=cos,
-        golden_rms=float(np.sqrt(np.mean(gf ** 2))),
-        error_scale=max(float(np.sqrt(np.mean(gf ** 2))), 1.0 if log_scale else 0.0),
+        golden_rms=rms,
+        error_scale=max(rms, 1.0 if log_scale else 0.0),
         thousandth_share=_share(np.where(small, small_bad, rel_err > t)),
         hundredth_share=_share(np.where(small, small_bad, rel_err > 10 * t)),
         small_count=int(np.count_nonzero(small)),

@@ -26,8 +26,9 @@ FLOAT_DISTS = ("normal", "uniform", "const", "outlier", "large", "negative", "po
 MASK_DISTS = ("bernoulli", "triu", "zeros", "ones", "nearly_full")
 INT_DISTS = ("int", "u64_scale")
 _SQRT3 = math.sqrt(3.0)
-_FINFO_MAX = {"float16": 65504.0, "bfloat16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
-              "float32": float(np.finfo(np.float32).max)}
+#: Largest finite value per float dtype (the "large" fill's limit).
+FINFO_MAX = {"float16": 65504.0, "bfloat16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
+             "float32": float(np.finfo(np.float32).max)}
 
 
 def raw_bits(seed: int, name: str, index: int, n: int) -> np.ndarray:
@@ -104,7 +105,7 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype
     elif dist == "const":
         x = np.full(raw.shape, float(fill.get("value", scale)))
     elif dist == "large":
-        magnitude = min(scale, _FINFO_MAX[dtype] * float(fill.get("fraction", 0.5)))
+        magnitude = min(scale, FINFO_MAX[dtype] * float(fill.get("fraction", 0.5)))
         sign = fill.get("sign")
         if sign is None:
             x = (uniform01(raw) * 2.0 - 1.0) * magnitude

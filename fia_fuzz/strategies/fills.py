@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fia_fuzz.spec.values import FINFO_MAX
 from fia_fuzz.strategies.draft import Draft
 
 SCALES = (1.0, 0.25, 4.0, 16.0)
 FLOAT_DISTS = ("normal", "uniform", "outlier", "const_rows", "large", "negative")
-FINFO_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38}
 #: int ranges (low, high) of the integer tensors, by dtype (int32 = 8 packed int4).
 INT_RANGES = {"int8": (-128, 127), "int4": (-8, 7), "int32": (-(2**31), 2**31 - 1)}
 #: Bound on |scale * sum_d |q_d k_d|| when query or key is large (see `bound_logits`).
