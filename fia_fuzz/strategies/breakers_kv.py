@@ -12,7 +12,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.rulebook.nz import NZ_HEADS, per_channel_shape
+from fia_fuzz.spec.rulebook.nz import NZ_D, NZ_HEADS, per_channel_shape
 from fia_fuzz.strategies.breaker import Breaker
 from fia_fuzz.strategies.case_edits import (
     SEQ_AXIS,
@@ -208,7 +208,6 @@ KVLIST_BREAKERS: dict[str, Breaker] = {
 
 
 # ---- GQA NZ caches -----------------------------------------------------------------------
-NZ_D = 128
 NZ_C0 = 32
 
 

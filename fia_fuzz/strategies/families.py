@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from fia_fuzz.spec.rulebook.nz import NZ_HEADS
+from fia_fuzz.spec.rulebook.nz import NZ_BLOCK_SIZES, NZ_D, NZ_HEADS
 from fia_fuzz.spec.rulebook.nz import per_channel_shape as nz_scale_shape
 from fia_fuzz.strategies import fills, masks, paged, quant
 from fia_fuzz.strategies.choices import Dead
@@ -667,11 +667,11 @@ def gqa_nz(dr: Draft) -> None:
     if not pairs:
         raise Dead("no documented NZ head pair has the pinned GQA class")
     dr.n, dr.kv_n = ch.one(pairs)
-    dr.d = dr.dv = 128
-    dr.b = ch.int(1, batch_cap(dr, lo, 128, dr.prof.max_batch))
+    dr.d = dr.dv = NZ_D
+    dr.b = ch.int(1, batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.max_batch))
     dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
     s2max = s2_cap(dr, 1, dr.prof.max_seq, dr.s1)
-    bs = paged.block_size(dr, (128, 512))
+    bs = paged.block_size(dr, NZ_BLOCK_SIZES)
     kv = lengths(dr, "actual_kv", [s2max] * dr.b, ("one", "per_batch", "longer"))
     assert kv is not None
     dr.kv_lens = effective(kv, dr.b, [])

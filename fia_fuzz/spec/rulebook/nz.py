@@ -8,6 +8,8 @@ from fia_fuzz.spec.rulebook.masks import OPTIMIZED_SHAPES
 from fia_fuzz.spec.rules import rule, src
 
 NZ_HEADS = ((10, 1), (64, 8), (80, 8), (128, 16))
+NZ_D = 128
+NZ_BLOCK_SIZES = (128, 512)
 SOURCE = "GQA/MHA/MQA伪量化场景下key/value shape为五维时的参数约束"
 
 
@@ -35,7 +37,7 @@ def _dtypes(c: CallView) -> str | None:
 @rule("nz.dims", "5-D caches without rope: D = 128 and Q_S 1..16",
       src("V4", f"{SOURCE} (Q_S [1,16] Q_D=128)"))
 def _dims(c: CallView) -> str | None:
-    if _gqa_nz(c) and (c.D != 128 or not 1 <= c.S1 <= 16):
+    if _gqa_nz(c) and (c.D != NZ_D or not 1 <= c.S1 <= 16):
         return f"5-D key/value cache with D={c.D}, Q_S={c.S1}"
     return None
 
@@ -124,7 +126,7 @@ def _scale(c: CallView) -> str | None:
       src("V4", f"{SOURCE} (blockSize 128或512)"))
 def _bs(c: CallView) -> str | None:
     bs = c.attr_int("block_size")
-    return f"5-D key/value cache with block_size={bs}" if _gqa_nz(c) and bs not in (128, 512) \
+    return f"5-D key/value cache with block_size={bs}" if _gqa_nz(c) and bs not in NZ_BLOCK_SIZES \
         else None
 
 
