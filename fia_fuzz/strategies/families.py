@@ -420,6 +420,18 @@ def _antiquant_decode(dr: Draft) -> None:
     _common_tail(dr, (1, 0))
 
 
+def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
+    """Heads, D (int8-aligned), B, S1, S2 and contiguous q/k/v of an int8-KV prefill."""
+    ch = dr.ch
+    heads(dr, _max_heads(dr, lo, 32), GROUPS)
+    _head_dims(dr, (64, 32, 128, 96, 256), lo)
+    dr.b = ch.int(1, batch_cap(dr, lo, 1, dr.prof.max_batch))
+    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
+    s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
+    dr.s2 = ch.int(1, s2_cap(dr, 1, s2_hi, dr.s1))
+    _qkv_contiguous(dr)
+
+
 def _antiquant_prefill(dr: Draft) -> None:
     """Prefill: combined mode 0 (fp16 query) or separate 0/1 (bf16 query, Q_S <= 16) [V4]."""
     ch = dr.ch
@@ -431,13 +443,7 @@ def _antiquant_prefill(dr: Draft) -> None:
     ch.pick("paged", (False,))
     cls, lo, hi = _q_class(dr, ("2-16",) if sep else ("2-16", "17-2048", ">2048"))
     _layout(dr, ("BNSD", "BSND", "BSH") if sep else ("BNSD", "BSND", "BSH", "BNSD_BSND"))
-    heads(dr, _max_heads(dr, lo, 32), GROUPS)
-    _head_dims(dr, (64, 32, 128, 96, 256), lo)
-    dr.b = ch.int(1, batch_cap(dr, lo, 1, dr.prof.max_batch))
-    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
-    s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
-    dr.s2 = ch.int(1, s2_cap(dr, 1, s2_hi, dr.s1))
-    _qkv_contiguous(dr)
+    _int8_kv_prefill_sizes(dr, cls, lo, hi)
     _prefix(dr, dr.s2, form in POSITION_FREE_FORMS)
     _optional_lengths(dr, "actual_kv", "actual_seq_lengths_kv", dr.s2)
     _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1)
@@ -460,13 +466,7 @@ def full_quant(dr: Draft) -> None:
     ch.pick("branch", ("prefill",))
     cls, lo, hi = _q_class(dr, ("2-16", "17-2048", ">2048"))
     _layout(dr, ("BNSD", "BSND", "BSH", "BNSD_BSND"))
-    heads(dr, _max_heads(dr, lo, 32), GROUPS)
-    _head_dims(dr, (64, 32, 128, 96, 256), lo)
-    dr.b = ch.int(1, batch_cap(dr, lo, 1, dr.prof.max_batch))
-    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
-    s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
-    dr.s2 = ch.int(1, s2_cap(dr, 1, s2_hi, dr.s1))
-    _qkv_contiguous(dr)
+    _int8_kv_prefill_sizes(dr, cls, lo, hi)
     quant.full_quant_scales(dr)
     if ch.pick("post_quant", (False, True)):
         quant.post_quant(dr, ("per_tensor", "per_channel"))
