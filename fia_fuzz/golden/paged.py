@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fia_fuzz.spec.blocks import compact_table
+
 
 def cache_tokens(cache: np.ndarray, kv_heads: int) -> np.ndarray:
     """A paged cache as (block_num, block_size, KV_N, D), whatever its documented layout.
@@ -50,5 +52,12 @@ def gather(blocks: np.ndarray, block_table: np.ndarray, lengths: np.ndarray) -> 
 
 def paged_bnsd(cache: np.ndarray, kv_heads: int, block_table: np.ndarray,
                lengths: np.ndarray) -> np.ndarray:
-    """The paged cache as right-aligned (B, KV_N, max(lengths), D)."""
-    return gather(cache_tokens(cache, kv_heads), block_table, lengths).transpose(0, 2, 1, 3)
+    """The paged cache as right-aligned (B, KV_N, max(lengths), D).
+
+    Only the referenced blocks are copied out of the cache (before any layout
+    change), so a huge, mostly untouched cache costs what its used blocks cost.
+    """
+    block_size = cache_tokens(cache[:0], kv_heads).shape[1]
+    used, local = compact_table(block_table, lengths, block_size)
+    blocks = cache_tokens(cache[used], kv_heads)
+    return gather(blocks, local, lengths).transpose(0, 2, 1, 3)

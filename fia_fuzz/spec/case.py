@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from fia_fuzz.spec.blocks import needed, referenced_blocks
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
-from fia_fuzz.spec.values import default_fill, materialise
+from fia_fuzz.spec.validate import output_specs
+from fia_fuzz.spec.values import default_fill, materialise, materialise_blocks
 
 #: dtype of the value-carrying arguments when passed as tensors (torch_npu schema).
 VALUE_TENSOR_DTYPES = {"block_table": np.int32, "query_padding_size": np.int64,
@@ -30,6 +33,11 @@ VALUE_TENSOR_DTYPES = {"block_table": np.int32, "query_padding_size": np.int64,
 #: A fills entry {"dtype": ...} for a value argument passes it as an array of that dtype
 #: instead (the wrong-dtype calls of dtype.block_table / dtype.int64_values).
 VALUE_DTYPE_KEY = "dtype"
+#: A paged cache's fill {"blocks": "referenced"} makes it lazy: only the blocks the table
+#: references for the actual KV lengths hold data (spec/blocks.py).
+LAZY_KEY, LAZY = "blocks", "referenced"
+#: Paged caches that may be lazy.
+CACHE_ARGS = ("key", "value", "key_rope")
 SCHEMA_VERSION = 1
 
 
@@ -131,7 +139,10 @@ class Case:
             if value is None:
                 continue
             if name in TENSOR_ARGS:
-                if isinstance(value, list):
+                if self.lazy(name):
+                    out[name] = materialise_blocks(value, self.fill(name), self.seed, name,
+                                                   self.referenced_blocks())
+                elif isinstance(value, list):
                     out[name] = [materialise(s, self.fill(name), self.seed, name, i)
                                  for i, s in enumerate(value)]
                 else:
@@ -145,6 +156,31 @@ class Case:
             else:
                 out[name] = value
         return out
+
+    def lazy(self, name: str) -> bool:
+        """True for a paged cache materialised with data in its referenced blocks only."""
+        return name in CACHE_ARGS and self.params.get("block_table") is not None \
+            and self.fills.get(name, {}).get(LAZY_KEY) == LAZY \
+            and getattr(self.params[name], "strides", None) is None
+
+    def referenced_blocks(self) -> np.ndarray:
+        """Physical block ids the call reads (empty without a block table)."""
+        table = self.params.get("block_table")
+        if table is None:
+            return np.zeros(0, np.int64)
+        return referenced_blocks(table, self.view().act_kv, int(self.attr("block_size")))
+
+    def device_bytes(self) -> int:
+        """Device memory the call needs: every input's buffer (whole caches, views' buffers)
+        plus the outputs; a campaign compares it with what a device holds."""
+        total = sum(t.storage_nbytes for name, v in self.params.items()
+                    if name in TENSOR_ARGS and v is not None
+                    for t in (v if isinstance(v, list) else [v]))
+        try:
+            total += sum(t.nbytes for t in output_specs(self.view()))
+        except (Undetermined, KeyError, ValueError, TypeError):
+            pass
+        return total
 
     def view(self) -> CallView:
         return CallView(self.specs())
@@ -239,6 +275,8 @@ def case_features(case: Case) -> dict[str, Any]:
         "cache": _cache_form(case),
         "block_size": case.attr("block_size") if v.paged else 0,
         "block_edge": _block_edge(case, decode),
+        "cache_reach": _cache_reach(case),
+        "device_bytes": case.device_bytes(),
         **_table_features(case),
         "sparse_mode": case.attr("sparse_mode"),
         "band": _band(case),
@@ -304,6 +342,17 @@ def _block_edge(case: Case, decode: bool | None) -> str:
     return "max" if bs == 512 else "min" if bs == smallest else "mid"
 
 
+def _cache_reach(case: Case) -> str:
+    """Element offset of the furthest referenced cache block: past 2^32, 2^31 or below
+    (the 32-bit offset edges of block id x block_size x KV_N x D)."""
+    blocks = _safe(case.referenced_blocks)
+    if blocks is None or not len(blocks):
+        return "near"
+    k = case.params["key"]
+    start = int(blocks[-1]) * math.prod(k.shape[1:])
+    return "2^32" if start >= 1 << 32 else "2^31" if start >= 1 << 31 else "near"
+
+
 def _table_features(case: Case) -> dict[str, bool]:
     """Which block-table irregularities a paged case carries (fia-semantics.md §2)."""
     table = case.params.get("block_table")
@@ -316,8 +365,7 @@ def _table_features(case: Case) -> dict[str, bool]:
     lens = lens * bsz if len(lens) == 1 else lens[:bsz]
     used: list[int] = []
     unused = False
-    for row, n_kv in zip(table, lens, strict=False):
-        need = -(-max(0, n_kv) // bs) if bs else 0
+    for row, need in zip(table, needed(lens, bs), strict=False):
         used.extend(row[:need])
         unused = unused or len(row) > need
     block_num = k.shape[0] if hasattr(k, "shape") else 0

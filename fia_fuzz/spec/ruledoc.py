@@ -132,6 +132,13 @@ NOTES = """## Disagreements between the documents, and decisions
     batch, so the last cumulative length must equal T (`lengths.packed_total`);
     V4 does not say whether a larger T is accepted, and newer CANN rejects a
     mismatch.
+32. **Strided views.** V4's parameter table marks every input "×" in its
+    non-contiguous column (the aclnn interface reads dense tensors), yet engines
+    pass K/V (and query) views sliced from fused buffers to the torch_npu front
+    door (production-calls.md), and newer CANN added a contiguity check that
+    rejects some of them. A view is legal here when it is well formed
+    (`args.strides_sane`); runners pass it as a view, so a device that rejects
+    or misreads one shows it.
 
 ## Documented constraints without a rule
 

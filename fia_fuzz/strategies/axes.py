@@ -28,6 +28,7 @@ AXES: dict[str, tuple[Any, ...]] = {
     "paged": BOOL,
     "cache": ("none", "BnBsH", "BnNBsD", "NZ"),
     "block_edge": ("none", "mid", "min", "max"),
+    "cache_reach": ("near", "2^31", "2^32"),
     "table_unused": BOOL,
     "table_spare": BOOL,
     "table_shuffled": BOOL,
@@ -69,3 +70,8 @@ AXES: dict[str, tuple[Any, ...]] = {
     "logits": ("mixed", "all_negative"),
     "plain": BOOL,
 }
+
+#: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its
+#: caches never reach past 2^31 elements); a filter for one needs profile="nightly".
+LARGE_ONLY: frozenset[tuple[str, Any]] = frozenset({("cache_reach", "2^31"),
+                                                    ("cache_reach", "2^32")})

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.case import CACHE_ARGS, LAZY, LAZY_KEY
 from fia_fuzz.strategies.axes import AXES
 from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, RandomChooser
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
@@ -46,6 +47,10 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any])
     family = ch.one(weighted if len(families) > 1 else families)
     dr = Draft(prof=prof, ch=ch)
     FAMILIES[family](dr)
+    if dr.lazy:
+        for name in CACHE_ARGS:
+            if name in dr.params:
+                dr.fills[name] = {**dr.fills.get(name, {}), LAZY_KEY: LAZY}
     ch.pad(MIN_PATH)
     case = Case(params=dr.params, fills=dr.fills, seed=ch.int(0, 2**32 - 1))
     if pins:

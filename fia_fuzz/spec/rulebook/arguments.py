@@ -94,6 +94,37 @@ def _shape_sane(c: CallView) -> str | None:
     return "bad dimension(s): " + ", ".join(bad) if bad else None
 
 
+@rule("args.strides_sane", "a strided view has one non-negative stride per dimension, a "
+                          "non-negative offset, and no two elements at one address",
+      src("V4", "参数说明 (非连续Tensor)"))
+def _strides_sane(c: CallView) -> str | None:
+    bad = []
+    for name in TENSOR_ARGS:
+        s = c.specs.get(name)
+        for t in s if isinstance(s, list) else [s]:
+            if t is None or t.strides is None:
+                continue
+            why = _view_problem(t.shape, t.strides, t.offset)
+            if why:
+                bad.append(f"{name} strides={list(t.strides)} offset={t.offset}: {why}")
+    return "; ".join(bad) or None
+
+
+def _view_problem(shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> str | None:
+    if len(strides) != len(shape):
+        return f"{len(strides)} strides for {len(shape)} dimensions"
+    if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0
+           for x in (*strides, offset)):
+        return "strides and offset must be non-negative ints"
+    reach = 1  # elements an inner dimension spans; the next stride must clear it
+    for n, st in sorted(((n, st) for n, st in zip(shape, strides, strict=True) if n > 1),
+                        key=lambda x: x[1]):
+        if st < reach:
+            return "elements overlap"
+        reach = st * n
+    return None
+
+
 @rule("args.values_integral", "value-carrying arguments hold int64 integers only",
       src("MS", "actual_seq_lengths (int64)"))
 def _values_integral(c: CallView) -> str | None:

@@ -28,6 +28,12 @@ BASES: dict[str, dict[str, Any]] = {
     # BNSD fp16 prefill, GQA 8/2
     "prefill": {"query": _h(2, 8, 4, 64), "key": _h(2, 2, 16, 64), "value": _h(2, 2, 16, 64),
                 "num_heads": 8, "num_key_value_heads": 2, "input_layout": "BNSD"},
+    # BNSD prefill on views: query heads sliced from a fused qkv buffer, key and value the
+    # two halves of one fused KV buffer (B, 2, KV_N, S, D)
+    "strided": {"query": TensorSpec((2, 8, 4, 64), "float16", (3072, 256, 64, 1), 0),
+                "key": TensorSpec((2, 2, 16, 64), "float16", (4096, 1024, 64, 1), 0),
+                "value": TensorSpec((2, 2, 16, 64), "float16", (4096, 1024, 64, 1), 2048),
+                "num_heads": 8, "num_key_value_heads": 2, "input_layout": "BNSD"},
     # BSH fp16 decode
     "decode": {"query": _h(2, 1, 8 * 64), "key": _h(2, 16, 2 * 64), "value": _h(2, 16, 2 * 64),
                "num_heads": 8, "num_key_value_heads": 2, "input_layout": "BSH"},
@@ -235,6 +241,12 @@ NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
     ("args.dtype_known", "prefill", {"query": T(2, 8, 4, 64, dtype="complex64")}),
     ("args.shape_sane", "prefill", {"query": T(2, 8, -4, 64)}),
     ("args.shape_sane", "prefill", {"key": TensorSpec((2, 2, 16.5, 64), "float16")}),
+    ("args.strides_sane", "strided", {"key": TensorSpec((2, 2, 16, 64), "float16",
+                                                        (2048, 64, 64, 1), 0)}),
+    ("args.strides_sane", "strided", {"value": TensorSpec((2, 2, 16, 64), "float16",
+                                                          (4096, 2048, 128), 0)}),
+    ("args.strides_sane", "strided", {"query": TensorSpec((2, 8, 4, 64), "float16",
+                                                          (3072, 256, 64, 1), -1)}),
     ("args.values_integral", "masked", {"actual_seq_lengths": [1, float("nan")]}),
     ("args.values_integral", "masked", {"actual_seq_lengths_kv": [10, 1 << 64]}),
     ("args.memory", "prefill", {"query": T(65536, 8, 4096, 64), "key": T(65536, 2, 16, 64),
