@@ -314,7 +314,47 @@ def case_features(case: Case) -> dict[str, Any]:
         "logits": _logits(case),
     }
     feats["plain"] = _plain(case, feats)
+    feats["view"] = "strided" if any(getattr(t, "strides", None) is not None
+                                     for t in p.values()) else "contiguous"
+    feats["workload"] = _safe(lambda: _workload(case, v, feats), "none")
     return feats
+
+
+#: Production call patterns (production-calls.md); strategies/workloads.py draws them.
+WORKLOADS = ("none", "vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode",
+             "sliding_causal", "paged_decode_bsh", "paged_decode_bnsd", "sliding_band",
+             "mla_decode", "mla_mtp", "int8_kv_decode")
+
+
+def _workload(case: Case, v: CallView, f: dict[str, Any]) -> str:
+    """The production pattern a case is an instance of, "none" for other calls."""
+    if f["rope_d"] == "512":
+        if f["branch"] == "decode" and f["N"] in (16, 32, 64, 128) and f["paged"]:
+            return "mla_decode"
+        return "mla_mtp" if f["S1"] in (2, 3, 4) and f["sparse_mode"] == 3 else "none"
+    if f["rope"]:
+        return "none"
+    if f["branch"] == "decode" and f["kv_dtype"] == "int8" and f["antiquant"] != "none" \
+            and f["q_dtype"] in ("float16", "bfloat16"):
+        return "int8_kv_decode"
+    if f["layout"] == "TND" and f["cache"] == "BnBsH" and f["sparse_mode"] == 3:
+        q, kv, bs = v.act_q, v.act_kv, int(case.attr("block_size"))
+        if f["band"] == "small" and case.attr("next_tokens") == 0:
+            return "sliding_causal"
+        if all(x == 1 for x in q) and any(k > 1 for k in kv):
+            return "vllm_decode"
+        if q == kv:
+            return "vllm_prefill"
+        if all(k - x >= bs and (k - x) % bs == 0 for x, k in zip(q, kv, strict=False)):
+            return "vllm_prefix_hit"
+        return "vllm_chunked"
+    if f["cache"] != "BnBsH" or f["pse"] or f["post_quant"] or f["q_dtype"] != f["kv_dtype"]:
+        return "none"
+    if f["branch"] == "decode" and f["layout"] in ("BSH", "BNSD") and f["block_size"] == 128:
+        return f"paged_decode_{f['layout'].lower()}"
+    if f["sparse_mode"] == 4 and f["band"] == "small" and case.attr("next_tokens") == 0:
+        return "sliding_band"
+    return "none"
 
 
 def _dv(case: Case, v: CallView) -> int:

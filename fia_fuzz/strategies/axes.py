@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fia_fuzz.spec.case import WORKLOADS
+
 BOOL = (False, True)
 
 AXES: dict[str, tuple[Any, ...]] = {
@@ -69,6 +71,8 @@ AXES: dict[str, tuple[Any, ...]] = {
     "v_dist": ("normal", "uniform", "outlier", "const_rows", "large", "negative", "int"),
     "logits": ("mixed", "all_negative"),
     "plain": BOOL,
+    "view": ("contiguous", "strided"),
+    "workload": WORKLOADS,
 }
 
 #: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its

@@ -43,7 +43,8 @@ def families_for(pins: dict[str, Any]) -> list[str]:
 
 def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any]) -> Case:
     """One case from the decisions of `ch`; raises Dead when a pin cannot be met on this path."""
-    weighted = [f for f in families for _ in range(FAMILY_WEIGHTS[f])]
+    weights = {**FAMILY_WEIGHTS, "workloads": prof.workload_weight}
+    weighted = [f for f in families for _ in range(weights[f])]
     family = ch.one(weighted if len(families) > 1 else families)
     dr = Draft(prof=prof, ch=ch)
     FAMILIES[family](dr)

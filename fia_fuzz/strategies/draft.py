@@ -28,6 +28,8 @@ class Profile:
     cache_reach lists (with repeats as weights) where a paged BnBsH/BnNBsD cache's
     referenced blocks may sit: "near" the start, or past 2^31 / 2^32 elements in a
     lazy cache whose host cost follows the referenced lengths (spec/blocks.py).
+    workload_weight is the draw weight of the production patterns (strategies/
+    workloads.py) beside cases.FAMILY_WEIGHTS, whose weights sum to 10.
     """
 
     max_batch: int
@@ -38,6 +40,7 @@ class Profile:
     max_scores: int
     max_flops: int
     cache_reach: tuple[str, ...] = ("near",)
+    workload_weight: int = 1
 
 
 PROFILES: dict[str, Profile] = {
@@ -45,10 +48,10 @@ PROFILES: dict[str, Profile] = {
                      max_elements=1 << 19, max_scores=1 << 19, max_flops=1 << 28),
     "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
-                       cache_reach=("near",) * 6 + ("2^31", "2^32")),
+                       cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=6),
     "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536,
                       max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
-                      cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32")),
+                      cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6),
 }
 
 
