@@ -54,6 +54,14 @@ BASES: dict[str, dict[str, Any]] = {
             "value": _h(20, 2, 128, dtype="bfloat16"), "num_heads": 8, "num_key_value_heads": 2,
             "input_layout": "TND", "actual_seq_lengths": [4, 10],
             "actual_seq_lengths_kv": [8, 20]},
+    # vLLM-ascend prefill: TND, paged BnBsH block 128, sparse 3, act_q == act_kv per batch
+    "tnd_paged_causal": {"query": _h(10, 8, 128, dtype="bfloat16"),
+                         "key": _h(4, 128, 256, dtype="bfloat16"),
+                         "value": _h(4, 128, 256, dtype="bfloat16"), "num_heads": 8,
+                         "num_key_value_heads": 2, "input_layout": "TND",
+                         "block_table": [[0, 1], [2, 3]], "block_size": 128,
+                         "actual_seq_lengths": [4, 10], "actual_seq_lengths_kv": [4, 6],
+                         "sparse_mode": 3, "atten_mask": _t((2048, 2048), "bool")},
     # key/value tensor list, decode BSH
     "kvlist": {"query": _h(2, 1, 4 * 64), "key": [_h(1, 16, 128), _h(1, 24, 128)],
                "value": [_h(1, 16, 128), _h(1, 24, 128)], "num_heads": 4,

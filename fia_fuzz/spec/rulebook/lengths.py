@@ -125,20 +125,20 @@ def lengths_packed_monotonic(c: CallView) -> str | None:
     return None
 
 
-@rule("lengths.packed_total", "TND/NTD cumulative offsets end within the tensor's T",
+@rule("lengths.packed_total", "TND/NTD: the last cumulative offset equals the tensor's T",
       src("SEM", "2. Layouts (T = total tokens of a packed batch)"))
 def lengths_packed_total(c: CallView) -> str | None:
     if not c.packed:
         return None
     out = []
     a = _ints(c, "actual_seq_lengths")
-    if a and a[-1] > c.q_dims["T"]:
-        out.append(f"actual_seq_lengths ends at {a[-1]} > query T={c.q_dims['T']}")
+    if a and a[-1] != c.q_dims["T"]:
+        out.append(f"actual_seq_lengths ends at {a[-1]} != query T={c.q_dims['T']}")
     if not c.paged:
         a = _ints(c, "actual_seq_lengths_kv")
         a = a[: c.B] if a else a
-        if a and a[-1] > c.kv_dims["T"]:
-            out.append(f"actual_seq_lengths_kv ends at {a[-1]} > key T={c.kv_dims['T']}")
+        if a and a[-1] != c.kv_dims["T"]:
+            out.append(f"actual_seq_lengths_kv ends at {a[-1]} != key T={c.kv_dims['T']}")
     return "; ".join(out) or None
 
 
@@ -162,6 +162,10 @@ NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
     ("lengths.packed_count_max", "tnd",
      {"actual_seq_lengths": list(range(1, 4098)), "actual_seq_lengths_kv": list(range(1, 4098)),
       "query": bf(4097, 8, 128), "key": bf(4097, 2, 128), "value": bf(4097, 2, 128)}),
-    ("lengths.packed_monotonic", "tnd", {"actual_seq_lengths": [6, 4]}),
+    ("lengths.packed_monotonic", "tnd", {"actual_seq_lengths": [6, 4, 10],
+                                         "actual_seq_lengths_kv": [8, 12, 20]}),
     ("lengths.packed_total", "tnd", {"actual_seq_lengths": [4, 11]}),
+    ("lengths.packed_total", "tnd", {"query": bf(12, 8, 128)}),
+    ("lengths.packed_total", "tnd", {"key": bf(22, 2, 128), "value": bf(22, 2, 128)}),
+    ("lengths.packed_total", "tnd_paged_causal", {"query": bf(11, 8, 128)}),
 ]

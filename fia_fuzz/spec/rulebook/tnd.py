@@ -82,8 +82,8 @@ def tnd_head_dims(c: CallView) -> str | None:
     return None
 
 
-@rule("tnd.causal_lengths", "packed, sparse_mode 3: every batch's actual q length < actual k"
-                            "v length",
+@rule("tnd.causal_lengths", "packed, sparse_mode 3: every batch's actual q length <= actual k"
+                            "v length (V4's < read as <=, docs/rules.md disagreements)",
       src("V4", "TND 综合限制 d不等于512 (当sparseMode=3时，要求每个batch单独的actualSeqLe"
                 "ngths < actualSeqLe"
                 "ngthsKv)"))
@@ -91,8 +91,8 @@ def tnd_causal_lengths(c: CallView) -> str | None:
     if not _not512(c) or c.attr_int("sparse_mode") != 3:
         return None
     pairs = enumerate(zip(c.act_q, c.act_kv, strict=False))
-    bad = [(b, q, kv) for b, (q, kv) in pairs if not q < kv]
-    return f"(batch, act_q, act_kv) {bad[:4]} violate act_q < act_kv" if bad else None
+    bad = [(b, q, kv) for b, (q, kv) in pairs if q > kv]
+    return f"(batch, act_q, act_kv) {bad[:4]} violate act_q <= act_kv" if bad else None
 
 
 @rule("tnd.block_size", "packed layouts with paged KV (D != 512): block_size 128, 512 or 1024",
@@ -149,7 +149,8 @@ NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
     ("tnd.head_dims", "tnd", {"query": bf(10, 8, 192), "key": bf(20, 2, 192),
                               "value": bf(20, 2, 192)}),
     ("tnd.causal_lengths", "tnd", {"sparse_mode": 3, "atten_mask": B(2048, 2048),
-                                   "actual_seq_lengths_kv": [4, 20]}),
+                                   "actual_seq_lengths_kv": [3, 20]}),
+    ("tnd.causal_lengths", "tnd_paged_causal", {"actual_seq_lengths_kv": [4, 5]}),
     ("tnd.block_size", "tnd",
      {"key": bf(4, 256, 256), "value": bf(4, 256, 256), "block_table": [[0, 1], [2, 3]],
       "block_size": 256, "actual_seq_lengths_kv": [8, 12]}),
