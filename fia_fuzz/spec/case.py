@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
@@ -174,7 +175,6 @@ def _length_form(values: list[int] | None, batch: int | None) -> str:
     return "longer"
 
 
-INT_MAX = 2147483647
 #: Masks of sparse modes 2-4 are the optimized 2048x2048 matrix [V4 §Mask].
 OPTIMIZED_MASK = 2048
 
@@ -290,8 +290,7 @@ def _dv(case: Case, v: CallView) -> int:
 def _cache_form(case: Case) -> str:
     if case.params.get("block_table") is None:
         return "none"
-    k = case.params["key"]
-    return {3: "BnBsH", 4: "BnNBsD", 5: "NZ"}.get(getattr(k, "ndim", 0), "other")
+    return CACHE_FORM_OF_RANK.get(getattr(case.params["key"], "ndim", 0), "other")
 
 
 def _block_edge(case: Case, decode: bool | None) -> str:
@@ -329,7 +328,7 @@ def _table_features(case: Case) -> dict[str, bool]:
 
 def _band(case: Case) -> str:
     pre, nxt = case.attr("pre_tokens"), case.attr("next_tokens")
-    if pre == INT_MAX and nxt == INT_MAX:
+    if pre == NO_BAND and nxt == NO_BAND:
         return "default"
     if pre < 0 or nxt < 0:
         return "negative"

@@ -6,6 +6,7 @@ from typing import Any
 
 import fia_fuzz.spec.rulebook  # noqa: F401  (registers every rule)
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import dense_shape, packed_shape
 from fia_fuzz.spec.rules import RULES, IllegalCall, Undetermined, Violation
 from fia_fuzz.spec.tensors import TensorSpec
 
@@ -65,16 +66,11 @@ def output_specs(view: CallView) -> tuple[TensorSpec, TensorSpec]:
     out_layout = view.out_layout
     if view.packed:
         t = view.q_dims["T"]
-        out_shape: tuple[int, ...] = (t, n, dv) if out_layout == "TND" else (n, t, dv)
+        out_shape = packed_shape(out_layout, t, n, dv)
         lse_shape: tuple[int, ...] = (t, n, 1)
     else:
         b, s1 = view.B, view.S1
-        out_shape = {
-            "BSH": (b, s1, n * dv),
-            "BSND": (b, s1, n, dv),
-            "BNSD": (b, n, s1, dv),
-            "NBSD": (n, b, s1, dv),
-        }[out_layout]
+        out_shape = dense_shape(out_layout, b, n, s1, dv)
         lse_shape = (b, n, s1, 1)
     if not view.attrs["softmax_lse_flag"]:
         lse_shape = (1,)
