@@ -92,31 +92,27 @@ def dims(shape: Sequence[int], layout: str, heads: int, pack: int = 1) -> dict[s
     raise ValueError(f"unknown layout {layout}")
 
 
+#: Axis order taking a 4-D layout to BNSD and back (each is its own inverse).
+_TO_BNSD = {"BNSD": (0, 1, 2, 3), "BSND": (0, 2, 1, 3), "NBSD": (1, 0, 2, 3)}
+
+
 def to_bnsd(x: np.ndarray, layout: str, heads: int) -> np.ndarray:
     """A BSH/BSND/BNSD/NBSD array as (B, N, S, D) (a view, no copy)."""
-    if layout == "BNSD":
-        return x
-    if layout == "BSND":
-        return x.transpose(0, 2, 1, 3)
-    if layout == "NBSD":
-        return x.transpose(1, 0, 2, 3)
     if layout == "BSH":
         b, s, h = x.shape
         return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
+    if layout in _TO_BNSD:
+        return x.transpose(_TO_BNSD[layout])
     raise ValueError(f"to_bnsd: {layout} is not a dense layout")
 
 
 def from_bnsd(x: np.ndarray, layout: str) -> np.ndarray:
     """A (B, N, S, D) array in a BSH/BSND/BNSD/NBSD layout (a view where one exists)."""
-    if layout == "BNSD":
-        return x
-    if layout == "BSND":
-        return x.transpose(0, 2, 1, 3)
-    if layout == "NBSD":
-        return x.transpose(1, 0, 2, 3)
     if layout == "BSH":
         b, n, s, d = x.shape
         return x.transpose(0, 2, 1, 3).reshape(b, s, n * d)
+    if layout in _TO_BNSD:
+        return x.transpose(_TO_BNSD[layout])
     raise ValueError(f"from_bnsd: {layout} is not a dense layout")
 
 
