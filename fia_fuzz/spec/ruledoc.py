@@ -43,8 +43,10 @@ NOTES = """## Disagreements between the documents, and decisions
 3. **TND paged block_size 1024.** The V4 TND table allows 128, 512 or 1024;
    the V4 PagedAttention table caps block_size at 512. Both rules apply, so
    1024 is illegal.
-4. **TND sparse_mode 3 lengths.** V4 says act_q < act_kv strictly per batch;
-   implemented as written (`tnd.causal_lengths`), so act_q == act_kv is illegal.
+4. **TND sparse_mode 3 lengths.** V4 says act_q < act_kv strictly per batch.
+   Read as act_q <= act_kv (`tnd.causal_lengths`): act_q == act_kv is the plain
+   causal prefill every vLLM-ascend no-cache prefill issues and the device runs
+   (production-calls.md), and the 2048x2048 causal mask defines it.
 5. **MLA query D 512 paging.** In the V4 MLA table the PagedAttention rows
    (mandatory, blockSize 128) sit beside the general rows, not under full
    quantisation; fia-semantics.md §9 reads them as full-quant only. V4 is
@@ -127,7 +129,11 @@ NOTES = """## Disagreements between the documents, and decisions
     uses. Rejected (`prefix.per_token_antiquant`) rather than guessed, so
     negative tests send it to the device and a device that accepts it shows
     the gap; per-channel/per-tensor/per-head antiquant with a prefix is legal.
-31. **softmax_lse without softmax_lse_flag.** V4 (softmaxLse: a nullptr
+31. **Packed T.** fia-semantics.md §2 defines T as the total tokens of the packed
+    batch, so the last cumulative length must equal T (`lengths.packed_total`);
+    V4 does not say whether a larger T is accepted, and newer CANN rejects a
+    mismatch.
+32. **softmax_lse without softmax_lse_flag.** V4 (softmaxLse: a nullptr
     output gives a shape {1} zero tensor) and the TNPU docstring (shape [1],
     value 0) say a one-element placeholder; torch_npu's meta functions in the
     2.13.0 and 2.14.0 wheels return an empty (0,) float32 tensor (issue 20

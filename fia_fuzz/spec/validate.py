@@ -59,7 +59,7 @@ def output_specs(view: CallView) -> tuple[TensorSpec, TensorSpec]:
     bfloat16, for MLA full quant [V4 MLA 全量化 attention BFLOAT16]), else the
     query dtype. softmax_lse: (B, N, Q_S, 1), (T, N, 1) for TND/NTD_TND [V4
     softmaxLse]; an empty (0,) placeholder without softmax_lse_flag, as torch_npu
-    returns (the docs say shape [1]: docs/rules.md disagreement 31).
+    returns (the docs say shape [1]: docs/rules.md disagreement 32).
     """
     out_dtype = view.out_dtype
     n, dv = view.N, view.Dv
