@@ -482,12 +482,16 @@ class CallView:
 
     @cached_property
     def out_dtype(self) -> str:
-        """attention_out dtype [V4 attentionOut, int8量化场景, MLA 全量化 (bf16)]."""
+        """attention_out dtype [V4 attentionOut, int8量化场景, MLA 全量化 (bf16)].
+
+        An int8 query's output takes query_rope's dtype when there is one (float16
+        without), as torch_npu's meta functions do; rope.dtype makes that bfloat16.
+        """
         q = self.need("query")
         if self.has("quant_scale2"):
             return "int8"
         if q.dtype == "int8":
-            return "bfloat16" if self.rope else "float16"
+            return self.need("query_rope").dtype if self.has("query_rope") else "float16"
         return q.dtype
 
     @property
