@@ -139,7 +139,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
             "mode": "negative" if cfg.negative else "precision",
             "repro": repro_command(case, cfg.runner, str(cfg.out))}
     if cfg.negative:
-        res = st.worker.call(negative_task, st.ref, case.to_json(), timeout=timeout)
+        res = st.worker.call(negative_task, st.ref, case.to_json(), cfg.rules, timeout=timeout)
     else:
         res = st.worker.call(evaluate_task, st.ref, case.to_json(), bundle_dir, tags,
                              cfg.metamorphic, timeout=timeout)
@@ -231,7 +231,8 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
     would make the partitions' streams drift apart.
     """
     cfg = st.cfg
-    strategy = illegal_cases() if cfg.negative else cases(profile=cfg.profile, **cfg.filters)
+    strategy = illegal_cases() if cfg.negative else cases(profile=cfg.profile, rules=cfg.rules,
+                                                          **cfg.filters)
     fresh = [0]
 
     @hseed(derive_seed(cfg.seed, "round", rnd))
@@ -265,7 +266,8 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
 
 def steered(case: Case, space: int) -> Case:
     """The case with its data seed moved into this partition's private seed space."""
-    return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF)
+    return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF,
+                rules=case.rules)
 
 
 def _steer_round(st: PartitionState, k: int) -> bool:
@@ -279,7 +281,7 @@ def _steer_round(st: PartitionState, k: int) -> bool:
 
     @hseed(derive_seed(cfg.seed, "steer", k, st.job.index, st.job.count))
     @_settings(cfg, [Phase.generate, Phase.target])
-    @given(cases(profile=cfg.profile, **cfg.filters))
+    @given(cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters))
     def step(drawn: Case) -> None:
         if _stop_exploring(st):
             raise StopExploring

@@ -98,7 +98,7 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
               phases=[Phase.reuse, Phase.generate, Phase.shrink],
               suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
               report_multiple_bugs=False, print_blob=False)
-    @given(cases(profile=cfg.profile, **filters))
+    @given(cases(profile=cfg.profile, rules=cfg.rules, **filters))
     def must_not_fail(case: Case) -> None:
         if fails(case):
             smallest.append(case)
