@@ -32,6 +32,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hseed
+from hypothesis import strategies as hst
 
 from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
@@ -223,6 +224,14 @@ def _settings(cfg: CampaignConfig, phases: list[Phase]) -> settings:
                     suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
 
 
+def _negative_cases(rules: str) -> Any:
+    """Calls the docs forbid; under a device profile also calls only it forbids, so the
+    rows tell `accepted (device profile)` apart from findings (execute.negative_task)."""
+    if rules == "docs":
+        return illegal_cases()
+    return hst.one_of(illegal_cases(), illegal_cases(rules=rules))
+
+
 def _stream_round(st: PartitionState, rnd: int) -> bool:
     """Round `rnd` of the shared stream; False when the campaign must stop exploring.
 
@@ -231,8 +240,8 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
     would make the partitions' streams drift apart.
     """
     cfg = st.cfg
-    strategy = illegal_cases() if cfg.negative else cases(profile=cfg.profile, rules=cfg.rules,
-                                                          **cfg.filters)
+    strategy = _negative_cases(cfg.rules) if cfg.negative \
+        else cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters)
     fresh = [0]
 
     @hseed(derive_seed(cfg.seed, "round", rnd))

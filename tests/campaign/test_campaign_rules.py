@@ -67,3 +67,14 @@ def test_case_json_keeps_docs_ids_and_carries_a_device_profile() -> None:
     assert Case.from_json(a2.to_json()) == a2
     with pytest.raises(ValueError, match="unknown rule profile"):
         Case(params=call(DECODE), rules="nope")
+
+
+def test_negative_campaign_under_the_device_profile_classifies_rows(tmp_path: Path) -> None:
+    out = tmp_path / "neg"
+    assert main(["campaign", "--runner", "torch-sdpa", "--negative", "--rules", "atlas-a2",
+                 "--max-cases", "6", "--out", str(out)]) == 0
+    df = read_results(out)
+    assert len(df) == 6 and set(df["rules"]) == {"atlas-a2"}
+    assert set(df["outcome"]) <= {"accepted", "rejected", ACCEPTED_BY_PROFILE}
+    device_ok = df[df["outcome"] == ACCEPTED_BY_PROFILE]
+    assert (device_ok["profile_broken_rules"] == "").all()

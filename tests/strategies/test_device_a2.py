@@ -9,14 +9,15 @@ import random
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.campaign.evaluate import evaluate
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import get_runner
 from fia_fuzz.spec import Case, IllegalCall
-from fia_fuzz.spec.profiles.atlas_a2_examples import MLA, PREFILL, call
+from fia_fuzz.spec.profiles.atlas_a2_examples import MLA, NEGATIVE, PREFILL, call
 from fia_fuzz.spec.tensors import TensorSpec
-from fia_fuzz.strategies import cases
+from fia_fuzz.strategies import cases, illegal_cases
 from fia_fuzz.strategies.cases import build
 from fia_fuzz.strategies.choices import Dead, RandomChooser
 from fia_fuzz.strategies.device_a2 import NAME, REGIONS, adapt
@@ -90,3 +91,22 @@ def test_golden_refuses_the_tree_mask() -> None:
     with pytest.raises(NotImplementedError, match="sparse_mode 9"):
         npu_fused_infer_attention_score(**c.call(), rules=NAME)
     assert not get_runner("torch-sdpa").supports(c)[0]
+
+
+@pytest.mark.parametrize("rule_id", sorted({rid for _, rid, _ in NEGATIVE
+                                             if rid.startswith("a2.")}))
+def test_illegal_cases_break_each_device_rule(rule_id: str) -> None:
+    @settings(max_examples=3, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(illegal_cases(rule_id, rules=NAME))
+    def check(case: Case) -> None:
+        assert case.rules == NAME and [v.rule for v in case.violations()] == [rule_id]
+
+    check()
+
+
+def test_illegal_cases_refuse_a_rule_the_profile_does_not_hold() -> None:
+    with pytest.raises(InvalidArgument, match="not held"):
+        illegal_cases("tnd.causal_lengths", rules=NAME)
+    with pytest.raises(InvalidArgument, match="unknown rule profile"):
+        illegal_cases(rules="atlas-a9")
