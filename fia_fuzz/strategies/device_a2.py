@@ -5,7 +5,7 @@ stricter: `adapt`); the `device_a2` family draws the regions only the device
 admits (device-a2.md): decode with inner_precise 2/3, unpaged MLA with Q_S up
 to 128, qk-D != v-D in BSH/BSND/BNSD, BSH_BNSD/BSND_BNSD outputs, packed
 layouts on the split-fuse route with a band, a sink or a pse (plain NTD and
-D 64 included, act_q >= act_kv with causal masks, blocks of 16..512), TND
+D 64 included, act_q > act_kv with causal masks, blocks of 16..512), TND
 post-quant, paged blocks up to 1024, and TND MLA with any MLA head count.
 `REGIONS` names each with the predicate `fia-fuzz coverage --rules atlas-a2`
 counts. Sparse mode 9 is never drawn (no documented arithmetic).
@@ -22,6 +22,7 @@ from fia_fuzz.spec.rulebook.rope import MLA_HEADS
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import fills, masks
 from fia_fuzz.strategies.draft import Draft, packed_shape, shape, spec
+from fia_fuzz.strategies.families import _cumulative, _non_decreasing
 
 NAME = "atlas-a2"
 FLOAT = ("float16", "bfloat16")
@@ -33,9 +34,9 @@ def _feats(case: Case) -> dict[str, Any]:
     return case.features()
 
 
-def _act_q_ge_kv(case: Case) -> bool:
+def _act_q_gt_kv(case: Case) -> bool:
     v = case.view()
-    return any(q >= k for q, k in zip(v.act_q, v.act_kv, strict=False))
+    return any(q > k for q, k in zip(v.act_q, v.act_kv, strict=False))
 
 
 #: region -> predicate over a drawn case: what the coverage command counts.
@@ -56,8 +57,8 @@ REGIONS: dict[str, Callable[[Case], bool]] = {
     "packed sink": lambda c: c.view().packed and _feats(c)["sink"],
     "packed pse": lambda c: c.view().packed and _feats(c)["pse"],
     "packed post-quant (row 15)": lambda c: c.view().packed and _feats(c)["post_quant"],
-    "packed causal act_q >= act_kv": lambda c: c.view().packed and c.attr("sparse_mode") == 3
-    and _act_q_ge_kv(c),
+    "packed causal act_q > act_kv": lambda c: c.view().packed and c.attr("sparse_mode") == 3
+    and _act_q_gt_kv(c),
     "packed paged block 16..512 off x128": lambda c: c.view().packed and c.view().paged
     and c.attr("block_size") % 128 != 0,
     "paged block > 512": lambda c: c.view().paged and c.attr("block_size") > 512,
@@ -300,22 +301,6 @@ def mla_tnd(dr: Draft) -> None:
     dr.set("sparse_mode", 3)
     _mask3(dr)
     _tail(dr, lse=False)
-
-
-def _cumulative(lens: list[int]) -> list[int]:
-    out, total = [], 0
-    for n in lens:
-        total += n
-        out.append(total)
-    return out
-
-
-def _non_decreasing(lens: list[int]) -> list[int]:
-    out, top = [], 0
-    for n in lens:
-        top = max(top, n)
-        out.append(top)
-    return out
 
 
 BUILDERS: tuple[Callable[[Draft], None], ...] = (

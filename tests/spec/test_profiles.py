@@ -51,8 +51,9 @@ def test_every_device_rule_is_broken_by_an_example() -> None:
 def test_device_rules_cite_the_device_check_and_name_what_they_replace() -> None:
     for r in A2.own.values():
         assert r.id.startswith("a2.") and "device-a2.md" in r.source and "§" in r.source
-    v = validate(**call(TND, query=TensorSpec((12, 8, 128), "bfloat16")), rules="atlas-a2")
-    assert "in place of lengths.packed_total" in v[0].message
+    v = validate(**call(TND, sparse_mode=2, atten_mask=TensorSpec((2048, 2048), "bool")),
+                 rules="atlas-a2")
+    assert "in place of tnd.sparse" in v[0].message
     assert {d for d in A2.replaced} <= set(RULES) and set(A2.removed) <= set(RULES)
 
 

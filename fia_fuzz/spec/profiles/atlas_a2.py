@@ -287,22 +287,6 @@ def _tnd_sparse(c: CallView) -> str | None:
     return None
 
 
-@_rule("a2.packed_total", "row 13: TND/NTD: the last cumulative offset equals the tensor's T "
-       "(act_q >= act_kv accepted with sparse 3; rows without keys are invalid)",
-       src("A2-V3", "TND length checks (T == last cumulative length)"))
-def _packed_total(c: CallView) -> str | None:
-    if not c.packed:
-        return None
-    out = []
-    a = c.ints("actual_seq_lengths")
-    if a and a[-1] != c.q_dims["T"]:
-        out.append(f"actual_seq_lengths ends at {a[-1]} != query T={c.q_dims['T']}")
-    kv = c.ints("actual_seq_lengths_kv")
-    if kv and not c.paged and kv[: c.B][-1] != c.kv_dims["T"]:
-        out.append(f"actual_seq_lengths_kv ends at {kv[: c.B][-1]} != key T={c.kv_dims['T']}")
-    return "; ".join(out) or None
-
-
 @_rule("a2.tnd_extras", "rows 14, 15: packed layouts: no left padding, tensor list, prefix, "
        "antiquant or full quant; pse_shift only on the split-fuse route; post-quant accepted",
        src("A2-FAI", "pse checks; A2-V3: pse is not supported when the inputLayout is TND"))
@@ -387,8 +371,9 @@ NOTES = """### Decisions where device-a2.md is ambiguous
    masks).
 9. **Row 11**: the argument rules (`args.*`) still apply before the shortcut;
    the golden model computes nothing for such calls (not drawn).
-10. **Row 13**: the device check "packed T equals the last cumulative length"
-   is applied to the query and to unpaged key/value.
+10. **Row 13**: "packed T equals the last cumulative length" is the documented
+   `lengths.packed_total` (query and unpaged key/value), which this profile
+   holds; only the act_q/act_kv comparison (`tnd.causal_lengths`) is dropped.
 11. **Row 16**: "non-quant" means float16/bfloat16 key/value without rope;
     quantised KV and MLA keep the documented block limits. A packed call off
     the split-fuse route follows the V3 GQA limits.
@@ -400,7 +385,8 @@ PROFILE = register(Profile(
     NAME, "the Atlas A2 device's own argument checks (device-a2.md, sixteen rows)",
     own=OWN,
     removed={"tnd.causal_lengths": "row 13: the device does not compare act_q with act_kv "
-                                   "(rows without keys come out invalid)",
+                                   "(act_q > act_kv is accepted; rows without keys come out "
+                                   "invalid)",
              "mla.paged_required": "row 9: non-quantised MLA does not need paged KV; full-quant "
                                    "MLA still does, through mla.full_quant_nz (5-D NZ caches "
                                    "are paged)"},
@@ -416,7 +402,6 @@ PROFILE = register(Profile(
         "mla.sparse": "a2.mla_sparse",
         "mla.num_heads": "a2.mla_num_heads",
         "tnd.sparse": "a2.tnd_sparse",
-        "lengths.packed_total": "a2.packed_total",
         "tnd.no_extras": "a2.tnd_extras",
         "paged.block_size_max": "a2.block_size",
         "paged.block_size_prefill": "a2.block_size",
