@@ -9,7 +9,8 @@ route state the route's conditions through `split_fuse_route` and
 
 from __future__ import annotations
 
-from fia_fuzz.spec.call import LAYOUTS, CallView
+from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import LAYOUTS
 from fia_fuzz.spec.profiles import Profile, register
 from fia_fuzz.spec.rulebook.masks import OPTIMIZED_SHAPES, sparse_applies
 from fia_fuzz.spec.rulebook.paged import BLOCK_SIZE_MAX

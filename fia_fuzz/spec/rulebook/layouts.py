@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fia_fuzz.spec.call import DEVICE_ONLY_LAYOUTS, LAYOUTS, CallView
+from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import DEVICE_ONLY_LAYOUTS, LAYOUTS
 from fia_fuzz.spec.rules import Undetermined, rule, src
 
 NBSD_LAYOUTS = ("BSH_NBSD", "BSND_NBSD", "BNSD_NBSD")
