@@ -25,7 +25,7 @@ from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, Random
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
 from fia_fuzz.strategies.families import FAMILIES, FAMILY_SCOPE
 
-__all__ = ["PROFILES", "Profile", "build", "cases", "families_for"]
+__all__ = ["PROFILES", "Profile", "build", "cases", "families_for", "recorded_cases"]
 
 #: Draw weight per family: dense carries most optional inputs, so it gets the most draws.
 FAMILY_WEIGHTS = {"dense": 4, "antiquant": 2, "full_quant": 1, "packed": 1, "mla": 1,
@@ -114,6 +114,20 @@ def cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
     an unknown filter, value or rule profile, and for a combination of filters
     that no legal case can carry.
     """
+    return _cases(*_plan(profile, filters, rules), dict(filters), rules)
+
+
+def recorded_cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
+                   ) -> st.SearchStrategy[tuple[Case, tuple[int, ...]]]:
+    """`cases(profile, rules, **filters)` drawing (case, its choice sequence): the same draws
+    in the same order, so the sequence replayed through this strategy (e.g. from a
+    Hypothesis example database) rebuilds the case, and Hypothesis can shrink from it."""
+    return _recorded(*_plan(profile, filters, rules), dict(filters), rules)
+
+
+def _plan(profile: str, filters: dict[str, Any], rules: str = DEFAULT
+          ) -> tuple[Profile, tuple[str, ...]]:
+    """(size budget, families that can carry the filters), or InvalidArgument."""
     _check_filters(profile, filters)
     try:
         get_rules(rules)
@@ -125,14 +139,26 @@ def cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
     if not families:
         raise InvalidArgument(f"no legal case has all of {filters}: the filtered features "
                               f"exclude each other (see fia-semantics.md and axes.AXES)")
-    return _cases(prof, tuple(families), dict(filters), rules)
+    return prof, tuple(families)
+
+
+def _build_recorded(draw: st.DrawFn, prof: Profile, families: tuple[str, ...],
+                    pins: dict[str, Any], rules: str) -> tuple[Case, tuple[int, ...]]:
+    ch = HypothesisChooser(draw, pins)
+    try:
+        return build(ch, prof, list(families), pins, rules), tuple(ch.choices)
+    except Dead:
+        reject()
+        raise AssertionError("unreachable") from None
 
 
 @st.composite
 def _cases(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any],
            rules: str = DEFAULT) -> Case:
-    try:
-        return build(HypothesisChooser(draw, pins), prof, list(families), pins, rules)
-    except Dead:
-        reject()
-        raise AssertionError("unreachable") from None
+    return _build_recorded(draw, prof, families, pins, rules)[0]
+
+
+@st.composite
+def _recorded(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any],
+              rules: str = DEFAULT) -> tuple[Case, tuple[int, ...]]:
+    return _build_recorded(draw, prof, families, pins, rules)

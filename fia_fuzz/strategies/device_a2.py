@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fia_fuzz.spec import Case
-from fia_fuzz.spec.rulebook.rope import MLA_HEADS
+from fia_fuzz.spec.rulebook.mla import MLA_HEADS
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import fills, masks
 from fia_fuzz.strategies.draft import Draft, packed_shape, shape, spec

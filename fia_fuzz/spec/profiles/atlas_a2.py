@@ -12,9 +12,9 @@ from __future__ import annotations
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.geometry import LAYOUTS
 from fia_fuzz.spec.profiles import Profile, register
-from fia_fuzz.spec.rulebook.masks import OPTIMIZED_SHAPES, sparse_applies
+from fia_fuzz.spec.rulebook.mask import OPTIMIZED_SHAPES, sparse_applies
+from fia_fuzz.spec.rulebook.mla import MLA_HEADS
 from fia_fuzz.spec.rulebook.paged import BLOCK_SIZE_MAX
-from fia_fuzz.spec.rulebook.rope import MLA_HEADS
 from fia_fuzz.spec.rules import RULES, Rule, rule, src
 
 NAME = "atlas-a2"
