@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import RULES, Case, validate
+from fia_fuzz.spec.profiles import DEFAULT
+from fia_fuzz.spec.profiles import get as get_rules
 from fia_fuzz.strategies.edits import apply
 
 # isort: off
@@ -65,8 +67,17 @@ NOT_MATERIALISABLE: set[str] = (args.NOT_MATERIALISABLE | dims.NOT_MATERIALISABL
                                 | tnd.NOT_MATERIALISABLE | paged.NOT_MATERIALISABLE)
 
 
-def illegal_cases(rule: str | None = None) -> st.SearchStrategy[Case]:
-    """Cases whose only violation is `rule` (None: any rule with a materialisable breaker)."""
+def illegal_cases(rule: str | None = None, rules: str = DEFAULT) -> st.SearchStrategy[Case]:
+    """Cases whose only violation is `rule` (None: any rule with a materialisable breaker)
+    under the rule profile `rules` (see `illegal_profiles` for a device profile)."""
+    if rules != DEFAULT:
+        from fia_fuzz.strategies.illegal_profiles import profile_illegal_cases
+
+        try:
+            profile = get_rules(rules)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc)) from None
+        return profile_illegal_cases(profile, rule, BREAKERS, NOT_MATERIALISABLE)
     if rule is not None and rule not in RULES:
         raise InvalidArgument(f"rule={rule!r} is not a rule id; see fia_fuzz.spec.RULES")
     if rule in INEXPRESSIBLE:
