@@ -4,8 +4,9 @@ A Case is what strategies draw, campaigns record, bundles store and users
 paste into bug reports. It holds the canonical keyword arguments with
 TensorSpecs in place of tensors (so `validate(**case.specs())` works as is),
 a fill recipe per tensor (for a value argument: an optional dtype to pass it
-in) and a seed. `call()` materialises it
-deterministically; `case_id` is a hash of its canonical JSON, stable across
+in), a seed and the rule profile it is legal under (`rules`, "docs" unless a
+device profile drew it; kept out of the JSON when "docs", so ids stay stable).
+`call()` materialises it deterministically; `case_id` is a hash of its canonical JSON, stable across
 machines and runs.
 """
 
@@ -19,12 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.spec import profiles
 from fia_fuzz.spec.blocks import needed, referenced_blocks
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
-from fia_fuzz.spec.rules import Undetermined
+from fia_fuzz.spec.rules import Undetermined, Violation
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
-from fia_fuzz.spec.validate import output_specs
+from fia_fuzz.spec.validate import check_view, output_specs
 from fia_fuzz.spec.values import default_fill, materialise, materialise_blocks
 
 #: dtype of the value-carrying arguments when passed as tensors (torch_npu schema).
@@ -63,26 +66,31 @@ def _decode(name: str, value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Case:
-    """Canonical kwargs (TensorSpec for tensors), fill recipes and a data seed."""
+    """Canonical kwargs (TensorSpec for tensors), fill recipes, a data seed, a rule profile."""
 
     params: dict[str, Any]
     fills: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed: int = 0
+    rules: str = profiles.DEFAULT
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.params) - set(ALL_ARGS))
         if unknown:
             raise ValueError(f"Case has unknown parameter(s) {unknown}")
+        profiles.get(self.rules)
 
     # ---- identity and serialisation -------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "version": SCHEMA_VERSION,
             "params": {k: _encode(k, v) for k, v in sorted(self.params.items())
                        if v is not None},
             "fills": {k: dict(sorted(v.items())) for k, v in sorted(self.fills.items())},
             "seed": int(self.seed),
         }
+        if self.rules != profiles.DEFAULT:
+            out["rules"] = self.rules
+        return out
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, indent=indent,
@@ -92,7 +100,7 @@ class Case:
     def from_dict(cls, d: dict[str, Any]) -> Case:
         params = {k: _decode(k, v) for k, v in d["params"].items()}
         return cls(params=params, fills={k: dict(v) for k, v in d.get("fills", {}).items()},
-                   seed=int(d.get("seed", 0)))
+                   seed=int(d.get("seed", 0)), rules=d.get("rules", profiles.DEFAULT))
 
     @classmethod
     def from_json(cls, text: str) -> Case:
@@ -132,21 +140,30 @@ class Case:
         first = spec[0] if isinstance(spec, list) else spec
         return self.fills.get(name) or default_fill(name, first)
 
-    def call(self) -> dict[str, Any]:
-        """The canonical kwargs with NumPy arrays; bit-identical for the same case."""
+    def call(self, data: bool = True) -> dict[str, Any]:
+        """The canonical kwargs with NumPy arrays; bit-identical for the same case.
+
+        data=False gives every tensor argument as a read-only zero-stride array of
+        zeros (its shape and dtype, no memory, no generation): for checks of
+        shapes and dtypes only.
+        """
+        def tensor(name: str, spec: TensorSpec, index: int = 0) -> np.ndarray:
+            if not data:
+                return np.broadcast_to(np.zeros((), NUMPY_DTYPES[spec.dtype]), spec.shape)
+            return materialise(spec, self.fill(name), self.seed, name, index)
+
         out: dict[str, Any] = {}
         for name, value in self.params.items():
             if value is None:
                 continue
             if name in TENSOR_ARGS:
-                if self.lazy(name):
+                if data and self.lazy(name):
                     out[name] = materialise_blocks(value, self.fill(name), self.seed, name,
                                                    self.referenced_blocks())
                 elif isinstance(value, list):
-                    out[name] = [materialise(s, self.fill(name), self.seed, name, i)
-                                 for i, s in enumerate(value)]
+                    out[name] = [tensor(name, s, i) for i, s in enumerate(value)]
                 else:
-                    out[name] = materialise(value, self.fill(name), self.seed, name)
+                    out[name] = tensor(name, value)
             elif self.value_dtype(name) is not None:
                 out[name] = np.asarray(value, dtype=NUMPY_DTYPES[self.value_dtype(name)])
             elif name in VALUE_TENSOR_DTYPES:
@@ -185,6 +202,10 @@ class Case:
     def view(self) -> CallView:
         return CallView(self.specs())
 
+    def violations(self) -> list[Violation]:
+        """Every rule of the case's profile that its call breaks (empty: legal)."""
+        return check_view(self.view(), self.rules)
+
     def attr(self, name: str) -> Any:
         return self.params.get(name, ATTR_DEFAULTS.get(name))
 
@@ -210,7 +231,6 @@ def _length_form(values: list[int] | None, batch: int | None) -> str:
     return "longer"
 
 
-INT_MAX = 2147483647
 #: Masks of sparse modes 2-4 are the optimized 2048x2048 matrix [V4 §Mask].
 OPTIMIZED_MASK = 2048
 
@@ -243,10 +263,7 @@ def case_features(case: Case) -> dict[str, Any]:
     dv = _safe(lambda: _dv(case, v))
     decode = _safe(lambda: v.decode)
     mla_fq = bool(_safe(lambda: v.mla_full_quant))
-    out_dtype = ("int8" if p.get("quant_scale2") is not None
-                 else "bfloat16" if mla_fq
-                 else "float16" if q is not None and q.dtype == "int8"
-                 else q.dtype if q is not None else None)
+    out_dtype = _safe(lambda: v.out_dtype)
     feats: dict[str, Any] = {
         "layout": case.attr("input_layout"),
         "in_layout": _safe(lambda: v.in_layout),
@@ -368,8 +385,7 @@ def _dv(case: Case, v: CallView) -> int:
 def _cache_form(case: Case) -> str:
     if case.params.get("block_table") is None:
         return "none"
-    k = case.params["key"]
-    return {3: "BnBsH", 4: "BnNBsD", 5: "NZ"}.get(getattr(k, "ndim", 0), "other")
+    return CACHE_FORM_OF_RANK.get(getattr(case.params["key"], "ndim", 0), "other")
 
 
 def _block_edge(case: Case, decode: bool | None) -> str:
@@ -417,7 +433,7 @@ def _table_features(case: Case) -> dict[str, bool]:
 
 def _band(case: Case) -> str:
     pre, nxt = case.attr("pre_tokens"), case.attr("next_tokens")
-    if pre == INT_MAX and nxt == INT_MAX:
+    if pre == NO_BAND and nxt == NO_BAND:
         return "default"
     if pre < 0 or nxt < 0:
         return "negative"

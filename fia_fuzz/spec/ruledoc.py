@@ -6,7 +6,7 @@ committed file with this output.
 
 from __future__ import annotations
 
-import fia_fuzz.spec.rulebook  # noqa: F401  (registers every rule)
+from fia_fuzz.spec.profiles import PROFILES, Profile
 from fia_fuzz.spec.rules import RULES, SEEDS
 
 HEADER = """# FusedInferAttentionScore legality rules
@@ -24,11 +24,14 @@ documents are silent are listed after the table.
 
 Sources: {sources}.
 
-Adding a rule: register it with `@rule(id, summary, source)` in the
-`fia_fuzz/spec/rulebook/` module of its concern; add at least one call that
-breaks exactly it to `NEGATIVE` in `fia_fuzz/spec/rulebook/examples.py` (the
-tests fail for a rule without one, and check that its base call passes it);
-then regenerate this file. `examples.violating(rule_id)` returns those calls.
+Adding a rule: register it with `@rule(id, summary, source)` in
+`fia_fuzz/spec/rulebook/<prefix>.py`, the module named for its id prefix, as a
+check named after its id (`gqa.divisible`: `gqa_divisible`); add at least one
+call that breaks exactly it to that module's `NEGATIVE` (built from the legal
+calls of `rulebook/bases.py`; the tests fail for a rule without one, and check
+that its base call passes it), and a breaker to
+`fia_fuzz/strategies/illegal/<prefix>.py`; then regenerate this file.
+`fia_fuzz.spec.rulebook.violating(rule_id)` returns those calls.
 """
 
 NOTES = """## Disagreements between the documents, and decisions
@@ -52,8 +55,9 @@ NOTES = """## Disagreements between the documents, and decisions
    quantisation; fia-semantics.md §9 reads them as full-quant only. V4 is
    followed (`mla.paged_required`, `mla.block_size_128`).
 6. **MLA full-quant output dtype.** The V4 MLA table gives attention BFLOAT16
-   for an int8 query; `infer_outputs` returns bfloat16 there and float16 for
-   other int8 queries (the issue's "fp16 for int8 query").
+   for an int8 query; torch_npu's meta functions take the output dtype of an
+   int8 query from query_rope's dtype (float16 without rope). `infer_outputs`
+   does the same, which `rope.dtype` makes bfloat16 for MLA.
 7. **MLA full-quant scales.** Which scales an int8 MLA call needs is not
    documented (dequantScaleQuery/queryQuantMode 3 are mentioned); the general
    dequant_scale1/quant_scale1/dequant_scale2 requirement is not applied with
@@ -132,7 +136,15 @@ NOTES = """## Disagreements between the documents, and decisions
     batch, so the last cumulative length must equal T (`lengths.packed_total`);
     V4 does not say whether a larger T is accepted, and newer CANN rejects a
     mismatch.
-32. **Strided views.** V4's parameter table marks every input "×" in its
+32. **softmax_lse without softmax_lse_flag.** V4 (softmaxLse: a nullptr
+    output gives a shape {1} zero tensor) and the TNPU docstring (shape [1],
+    value 0) say a one-element placeholder; torch_npu's meta functions in the
+    2.13.0 and 2.14.0 wheels return an empty (0,) float32 tensor (issue 20
+    traces the eager side to op-plugin commit fd70598, "fix softmax lse empty
+    tensor"). The code is followed: `output_specs`, the golden and the runners
+    return (0,), and tests/runners/test_npu_meta_contract.py checks it against
+    the wheels' meta functions.
+33. **Strided views.** V4's parameter table marks every input "×" in its
     non-contiguous column (the aclnn interface reads dense tensors), yet engines
     pass K/V (and query) views sliced from fused buffers to the torch_npu front
     door (production-calls.md), and newer CANN added a contiguity check that
@@ -160,10 +172,31 @@ def render() -> str:
     """The whole docs/rules.md text."""
     sources = ", ".join(f"{k} = `{v}`" for k, v in SEEDS.items())
     lines = [HEADER.format(sources=sources), f"## Rules ({len(RULES)})", "",
-             "| id | rule | source |", "| --- | --- | --- |"]
+             "Column *profiles*: the rule profiles (`validate(..., rules=NAME)`) that hold "
+             "the rule; a profile that does not names what it does instead below.", "",
+             "| id | rule | source | profiles |", "| --- | --- | --- | --- |"]
     for r in RULES.values():
-        lines.append(f"| `{r.id}` | {_cell(r.summary)} | {_cell(r.source)} |")
+        held = ", ".join(p.name for p in PROFILES.values() if p.holds(r.id))
+        lines.append(f"| `{r.id}` | {_cell(r.summary)} | {_cell(r.source)} | {held} |")
+    for p in PROFILES.values():
+        if p.own:
+            lines += ["", *_profile_section(p)]
     return "\n".join(lines) + "\n\n" + NOTES
+
+
+def _profile_section(p: Profile) -> list[str]:
+    """A device profile's own rules, what each replaces, and the rules it drops."""
+    lines = [f"## Profile `{p.name}` ({len(p.own)} rules of its own)", "", p.summary + ".", "",
+             "| id | rule | source | in place of |", "| --- | --- | --- | --- |"]
+    for r in p.own.values():
+        instead = ", ".join(f"`{d}`" for d in p.replaces(r.id))
+        if r.id == p.accept_when:
+            instead = "(accepts the call: later rules skipped)"
+        elif not instead:
+            instead = "(added)"
+        lines.append(f"| `{r.id}` | {_cell(r.summary)} | {_cell(r.source)} | {instead} |")
+    lines += [""] + [f"Not held: `{rid}`: {why}." for rid, why in p.removed.items()]
+    return lines + ["", p.notes.strip()] if p.notes else lines
 
 
 def _cell(text: str) -> str:

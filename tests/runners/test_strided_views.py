@@ -9,7 +9,7 @@ from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import get_runner
 from fia_fuzz.runners.composition import kv as composition_kv
 from fia_fuzz.spec import Case, validate
-from fia_fuzz.spec.rulebook.examples import BASES
+from fia_fuzz.spec.rulebook.bases import BASES
 from fia_fuzz.spec.tensors import TensorSpec
 
 pytest.importorskip("torch")
