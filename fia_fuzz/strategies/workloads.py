@@ -34,8 +34,9 @@ VLLM = ("vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode", "slidi
 OWN = (*VLLM, "paged_decode_bsh", "paged_decode_bnsd", "sliding_band")
 
 
-def model_heads(ch: Chooser, dims: tuple[int, ...]) -> tuple[int, int, int]:
-    """(N, KV_N, D) of a model split over a TP degree (N divisible, G <= 64)."""
+def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int) -> tuple[int, int, int]:
+    """(N, KV_N, D) of a model split over a TP degree (N divisible, G <= 64) whose
+    128-token K/V block fits `budget` elements (the smallest split always does)."""
     opts = []
     for n, kv, d in MODELS:
         if d not in dims:
@@ -46,7 +47,8 @@ def model_heads(ch: Chooser, dims: tuple[int, ...]) -> tuple[int, int, int]:
             kv_n = max(1, kv // tp)
             if (n // tp) % kv_n == 0 and n // tp // kv_n <= 64:
                 opts.append((n // tp, kv_n, d))
-    return ch.one(opts)
+    fit = [o for o in opts if 128 * o[1] * 2 * o[2] <= budget]
+    return ch.one(fit or [min(opts, key=lambda o: o[1] * o[2])])
 
 
 def edge_length(ch: Chooser, lo: int, hi: int) -> int:
@@ -84,6 +86,12 @@ def _kv_budget(dr: Draft, query_per_token: bool = False) -> int:
     return max(1, dr.prof.max_elements // per)
 
 
+def _batches(dr: Draft, block_size: int, hi: int) -> int:
+    """B up to `hi` with one block per request within the element budget."""
+    per = block_size * dr.kv_n * (dr.d + dr.dv)
+    return dr.ch.int(1, max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per)))
+
+
 def _fused_kv(dr: Draft) -> None:
     """K/V as the two halves of one fused (block_num, block_size, 2, H) cache, as engines
     slice them; not for lazy caches, whose data sit in referenced blocks only."""
@@ -105,10 +113,11 @@ def _vllm(dr: Draft, kind: str) -> None:
     ch.pick("kv_dtype", ("bfloat16",))
     ch.pick("branch", ("prefill",))
     _set_layout(dr, "TND")
-    dr.n, dr.kv_n, dr.d = model_heads(ch, (128,))
+    dr.n, dr.kv_n, dr.d = model_heads(ch, (128,), dr.prof.max_elements)
     dr.dv = dr.d
-    bs = ch.one((128, 128, 128, 512))
-    dr.b = ch.int(1, min(dr.prof.max_batch, 64))
+    fits = 512 * dr.kv_n * 2 * dr.d <= dr.prof.max_elements // 4
+    bs = ch.one((128, 128, 128, 512) if fits else (128,))
+    dr.b = _batches(dr, bs, 64)
     room = max(1, _kv_budget(dr, kind != "vllm_decode") // dr.b)
     kv_lens, q_lens = [], []
     for _ in range(dr.b):
@@ -165,10 +174,10 @@ def _paged_decode(dr: Draft, layout: str) -> None:
     dr.decode = True
     ch.pick("branch", ("decode",))
     _set_layout(dr, layout)
-    dr.n, dr.kv_n, dr.d = model_heads(ch, (64, 96, 128, 256))
+    dr.n, dr.kv_n, dr.d = model_heads(ch, (64, 96, 128, 256), dr.prof.max_elements)
     dr.dv = dr.d
     dr.s1 = 1
-    dr.b = ch.int(1, min(dr.prof.max_batch, 256))
+    dr.b = _batches(dr, 128, 256)
     room = _kv_budget(dr) // dr.b
     kv_lens = [edge_length(ch, 0 if ch.one((False,) * 15 + (True,)) else 1, max(1, room))
                for _ in range(dr.b)]
@@ -192,16 +201,18 @@ def _sliding_band(dr: Draft) -> None:
     dr.q_dtype = dr.kv_dtype = ch.pick("kv_dtype", (dt,))
     ch.pick("branch", ("prefill",))
     _set_layout(dr, "BSH")
-    dr.n, dr.kv_n, dr.d = model_heads(ch, (64, 96, 128, 256))
+    dr.n, dr.kv_n, dr.d = model_heads(ch, (64, 96, 128, 256), dr.prof.max_elements)
     dr.dv = dr.d
-    dr.b = ch.int(1, min(dr.prof.max_batch, 8))
+    bs = ch.one([x for x in (128, 256, 512)
+                 if x * dr.kv_n * 2 * dr.d <= dr.prof.max_elements] or [128])
+    dr.b = _batches(dr, bs, 8)
     room = max(2, _kv_budget(dr, True) // dr.b)
     s2 = edge_length(ch, 2, max(2, room))
     dr.s1 = min(s2, edge_length(ch, 2, max(2, min(2048, dr.prof.max_scores // (dr.b * dr.n * s2)
                                                    or 2))))
     kv_lens = [s2] * dr.b
     dr.kv_lens = kv_lens
-    paged.page(dr, ("BnBsH",), ch.one((128, 256, 512)), kv_lens)
+    paged.page(dr, ("BnBsH",), bs, kv_lens)
     dr.set("query", spec(shape("BSH", dr.b, dr.n, dr.s1, dr.d), dt))
     dr.set("actual_seq_lengths_kv", kv_lens)
     dr.set("sparse_mode", ch.pick("sparse_mode", (4,)))
