@@ -66,7 +66,8 @@ def edge_length(ch: Chooser, lo: int, hi: int) -> int:
 def workloads(dr: Draft) -> None:
     """One production pattern, drawn in the shape the engine issues it."""
     ch = dr.ch
-    kind = ch.pick("workload", OWN)
+    # the classic decode, where masks past one 512-key tile live, twice as often
+    kind = ch.pick("workload", (*OWN, "paged_decode_bsh", "paged_decode_bnsd"))
     if kind in VLLM:
         _vllm(dr, kind)
     elif kind == "sliding_band":
@@ -87,7 +88,10 @@ def _kv_budget(dr: Draft, query_per_token: bool = False) -> int:
 
 
 def _batches(dr: Draft, block_size: int, hi: int) -> int:
-    """B up to `hi` with one block per request within the element budget."""
+    """B up to `hi` with one block per request within the element budget; a quarter of
+    the draws serve one long request (a long context spanning many tiles)."""
+    if dr.ch.one((False, False, False, True)):
+        return 1
     per = block_size * dr.kv_n * (dr.d + dr.dv)
     return dr.ch.int(1, max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per)))
 
