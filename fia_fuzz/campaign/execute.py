@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.campaign.accepted import classify_accepted
 from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.evaluate import base_row, evaluate, failure_kind
 from fia_fuzz.metamorphic import check_relations, summarise
@@ -44,8 +45,10 @@ def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
 def negative_task(ref: tuple[str, str], case_json: str) -> dict[str, Any]:
     """Send an illegal case straight to the backend: did it reject it or return something?
 
-    `rejected` (with the backend's message) is the good answer; `accepted`
-    means it silently returned a result for a call the docs forbid.
+    `rejected` (with the backend's message) is the good answer; a result for
+    a call the docs forbid is judged against the golden's lenient route
+    (`accepted.classify_accepted`): accepted-correct, accepted-wrong (a silent
+    wrong result) or accepted-undefined (no defined arithmetic).
     """
     case = Case.from_json(case_json)
     runner = resolve_runner(ref)
@@ -56,6 +59,6 @@ def negative_task(ref: tuple[str, str], case_json: str) -> dict[str, Any]:
     except Exception as exc:  # a clean rejection is what we hope for
         row.update(outcome="rejected", error=f"{type(exc).__name__}: {exc}"[:2000])
         return row
-    row.update(outcome="accepted", error="",
-               accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
+    row.update(error="", accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
+    row.update(classify_accepted(case, (np.asarray(out), np.asarray(lse))))
     return row
