@@ -22,6 +22,7 @@ __all__ = ["FAILED_OUTCOMES", "evaluate", "failure_kind", "golden_pair", "judge_
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import Runner
 from fia_fuzz.spec import Case, output_specs
+from fia_fuzz.spec.profiles import DEFAULT
 
 #: Floor of the baseline error in the error ratio, so an exact baseline does not divide by 0.
 _RATIO_FLOOR = 1e-6
@@ -39,13 +40,13 @@ def base_row(case: Case, runner: str) -> dict[str, Any]:
     except Exception as exc:  # an illegal case can defeat feature extraction; still record it
         features = {"features_error": f"{type(exc).__name__}: {exc}"}
     return {"case_id": case.case_id, "case_json": case.to_json(), "runner": runner,
-            **features, "repro": repro_command(case, runner)}
+            "rules": case.rules, **features, "repro": repro_command(case, runner)}
 
 
-def golden_pair(call: dict[str, Any]) -> tuple[Any, Any]:
-    """(fp64 truth, device-precision baseline) of a canonical call."""
-    truth = npu_fused_infer_attention_score(**call, precision="fp64")
-    baseline = npu_fused_infer_attention_score(**call, precision="device")
+def golden_pair(call: dict[str, Any], rules: str = DEFAULT) -> tuple[Any, Any]:
+    """(fp64 truth, device-precision baseline) of a canonical call legal under `rules`."""
+    truth = npu_fused_infer_attention_score(**call, precision="fp64", rules=rules)
+    baseline = npu_fused_infer_attention_score(**call, precision="device", rules=rules)
     return truth, baseline
 
 
@@ -85,7 +86,7 @@ def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None =
     call = case.call()
     t1 = time.perf_counter()
     try:
-        truth, baseline = golden_pair(call)
+        truth, baseline = golden_pair(call, case.rules)
     except NotImplementedError as exc:
         row.update(outcome="unsupported", error=f"golden: {exc}")
         return row

@@ -17,6 +17,10 @@ from fia_fuzz.campaign.evaluate import base_row, evaluate, failure_kind
 from fia_fuzz.metamorphic import check_relations, summarise
 from fia_fuzz.runners.isolation import resolve_runner
 from fia_fuzz.spec import Case, validate
+from fia_fuzz.spec.profiles import DEFAULT
+
+#: The negative outcome of a call the docs forbid but the campaign's device profile allows.
+ACCEPTED_BY_PROFILE = "accepted (device profile)"
 
 
 def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
@@ -42,11 +46,14 @@ def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
     return row
 
 
-def negative_task(ref: tuple[str, str], case_json: str) -> dict[str, Any]:
+def negative_task(ref: tuple[str, str], case_json: str, rules: str = DEFAULT
+                  ) -> dict[str, Any]:
     """Send an illegal case straight to the backend: did it reject it or return something?
 
-    `rejected` (with the backend's message) is the good answer; a result for
-    a call the docs forbid is judged against the golden's lenient route
+    `rejected` (with the backend's message) is the good answer. A result for
+    a call the docs forbid is `accepted (device profile)` when the campaign's
+    rule profile `rules` (the device's own checks) holds the call legal, as
+    expected; otherwise it is judged against the golden's lenient route
     (`accepted.classify_accepted`): accepted-correct, accepted-wrong (a silent
     wrong result) or accepted-undefined (no defined arithmetic).
     """
@@ -54,11 +61,16 @@ def negative_task(ref: tuple[str, str], case_json: str) -> dict[str, Any]:
     runner = resolve_runner(ref)
     row = base_row(case, runner.name)
     row["broken_rules"] = ",".join(sorted({v.rule for v in validate(**case.specs())}))
+    profile_broken = {v.rule for v in validate(**case.specs(), rules=rules)}
+    row.update(rules=rules, profile_broken_rules=",".join(sorted(profile_broken)))
     try:
         out, lse = runner.run(case.call())
     except Exception as exc:  # a clean rejection is what we hope for
         row.update(outcome="rejected", error=f"{type(exc).__name__}: {exc}"[:2000])
         return row
     row.update(error="", accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
-    row.update(classify_accepted(case, (np.asarray(out), np.asarray(lse))))
+    if not profile_broken:
+        row["outcome"] = ACCEPTED_BY_PROFILE
+    else:
+        row.update(classify_accepted(case, (np.asarray(out), np.asarray(lse))))
     return row
