@@ -81,3 +81,20 @@ class FaultyDouble(GoldenRunner):
 
 def thread_env() -> str | None:
     return os.environ.get("OMP_NUM_THREADS")
+
+
+#: The cell whose calls the memory-hog double answers by allocating HOG_BYTES.
+HOG_CELL = ("BSH", "float16")
+HOG_BYTES = 64 << 30
+
+
+@register("test-double-memory-hog")
+class MemoryHogDouble(GoldenRunner):
+    """A correct backend, except that one cell asks for far more memory than any cap allows."""
+
+    name = "test-double-memory-hog"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        if _cell(call) == HOG_CELL:
+            np.ones(HOG_BYTES, dtype=np.uint8)
+        return super().run(call)
