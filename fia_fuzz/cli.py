@@ -181,6 +181,29 @@ def cmd_repro(args: argparse.Namespace) -> int:
     return reproduce(args.case, args.runner, args.results)
 
 
+def cmd_import_msprobe(args: argparse.Namespace) -> int:
+    """Each FIA call of an msprobe dump to OUT/<name>.json; print its legality by rule id."""
+    from fia_fuzz.campaign.msprobe import import_dump, write_imported
+
+    task, imports = import_dump(args.dump)
+    paths = iter(write_imported(imports, args.out))
+    illegal = 0
+    print(f"{args.dump}: {task} task, {len(imports)} FIA call(s)")
+    for imp in imports:
+        if imp.case is None:
+            print(f"{imp.api}: not imported: {imp.problem}")
+            continue
+        path = next(paths)
+        state = "legal" if not imp.violations else f"ILLEGAL ({len(imp.violations)} rule(s))"
+        print(f"{imp.api} -> {path}: {state}")
+        for note in imp.notes:
+            print(f"  note: {note}")
+        for v in imp.violations:
+            print(f"  {v}")
+        illegal += bool(imp.violations)
+    return 1 if illegal else 0
+
+
 def _call_from_json(data: Any, where: str) -> dict[str, Any]:
     if isinstance(data, dict) and "params" in data:
         return Case.from_dict(check_case(data, where)).specs()
@@ -328,6 +351,14 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check a call written as JSON of TensorSpecs and attrs")
     v.add_argument("call")
     v.set_defaults(fn=cmd_validate)
+
+    im = sub.add_parser("import-msprobe", help="each FIA call of an msprobe dump.json "
+                        "(statistics or tensor task) to a case file, validated")
+    im.add_argument("dump", help="msprobe's dump.json (tensor files beside it, "
+                                 "under dump_tensor_data/)")
+    im.add_argument("--out", required=True, metavar="DIR",
+                    help="where the cases go (DIR/<api name>.json, tensors in .npz beside)")
+    im.set_defaults(fn=cmd_import_msprobe)
 
     cv = sub.add_parser("coverage", help="how often the strategies reach each feature value")
     cv.add_argument("--cases", type=int, default=1000)
