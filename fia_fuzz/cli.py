@@ -45,12 +45,12 @@ def _filters(items: list[str]) -> dict[str, Any]:
 
 def _runner(name: str) -> Any:
     """The runner `name`, or InputError naming the known ones."""
-    from fia_fuzz.runners import get_runner
+    from fia_fuzz.runners import RunnerSpecError, get_runner
 
     try:
         return get_runner(name)
-    except LookupError as exc:  # get_runner's unknown-runner error
-        raise InputError(str(exc.args[0] if exc.args else exc)) from None
+    except RunnerSpecError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _check_filters(profile: str, filters: dict[str, Any]) -> None:

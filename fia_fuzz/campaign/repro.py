@@ -26,13 +26,13 @@ def resolve(ref: str, results: list[str]) -> tuple[Case, Bundle | None, str | No
     path = Path(ref)
     if path.is_dir() and (path / "case.json").exists():
         b = load_bundle(path)
-        return b.case, b, b.metrics.get("runner")
+        return b.case, b, b.metrics.get("runner_spec") or b.metrics.get("runner")
     if path.is_file():
         return load_case(path), None, None
     found = find_bundle(ref, results)
     if found is not None:
         b = load_bundle(found)
-        return b.case, b, b.metrics.get("runner")
+        return b.case, b, b.metrics.get("runner_spec") or b.metrics.get("runner")
     from fia_fuzz.reports import read_results
 
     df = read_results(results)
@@ -41,7 +41,7 @@ def resolve(ref: str, results: list[str]) -> tuple[Case, Bundle | None, str | No
         raise InputError(f"{ref!r} is neither a bundle, a case file nor a case id "
                          f"in {results}")
     first = hit.iloc[0]
-    return Case.from_json(first["case_json"]), None, first.get("runner")
+    return Case.from_json(first["case_json"]), None, first.get("runner_spec") or first.get("runner")
 
 
 def _num(v: Any) -> float | None:
@@ -94,10 +94,13 @@ def reproduce(ref: str, runner: str | None, results: list[str],
         truth, baseline = golden_pair(case.call())
         row = {"outcome": "ok", **judge_outputs(case, bundle.outputs, truth, baseline)}
     else:
-        from fia_fuzz.runners import get_runner
+        from fia_fuzz.runners import RunnerSpecError, get_runner
 
         name = runner or recorded_runner or DEFAULT_RUNNER
-        r = get_runner(name)
+        try:
+            r = get_runner(name)
+        except RunnerSpecError as exc:
+            raise InputError(str(exc)) from None
         ok, why = r.available()
         if not ok:
             raise InputError(f"runner {name!r} is not available here: {why}"

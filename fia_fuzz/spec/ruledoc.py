@@ -43,8 +43,10 @@ NOTES = """## Disagreements between the documents, and decisions
 3. **TND paged block_size 1024.** The V4 TND table allows 128, 512 or 1024;
    the V4 PagedAttention table caps block_size at 512. Both rules apply, so
    1024 is illegal.
-4. **TND sparse_mode 3 lengths.** V4 says act_q < act_kv strictly per batch;
-   implemented as written (`tnd.causal_lengths`), so act_q == act_kv is illegal.
+4. **TND sparse_mode 3 lengths.** V4 says act_q < act_kv strictly per batch.
+   Read as act_q <= act_kv (`tnd.causal_lengths`): act_q == act_kv is the plain
+   causal prefill every vLLM-ascend no-cache prefill issues and the device runs
+   (production-calls.md), and the 2048x2048 causal mask defines it.
 5. **MLA query D 512 paging.** In the V4 MLA table the PagedAttention rows
    (mandatory, blockSize 128) sit beside the general rows, not under full
    quantisation; fia-semantics.md §9 reads them as full-quant only. V4 is
@@ -126,6 +128,10 @@ NOTES = """## Disagreements between the documents, and decisions
     uses. Rejected (`prefix.per_token_antiquant`) rather than guessed, so
     negative tests send it to the device and a device that accepts it shows
     the gap; per-channel/per-tensor/per-head antiquant with a prefix is legal.
+31. **Packed T.** fia-semantics.md §2 defines T as the total tokens of the packed
+    batch, so the last cumulative length must equal T (`lengths.packed_total`);
+    V4 does not say whether a larger T is accepted, and newer CANN rejects a
+    mismatch.
 
 ## Documented constraints without a rule
 
