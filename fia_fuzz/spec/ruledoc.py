@@ -52,8 +52,9 @@ NOTES = """## Disagreements between the documents, and decisions
    quantisation; fia-semantics.md §9 reads them as full-quant only. V4 is
    followed (`mla.paged_required`, `mla.block_size_128`).
 6. **MLA full-quant output dtype.** The V4 MLA table gives attention BFLOAT16
-   for an int8 query; `infer_outputs` returns bfloat16 there and float16 for
-   other int8 queries (the issue's "fp16 for int8 query").
+   for an int8 query; torch_npu's meta functions take the output dtype of an
+   int8 query from query_rope's dtype (float16 without rope). `infer_outputs`
+   does the same, which `rope.dtype` makes bfloat16 for MLA.
 7. **MLA full-quant scales.** Which scales an int8 MLA call needs is not
    documented (dequantScaleQuery/queryQuantMode 3 are mentioned); the general
    dequant_scale1/quant_scale1/dequant_scale2 requirement is not applied with
@@ -132,6 +133,14 @@ NOTES = """## Disagreements between the documents, and decisions
     batch, so the last cumulative length must equal T (`lengths.packed_total`);
     V4 does not say whether a larger T is accepted, and newer CANN rejects a
     mismatch.
+32. **softmax_lse without softmax_lse_flag.** V4 (softmaxLse: a nullptr
+    output gives a shape {1} zero tensor) and the TNPU docstring (shape [1],
+    value 0) say a one-element placeholder; torch_npu's meta functions in the
+    2.13.0 and 2.14.0 wheels return an empty (0,) float32 tensor (issue 20
+    traces the eager side to op-plugin commit fd70598, "fix softmax lse empty
+    tensor"). The code is followed: `output_specs`, the golden and the runners
+    return (0,), and tests/runners/test_npu_meta_contract.py checks it against
+    the wheels' meta functions.
 
 ## Documented constraints without a rule
 
