@@ -182,7 +182,10 @@ def cmd_repro(args: argparse.Namespace) -> int:
 
 
 def cmd_import_msprobe(args: argparse.Namespace) -> int:
-    """Each FIA call of an msprobe dump to OUT/<name>.json; print its legality by rule id."""
+    """Each FIA call of an msprobe dump to OUT/<name>.json; print its legality by rule id.
+
+    Exit status 1 when a call is illegal or has no case (both are findings).
+    """
     from fia_fuzz.campaign.msprobe import import_dump, write_imported
 
     task, imports = import_dump(args.dump)
@@ -192,6 +195,7 @@ def cmd_import_msprobe(args: argparse.Namespace) -> int:
     for imp in imports:
         if imp.case is None:
             print(f"{imp.api}: not imported: {imp.problem}")
+            illegal += 1
             continue
         path = next(paths)
         state = "legal" if not imp.violations else f"ILLEGAL ({len(imp.violations)} rule(s))"

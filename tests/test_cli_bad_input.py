@@ -102,6 +102,12 @@ TABLE = [
     ("coverage-cases", ["coverage", "--cases", "0"], "--cases"),
     ("coverage-filter", ["coverage", "--filter", "layout=XYZ"], "XYZ"),
     ("coverage-profile", ["coverage", "--profile", "big"], "big"),
+    # import-msprobe
+    ("import-missing", ["import-msprobe", "{missing}", "--out", "{tmp}/o"], "no such file"),
+    ("import-malformed", ["import-msprobe", "{malformed}", "--out", "{tmp}/o"], "JSON"),
+    ("import-list", ["import-msprobe", "{list}", "--out", "{tmp}/o"], "not an msprobe dump"),
+    ("import-no-calls", ["import-msprobe", "{no_params}", "--out", "{tmp}/o"], "msprobe"),
+    ("import-no-out", ["import-msprobe", "{list}"], "--out"),
     # no verb, unknown verb
     ("no-verb", [], "command"),
     ("unknown-verb", ["fuzz"], "fuzz"),

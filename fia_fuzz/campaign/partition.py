@@ -203,23 +203,22 @@ def replay_corpus(st: PartitionState) -> None:
     corpus = [c for c, m in bundle_cases(st.cfg.out)
               if m.get("run_id") != st.job.run_id and c.case_id not in replayed
               and st.job.owns(c.case_id)]
-    if corpus:
-        st.report({"type": "log", "text": f"replaying {len(corpus)} corpus case(s) first"})
-    for case in corpus:
-        if st.time_left() is not None and st.time_left() <= 0:
-            return
-        run_case(st, case, "replay", 0.0)
+    _replay(st, corpus, "replay", "corpus")
 
 
 def replay_seeds(st: PartitionState) -> None:
     """Run this partition's share of the seed cases first (each once, also across resumes)."""
     seeds = [c for c in st.cfg.seed_cases if st.job.owns(c.case_id) and c.case_id not in st.done]
-    if seeds:
-        st.report({"type": "log", "text": f"replaying {len(seeds)} seed case(s) first"})
-    for case in seeds:
+    _replay(st, seeds, "seed", "seed")
+
+
+def _replay(st: PartitionState, todo: list[Case], origin: str, what: str) -> None:
+    if todo:
+        st.report({"type": "log", "text": f"replaying {len(todo)} {what} case(s) first"})
+    for case in todo:
         if st.time_left() is not None and st.time_left() <= 0:
             return
-        run_case(st, case, "seed", 0.0)
+        run_case(st, case, origin, 0.0)
 
 
 def stream_strategy(cfg: CampaignConfig) -> st_.SearchStrategy[Case]:
