@@ -53,14 +53,14 @@ def _runner(name: str) -> Any:
         raise InputError(str(exc)) from None
 
 
-def _check_filters(profile: str, filters: dict[str, Any]) -> None:
+def _check_filters(profile: str, filters: dict[str, Any], rules: str) -> None:
     """Unknown filter names or values fail here, before any process starts."""
     from hypothesis.errors import InvalidArgument
 
     from fia_fuzz.strategies import cases
 
     try:
-        cases(profile=profile, **filters)
+        cases(profile=profile, rules=rules, **filters)
     except InvalidArgument as exc:
         raise InputError(f"--filter: {exc}") from None
 
@@ -72,7 +72,6 @@ def _positive(flag: str, value: float | None) -> None:
 
 def _seed_cases(directory: str) -> tuple[Case, ...]:
     """The legal cases of DIR/*.json (with their stored tensors); illegal ones are named."""
-    from fia_fuzz.spec import validate
 
     d = Path(directory)
     if not d.is_dir():
@@ -83,7 +82,7 @@ def _seed_cases(directory: str) -> tuple[Case, ...]:
     seeds = []
     for f in files:
         case = load_case(f)
-        illegal = validate(**case.specs())
+        illegal = case.violations()
         if illegal:
             print(f"seed case {f} is illegal, not run: "
                   + "; ".join(f"[{v.rule}] {v.message}" for v in illegal), file=sys.stderr)
@@ -116,7 +115,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     _positive("--memory-limit", memory)
     filters = _filters(args.filter)
     if not args.negative:
-        _check_filters(args.profile, filters)
+        _check_filters(args.profile, filters, args.rules)
     ok, why = _runner(args.runner).available()
     if not ok:
         raise InputError(f"runner {args.runner!r} is not available here: {why}")
@@ -124,7 +123,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     cfg = CampaignConfig(
         runner=args.runner, out=Path(args.out), max_cases=args.max_cases, budget_s=budget,
         seed=args.seed, profile=args.profile, filters=filters, workers=args.workers,
-        devices=devices, shard=shard, shards=shards, negative=args.negative,
+        devices=devices, shard=shard, shards=shards, negative=args.negative, rules=args.rules,
         case_timeout_s=timeout, memory_limit=memory, shrink=not args.no_shrink,
         metamorphic=args.metamorphic, seed_cases=seeds)
     s = run_campaign(cfg, started=started)
@@ -228,13 +227,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from fia_fuzz.spec.validate import output_specs, require_legal
 
     call = _call_from_json(read_json(args.call), args.call)
-    violations = validate(**call)
+    violations = validate(**call, rules=args.rules)
     if violations:
         for v in violations:
             print(v)
         return 1
-    out, lse = output_specs(require_legal(**call))
-    print(f"legal\nattention_out: {out}\nsoftmax_lse: {lse}")
+    out, lse = output_specs(require_legal(**call, rules=args.rules))
+    print(f"legal (rules {args.rules})\nattention_out: {out}\nsoftmax_lse: {lse}")
     return 0
 
 
@@ -248,14 +247,15 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
     from fia_fuzz.spec import validate
     from fia_fuzz.strategies.axes import AXES
+    from fia_fuzz.strategies.cases import DEVICE_REGIONS
     from fia_fuzz.strategies.sample import draw_cases
 
     _positive("--cases", args.cases)
     filters = _filters(args.filter)
-    _check_filters(args.profile, filters)
+    _check_filters(args.profile, filters, args.rules)
 
     t0, c0 = time.perf_counter(), time.process_time()
-    drawn = draw_cases(args.cases, args.seed, args.profile, **filters)
+    drawn = draw_cases(args.cases, args.seed, args.profile, rules=args.rules, **filters)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     counts: dict[str, Counter[str]] = {axis: Counter() for axis in AXES}
     for case in drawn:
@@ -271,20 +271,35 @@ def cmd_coverage(args: argparse.Namespace) -> int:
             cells.append(f"{v}: {n}" if n else f"{v}: 0 (MISSED)")
         cells += [f"{v} (not an axis value): {n}" for v, n in counts[axis].items()]
         print(f"{axis:>17} | " + ", ".join(cells))
+    regions = DEVICE_REGIONS.get(args.rules, {})
+    if regions:
+        print(f"regions only {args.rules} admits:")
+    for name, reached in regions.items():
+        n_hit = sum(1 for case in drawn if reached(case))
+        missed += n_hit == 0
+        print(f"  {name:>40} | {n_hit}" + ("" if n_hit else " (MISSED)"))
     t1 = time.perf_counter()
     illegal: Counter[str] = Counter()
     for case in drawn:
-        for v in validate(**case.specs()):
+        for v in validate(**case.specs(), rules=args.rules):
             illegal[v.rule] += 1
     t2 = time.perf_counter()
     n = len(drawn)
     bad = sum(1 for _ in illegal.elements())
     print(f"{n} cases drawn in {dt:.2f}s wall = {n / dt:.0f} cases/s; {cpu:.2f}s CPU = "
-          f"{n / max(cpu, 1e-9):.0f} cases/CPU-s (profile {args.profile}, no materialisation)")
-    print(f"{missed} axis values never reached")
+          f"{n / max(cpu, 1e-9):.0f} cases/CPU-s (profile {args.profile}, rules {args.rules}, "
+          f"no materialisation)")
+    print(f"{missed} axis values and regions never reached")
     print(f"validate: {n} cases in {t2 - t1:.2f}s, violations by rule: "
           f"{dict(illegal) if illegal else 'none (all legal)'} ({bad} violations)")
     return 1 if missed or illegal else 0
+
+
+def _rules_flag(p: argparse.ArgumentParser) -> None:
+    from fia_fuzz.spec.profiles import DEFAULT, names
+
+    p.add_argument("--rules", default=DEFAULT, choices=names(),
+                   help="rule profile: the documented rules, or a device's own checks")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -320,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seed-cases", metavar="DIR",
                    help="replay the cases DIR/*.json first (origin=seed, e.g. from "
                         "import-msprobe), then draw from their feature cells")
+    _rules_flag(c)
     c.set_defaults(fn=cmd_campaign)
 
     r = sub.add_parser("report", help="merge run directories into one HTML dashboard")
@@ -343,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check a call written as JSON of TensorSpecs and attrs")
     v.add_argument("call")
+    _rules_flag(v)
     v.set_defaults(fn=cmd_validate)
 
     im = sub.add_parser("import-msprobe", help="each FIA call of an msprobe dump.json "
@@ -359,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--profile", default="smoke", choices=["smoke", "nightly", "stress"])
     cv.add_argument("--filter", action="append", default=[], metavar="FEATURE=VALUE",
                     help="pin a feature (repeatable), as for campaign")
+    _rules_flag(cv)
     cv.set_defaults(fn=cmd_coverage)
     for verb in sub.choices.values():
         verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,

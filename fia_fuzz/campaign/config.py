@@ -31,6 +31,8 @@ class CampaignConfig:
     shard: int = 0
     shards: int = 1
     negative: bool = False
+    #: The rule profile cases are drawn under and judged by ("docs", "atlas-a2", ...).
+    rules: str = "docs"
     #: A case running longer than this is killed and recorded as `timeout`.
     case_timeout_s: float = 300.0
     #: Address-space cap of a worker process in bytes (RLIMIT_AS); None = no cap.
@@ -55,6 +57,7 @@ class CampaignConfig:
         """Identity of the command: a rerun with the same one resumes the same run."""
         keys = ("runner", "max_cases", "budget_s", "seed", "profile", "filters", "workers",
                 "shard", "shards", "negative", "round_size")
+        keys += ("rules",) if self.rules != "docs" else ()  # docs runs keep their old identity
         d: dict[str, Any] = {k: getattr(self, k) for k in keys}
         if self.seed_cases:
             d["seed_cases"] = sorted(c.case_id for c in self.seed_cases)

@@ -34,7 +34,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hseed
-from hypothesis import strategies as st_
+from hypothesis import strategies as hst
 from hypothesis.database import choices_from_bytes, choices_to_bytes
 from hypothesis.errors import InvalidArgument
 
@@ -164,7 +164,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
              {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
     payload = case if case.stored else case.to_json()  # stored tensors travel with the case
     if cfg.negative:
-        res = st.worker.call(negative_task, st.ref, payload, timeout=timeout)
+        res = st.worker.call(negative_task, st.ref, payload, cfg.rules, timeout=timeout)
     else:
         res = st.worker.call(evaluate_task, st.ref, payload, bundle_dir,
                              {**tags, **drawn}, cfg.metamorphic, timeout=timeout)
@@ -252,7 +252,7 @@ def replay_seeds(st: PartitionState) -> None:
 Drawn = tuple[Case, tuple[int, ...] | None]
 
 
-def stream_strategy(cfg: CampaignConfig) -> st_.SearchStrategy[Drawn]:
+def stream_strategy(cfg: CampaignConfig) -> hst.SearchStrategy[Drawn]:
     """(case, its choice sequence or None) as the stream draws them: illegal cases
     (--negative), cases of the seed cases' cells, or `recorded_cases`.
 
@@ -260,17 +260,18 @@ def stream_strategy(cfg: CampaignConfig) -> st_.SearchStrategy[Drawn]:
     through `recorded_cases(profile, **filters)`, which would read them otherwise.
     """
     if cfg.negative:
-        return illegal_cases().map(lambda c: (c, None))
+        return _negative_cases(cfg.rules).map(lambda c: (c, None))
     cells = cfg.seed_cells() if cfg.seed_cases else []
     reachable = []
     for cell in cells:
         try:
-            reachable.append(cases(profile=cfg.profile, **cell).map(lambda c: (c, None)))
+            reachable.append(cases(profile=cfg.profile, rules=cfg.rules, **cell)
+                             .map(lambda c: (c, None)))
         except InvalidArgument:
             continue  # a seed's cell no strategy family reaches: replayed, not fuzzed
     if reachable:
-        return st_.one_of(reachable)
-    return recorded_cases(profile=cfg.profile, **cfg.filters)
+        return hst.one_of(reachable)
+    return recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters)
 
 
 def wind_down(cfg: CampaignConfig) -> float:
@@ -289,6 +290,14 @@ def _stop_exploring(st: PartitionState) -> bool:
 def _settings(cfg: CampaignConfig, phases: list[Phase]) -> settings:
     return settings(max_examples=cfg.round_size, deadline=None, database=None, phases=phases,
                     suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
+
+
+def _negative_cases(rules: str) -> Any:
+    """Calls the docs forbid; under a device profile also calls only it forbids, so the
+    rows tell `accepted (device profile)` apart from findings (execute.negative_task)."""
+    if rules == "docs":
+        return illegal_cases()
+    return hst.one_of(illegal_cases(), illegal_cases(rules=rules))
 
 
 def _stream_round(st: PartitionState, rnd: int) -> bool:
@@ -336,7 +345,8 @@ def steered(case: Case, space: int) -> Case:
     """The case with its data seed moved into this partition's private seed space."""
     if not space:
         return case
-    return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF)
+    return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF,
+                rules=case.rules)
 
 
 def choices_hex(choices: tuple[int, ...]) -> str:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from fia_fuzz.campaign.bundles import Bundle, find_bundle, load_bundle
 from fia_fuzz.campaign.evaluate import evaluate, failure_kind, golden_pair, judge_outputs
-from fia_fuzz.spec import Case, validate
+from fia_fuzz.spec import Case
 from fia_fuzz.spec.inputs import InputError, load_case
 
 DEFAULT_RUNNER = "torch-sdpa"
@@ -81,7 +81,7 @@ def reproduce(ref: str, runner: str | None, results: list[str],
     """Print the case and its diff; exit status 1 when it (still) fails, else 0."""
     out = stream or sys.stdout
     case, bundle, recorded_runner = resolve(ref, results)
-    illegal = validate(**case.specs())
+    illegal = case.violations()
     if illegal:  # refused before its tensors are allocated
         raise InputError(f"{ref}: illegal case, not run: "
                          + "; ".join(f"[{v.rule}] {v.message}" for v in illegal))
@@ -91,7 +91,7 @@ def reproduce(ref: str, runner: str | None, results: list[str],
     if runner is None and bundle is not None and bundle.outputs is not None:
         out.write(f"mode: stored device output of {recorded_runner} from {bundle.path}; "
                   "golden recomputed here\n")
-        truth, baseline = golden_pair(case.call())
+        truth, baseline = golden_pair(case.call(), case.rules)
         row = {"outcome": "ok", **judge_outputs(case, bundle.outputs, truth, baseline)}
     else:
         from fia_fuzz.runners import RunnerSpecError, get_runner

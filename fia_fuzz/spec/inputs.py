@@ -193,7 +193,8 @@ def load_case(path: str | os.PathLike[str]) -> Case:
         if stored.digest([arrays[k] for k in keys]) != case.fills[name].get("sha256"):
             raise InputError(f"{npz}: {name} differs from the data the case was made with "
                              "(sha256 mismatch)")
-    return Case(params=case.params, fills=case.fills, seed=case.seed, stored=arrays)
+    return Case(params=case.params, fills=case.fills, seed=case.seed, rules=case.rules,
+                stored=arrays)
 
 
 def write_case(path: str | os.PathLike[str], case: Case) -> Path:
