@@ -7,7 +7,8 @@ fault injected, so the campaign's plumbing can be tested without a device:
 `test-double-rare-bug` returns wrong outputs for one KV length in RARE_MODULUS
 (in every cell). `test-double-accepting` accepts every call, legal or not
 (the golden's unchecked route; zeros where that has no result), and
-`test-double-accepting-wrong` does the same with wrong outputs.
+`test-double-accepting-wrong` does the same with wrong outputs;
+`test-double-memory-hog` asks one cell for more memory than any cap allows.
 """
 
 from __future__ import annotations
@@ -127,3 +128,20 @@ class AcceptingDouble(GoldenRunner):
 class AcceptingWrongDouble(AcceptingDouble):
     name = "test-double-accepting-wrong"
     offset = 0.5
+
+
+#: The cell whose calls the memory-hog double answers by allocating HOG_BYTES.
+HOG_CELL = ("BSH", "float16")
+HOG_BYTES = 64 << 30
+
+
+@register("test-double-memory-hog")
+class MemoryHogDouble(GoldenRunner):
+    """A correct backend, except that one cell asks for far more memory than any cap allows."""
+
+    name = "test-double-memory-hog"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        if _cell(call) == HOG_CELL:
+            np.ones(HOG_BYTES, dtype=np.uint8)
+        return super().run(call)
