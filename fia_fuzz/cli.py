@@ -132,24 +132,12 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     """
     import time
 
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
-
     from fia_fuzz.spec import validate
-    from fia_fuzz.strategies import cases
     from fia_fuzz.strategies.axes import AXES
-
-    drawn: list[Case] = []
-
-    @hseed(args.seed)
-    @settings(max_examples=args.cases, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(cases(profile=args.profile, **_filters(args.filter)))
-    def draw(case: Case) -> None:
-        drawn.append(case)
+    from fia_fuzz.strategies.sample import draw_cases
 
     t0, c0 = time.perf_counter(), time.process_time()
-    draw()
+    drawn = draw_cases(args.cases, args.seed, args.profile, **_filters(args.filter))
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     counts: dict[str, Counter[str]] = {axis: Counter() for axis in AXES}
     for case in drawn:

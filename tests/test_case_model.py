@@ -83,3 +83,19 @@ def test_mla_full_quant_features_name_its_output_and_no_antiquant() -> None:
     assert f["out_dtype"] == output_specs(case.view())[0].dtype == "bfloat16"
     assert (f["full_quant"], f["antiquant"], f["kv_quant_sym"], f["deq_dtype"]) == \
         (True, "none", "none", "float32")
+
+
+def test_call_without_data_has_the_shapes_and_dtypes_and_no_memory() -> None:
+    from fia_fuzz.spec.params import TENSOR_ARGS
+    from fia_fuzz.spec.rulebook.examples import BASES
+
+    case = Case(params=dict(BASES["paged_decode"]))
+    full, hollow = case.call(), case.call(data=False)
+    assert full.keys() == hollow.keys()
+    for name, a in full.items():
+        b = hollow[name]
+        if name in TENSOR_ARGS:
+            assert (b.shape, b.dtype) == (a.shape, a.dtype), name
+        else:
+            assert np.array_equal(a, b), name
+    assert hollow["key"].strides == (0,) * hollow["key"].ndim and not hollow["key"].any()

@@ -2,9 +2,10 @@
 
 `OUT/bundles/<case_id>/` holds `case.json` (the case), `outputs.npz` (the
 device's attention_out and softmax_lse, bfloat16 stored as its uint16 bits
-plus the dtype name), `metrics.json` (the result row) and `repro.txt` (the
-commands). Written to a temporary directory and renamed, so a bundle is
-complete or absent.
+plus the dtype name), `metrics.json` (the result row), `repro.txt` (the
+commands) and `repro_npu.py` with its `inputs.npz` and `golden.npz` (a
+standalone torch_npu script, see repro_npu.py). Written to a temporary
+directory and renamed, so a bundle is complete or absent.
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from fia_fuzz.campaign.repro_npu import write_repro_npu
 from fia_fuzz.spec import Case
 
 BUNDLES = "bundles"
 OUTPUT_NAMES = ("attention_out", "softmax_lse")
+#: Keys of the golden outputs `evaluate` adds to a failing case's outputs (for repro_npu.py).
+GOLDEN_NAMES = ("attention_out_fp64", "softmax_lse_fp64", "attention_out_device",
+                "softmax_lse_device")
 
 
 def _plain(x: Any) -> Any:
@@ -55,6 +60,7 @@ def _unpack(npz: Any) -> tuple[np.ndarray, np.ndarray]:
 def repro_lines(bundle: Path, case: Case, runner: str) -> list[str]:
     return [f"fia-fuzz repro {bundle}                  # stored device output, golden recomputed",
             f"fia-fuzz repro {bundle} --runner {runner}   # live on the backend",
+            f"python {bundle}/repro_npu.py   # standalone: numpy, torch and torch_npu only",
             f"# case {case.case_id}; case.json alone also works: fia-fuzz repro case.json"]
 
 
@@ -66,8 +72,10 @@ def write_bundle(out_dir: str | os.PathLike[str], case: Case, row: dict[str, Any
     final = root / case.case_id
     tmp = Path(tempfile.mkdtemp(prefix=f".{case.case_id}-", dir=root))
     (tmp / "case.json").write_text(case.to_json(indent=2) + "\n")
-    if outputs is not None:
+    if outputs is not None and all(n in outputs for n in OUTPUT_NAMES):
         np.savez(tmp / "outputs.npz", **_pack(outputs))
+    golden = {n: outputs[n] for n in GOLDEN_NAMES if n in outputs} if outputs else None
+    write_repro_npu(tmp, case, str(row.get("runner_spec") or row.get("runner")), golden)
     metrics = {k: _plain(v) for k, v in row.items() if k != "case_json"}
     (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     (tmp / "repro.txt").write_text("\n".join(repro_lines(final, case, str(row.get("runner"))))

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.campaign.bundles import GOLDEN_NAMES
 from fia_fuzz.diff import judge
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import Runner
@@ -80,8 +81,8 @@ def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None =
              ) -> dict[str, Any]:
     """The result row of `case` on `runner` (never raises for a legal case).
 
-    When `outputs` is given, the device's (attention_out, softmax_lse) are put
-    there, for failure bundles.
+    When `outputs` is given, the device's (attention_out, softmax_lse) and the
+    golden's (bundles.GOLDEN_NAMES) are put there, for failure bundles.
     """
     row = base_row(case, runner.name)
     ok, why = runner.supports(case)
@@ -97,6 +98,8 @@ def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None =
         row.update(outcome="unsupported", error=f"golden: {exc}")
         return row
     t2 = time.perf_counter()
+    if outputs is not None:
+        outputs.update(zip(GOLDEN_NAMES, (*truth, *baseline), strict=True))
     try:
         actual = runner.run(call)
     except Exception as exc:  # the backend's failure is a result, not a crash of ours

@@ -32,7 +32,8 @@ def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
     outputs: dict[str, np.ndarray] = {}
     row = evaluate(case, runner, outputs=outputs)
     if metamorphic and row.get("outcome") != "error":
-        source = (outputs["attention_out"], outputs["softmax_lse"]) if outputs else None
+        source = ((outputs["attention_out"], outputs["softmax_lse"])
+                  if "attention_out" in outputs else None)
         row.update(summarise(check_relations(case, runner, source_outputs=source)))
     row.update(extra or {})
     if bundle_dir is not None and failure_kind(row):

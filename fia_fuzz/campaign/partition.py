@@ -337,6 +337,7 @@ def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
     meta_res = worker.call(runner_query, ref, "metadata", None,
                            timeout=min(cfg.case_timeout_s, left or cfg.case_timeout_s))
     meta = {f"meta_{k}": v for k, v in (meta_res.value or {}).items()}
+    meta["runner_spec"] = cfg.runner  # how to rebuild it: a name, module:factory or entry point
     st = PartitionState(job=job, report=report, writer=ResultWriter(cfg.out, job.stem),
                         worker=worker, ref=ref, meta=meta, done=done, prior=prior)
     shrunk: list[dict[str, Any]] = []

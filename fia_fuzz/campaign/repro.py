@@ -25,13 +25,13 @@ def resolve(ref: str, results: list[str]) -> tuple[Case, Bundle | None, str | No
     path = Path(ref)
     if path.is_dir() and (path / "case.json").exists():
         b = load_bundle(path)
-        return b.case, b, b.metrics.get("runner")
+        return b.case, b, b.metrics.get("runner_spec") or b.metrics.get("runner")
     if path.is_file():
         return Case.from_json(path.read_text()), None, None
     found = find_bundle(ref, results)
     if found is not None:
         b = load_bundle(found)
-        return b.case, b, b.metrics.get("runner")
+        return b.case, b, b.metrics.get("runner_spec") or b.metrics.get("runner")
     from fia_fuzz.reports import read_results
 
     df = read_results(results)
@@ -40,7 +40,7 @@ def resolve(ref: str, results: list[str]) -> tuple[Case, Bundle | None, str | No
         raise SystemExit(f"repro: {ref!r} is neither a bundle, a case file nor a case id "
                          f"in {results}")
     first = hit.iloc[0]
-    return Case.from_json(first["case_json"]), None, first.get("runner")
+    return Case.from_json(first["case_json"]), None, first.get("runner_spec") or first.get("runner")
 
 
 def _num(v: Any) -> float | None:

@@ -1,10 +1,10 @@
 """The golden op, callable like `torch_npu.npu_fused_infer_attention_score` on NumPy arrays.
 
 The pipeline, one module per step: validate (spec) -> query to BNSD
-(layouts) -> KV sources to BNSD (kv: contiguous, tensor list, packed, paged,
+(spec.geometry) -> KV sources to BNSD (kv: contiguous, tensor list, packed, paged,
 prefix) -> dequantisation hooks (kv.dequantise; mla_quant for MLA full
 quant) -> masks and pse (masks) -> attention (core) -> row-invalid policy ->
-output post-processing hook (`finish_output`) -> output layout (layouts).
+output post-processing hook (`finish_output`) -> output layout (spec.geometry).
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ import numpy as np
 
 from fia_fuzz.golden.core import PRECISIONS, WORK, attention
 from fia_fuzz.golden.kv import KV, dequantise, load_kv
-from fia_fuzz.golden.layouts import from_bnsd, pack, to_bnsd, unpack
-from fia_fuzz.golden.lengths import query_window
 from fia_fuzz.golden.masks import Masking, pse_bias
 from fia_fuzz.golden.mla_quant import P_DTYPE as MLA_P_DTYPE
 from fia_fuzz.golden.mla_quant import dequantise_mla
 from fia_fuzz.golden.quant import POST_QUANT_ORDERS, full_quant_of_call, post_quantise_call
 from fia_fuzz.spec import require_legal
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import from_bnsd, pack, query_window, to_bnsd, unpack
 from fia_fuzz.spec.params import V2_TO_CANONICAL
 from fia_fuzz.spec.tensors import NUMPY_DTYPES
 from fia_fuzz.spec.validate import output_specs

@@ -15,11 +15,9 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden.antiquant import dequantise_call, is_high_precision
-from fia_fuzz.golden.layouts import to_bnsd, unpack
-from fia_fuzz.golden.lengths import left_window, packed_lengths, per_batch
-from fia_fuzz.golden.paged import paged_bnsd
 from fia_fuzz.golden.prefix import prefix_bnsd, prepend
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import kv_window, paged_bnsd, to_bnsd, unpack
 from fia_fuzz.spec.tensors import NUMPY_DTYPES
 
 
@@ -42,28 +40,17 @@ class KV:
 def load_kv(view: CallView, call: dict[str, Any]) -> KV:
     """Key, value and key_rope of a legal call as `KV` (storage dtype, not yet dequantised)."""
     names = ["key", "value"] + (["key_rope"] if call.get("key_rope") is not None else [])
-    b = view.B
-    offs = np.zeros(b, np.int64)
+    lens, offs = kv_window(view)
     if view.paged:
-        lens = per_batch(view.values["actual_seq_lengths_kv"], b, 0)
         table = np.asarray(call["block_table"])
         parts = [paged_bnsd(np.asarray(call[n]), view.KV_N, table, lens) for n in names]
     elif view.is_kv_list:
-        sizes = [to_bnsd(np.asarray(t), view.in_layout, view.KV_N).shape[2]
-                 for t in call["key"]]
-        given = view.values.get("actual_seq_lengths_kv")
-        lens = (np.asarray(sizes, np.int64) if given is None
-                else np.minimum(per_batch(given, b, 0), sizes))
         parts = [_stack([to_bnsd(np.asarray(t), view.in_layout, view.KV_N)
-                         for t in _as_list(call[n], b)], lens) for n in names]
+                         for t in _as_list(call[n], view.B)], lens) for n in names]
     elif view.packed:
-        lens = packed_lengths(view, "actual_seq_lengths_kv")
         parts = [unpack(np.asarray(call[n]), view.in_layout, lens) for n in names]
     else:
         parts = [to_bnsd(np.asarray(call[n]), view.in_layout, view.KV_N) for n in names]
-        s2 = parts[0].shape[2]
-        lens = np.minimum(per_batch(view.values.get("actual_seq_lengths_kv"), b, s2), s2)
-        lens, offs = left_window(view, "kv_padding_size", "actual_seq_lengths_kv", s2, lens)
     kv = KV(parts[0], parts[1], parts[2] if len(parts) > 2 else None, lens, offs, 0)
     return _with_prefix(view, call, kv)
 

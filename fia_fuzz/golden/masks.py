@@ -17,54 +17,7 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.spec.call import CallView
-
-#: "no limit" for a band side; large enough that i + NO_LIMIT never bounds a column.
-NO_LIMIT = 1 << 40
-
-
-def user_mask(view: CallView, mask: Any) -> np.ndarray:
-    """atten_mask as bool (B or 1, rows, cols) [SEM §4 mask shapes].
-
-    (S1,S2) and (1|B,S1,S2) and (1|B,1,S1,S2); decode (B,S2), (B,1,S2), (B,1,1,S2).
-    """
-    m = np.asarray(mask).astype(bool, copy=False)
-    if m.ndim == 4:
-        return m[:, 0]
-    if m.ndim == 3:
-        return m
-    if view.decode and m.shape[0] == view.B:
-        return m[:, None, :]
-    return m[None]
-
-
-def band(view: CallView, call: dict[str, Any], q_len: np.ndarray, s2b: np.ndarray
-         ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per-batch (pre, next) of the band, None when the mode has no band [V4 §Mask].
-
-    Column j of row i (both relative to the window) is excluded when
-    j > i + next or j < i - pre.
-    """
-    if view.decode and call.get("query_rope") is None:
-        return None  # Q_S == 1 without rope ignores sparse_mode and pre/next [V4 sparseMode]
-    mode = view.attr_int("sparse_mode")
-    pre, nxt = view.attr_int("pre_tokens"), view.attr_int("next_tokens")
-    ones = np.ones_like(q_len)
-    if mode == 0:
-        left_padded = any(call.get(pad) is not None and call.get(lens) is not None
-                          for pad, lens in (("query_padding_size", "actual_seq_lengths"),
-                                            ("kv_padding_size", "actual_seq_lengths_kv")))
-        if call.get("atten_mask") is None or left_padded:
-            return None
-        return pre * ones, nxt * ones
-    if mode == 1:
-        return None
-    if mode == 2:
-        return NO_LIMIT * ones, 0 * ones
-    if mode == 3:
-        return NO_LIMIT * ones, s2b - q_len
-    if mode == 4:
-        return q_len - s2b + pre, s2b - q_len + nxt
-    raise ValueError(f"sparse_mode={mode} has no golden semantics (rejected by the spec)")
+from fia_fuzz.spec.geometry import band_window, user_mask
 
 
 def _crop(arr: np.ndarray, rows: slice, cols: slice, fill: Any) -> np.ndarray:
@@ -89,11 +42,12 @@ class Masking:
     def __init__(self, view: CallView, call: dict[str, Any], q_len: np.ndarray,
                  q_off: np.ndarray, kv_len: np.ndarray, kv_off: np.ndarray):
         self.q_len, self.q_off, self.kv_len, self.kv_off = q_len, q_off, kv_len, kv_off
-        self.band = band(view, call, q_len, kv_len)
+        self.band = band_window(view, call, q_len, kv_len)
         mode = view.attr_int("sparse_mode")
         uses_mask = (view.decode and call.get("query_rope") is None) or mode in (0, 1)
         mask = call.get("atten_mask")
-        self.mask = user_mask(view, mask) if mask is not None and uses_mask else None
+        self.mask = (user_mask(mask, view.B, view.decode) if mask is not None and uses_mask
+                     else None)
 
     def excluded(self, bsl: slice, rows: slice, cols: slice) -> np.ndarray | None:
         """bool (b, r, c): True where row/column of the tile must not be attended."""

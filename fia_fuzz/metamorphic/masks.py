@@ -16,9 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fia_fuzz.spec.call import CallView
-
-#: The "no band" default of pre_tokens/next_tokens [V2 算子原型].
-NO_BAND = 2147483647
+from fia_fuzz.spec.geometry import band_window, kv_window, query_window, user_mask
 
 
 @dataclass(frozen=True)
@@ -38,34 +36,20 @@ class Windows:
         return self.prefix + self.s2
 
 
-def _pads(view: CallView, name: str) -> list[int] | None:
-    vals = view.values.get(name)
-    if vals is None:
-        return None
-    vals = [max(int(x), 0) for x in vals]  # a negative pad counts as 0 [SEM §3]
-    return vals * view.B if len(vals) == 1 else vals[: view.B]
-
-
-def windows(call: dict, view: CallView) -> Windows:
+def windows(view: CallView) -> Windows:
     """The valid query rows and key columns of every batch of a dense-layout call."""
-    s1, s2 = view.S1, view.S2
-    act_q, act_kv, prefix = list(view.act_q), list(view.act_kv), view.prefix_len
-    qpad, kvpad = _pads(view, "query_padding_size"), _pads(view, "kv_padding_size")
-    q_start = [s1 - p - a for p, a in zip(qpad, act_q, strict=True)] if qpad and not \
-        view.decode else [0] * view.B
-    kv_start = [prefix + s2 - p - a for p, a in zip(kvpad, act_kv, strict=True)] if kvpad \
-        else [prefix] * view.B
-    return Windows(q_start, act_q, kv_start, act_kv, prefix, s1, s2)
+    q_len, q_off = query_window(view)
+    kv_len, kv_off = kv_window(view)
+    prefix = view.prefix_len
+    return Windows([int(x) for x in q_off], [int(x) for x in q_len],
+                   [prefix + int(x) for x in kv_off], [int(x) for x in kv_len],
+                   prefix, view.S1, view.S2)
 
 
-def user_mask(mask: np.ndarray, b: int, decode: bool) -> np.ndarray:
+def batch_mask(mask: np.ndarray, b: int, batch: int, decode: bool) -> np.ndarray:
     """Batch b's 2-D (rows, cols) slice of any documented atten_mask shape [SEM §4]."""
-    m = np.asarray(mask) != 0
-    if m.ndim == 2:
-        return m[b:b + 1] if decode else m
-    if m.ndim == 3:
-        return m[b if m.shape[0] > 1 else 0]
-    return m[b if m.shape[0] > 1 else 0, 0]
+    m = user_mask(mask, batch, decode)
+    return m[b if m.shape[0] > 1 else 0]
 
 
 def band(i: np.ndarray, j: np.ndarray, pre: int, nxt: int) -> np.ndarray:
@@ -76,38 +60,27 @@ def band(i: np.ndarray, j: np.ndarray, pre: int, nxt: int) -> np.ndarray:
 
 
 def effective_mask(call: dict, view: CallView) -> np.ndarray:
-    """(B, S1, prefix + S2) bool, True where the score is excluded from the softmax."""
-    w = windows(call, view)
+    """(B, S1, prefix + S2) bool, True where the score is excluded from the softmax.
+
+    The band per batch is spec/geometry.py `band_window`; modes 2/3/4 take the
+    fixed 2048 mask, whose contents do not enter the math [SEM §4].
+    """
+    w = windows(view)
     mode = int(view.attrs["sparse_mode"])
-    pre, nxt = int(view.attrs["pre_tokens"]), int(view.attrs["next_tokens"])
-    left = call.get("query_padding_size") is not None or call.get("kv_padding_size") is not None
-    rope = call.get("query_rope") is not None
     mask = call.get("atten_mask")
+    uses_user = mask is not None and (
+        mode in (0, 1) or (view.decode and call.get("query_rope") is None))
+    bands = band_window(view, call, np.asarray(w.act_q, np.int64),
+                        np.asarray(w.act_kv, np.int64) + w.prefix)
     out = np.ones((view.B, w.s1, w.columns), dtype=bool)
     for b in range(view.B):
         aq, ak = w.act_q[b], w.prefix + w.act_kv[b]
         i, j = np.arange(aq), np.arange(ak)
         rows = w.q_start[b] + i
         cols = np.where(j < w.prefix, j, w.kv_start[b] + (j - w.prefix))
-        # modes 2/3/4 take the fixed 2048 mask, whose contents do not enter the math [SEM §4]
-        uses_user = mask is not None and (mode in (0, 1) or (view.decode and not rope))
-        user = user_mask(mask, b, view.decode)[np.ix_(rows, cols)] if uses_user else None
-        if view.decode and not rope:  # Q_S == 1: sparse_mode, pre, next ignored [SEM §4]
-            rel = user if user is not None else np.zeros((aq, ak), bool)
-        elif mode == 0:
-            if user is None:
-                rel = np.zeros((aq, ak), bool)
-            else:
-                rel = user if left else user | band(i, j, pre, nxt)
-        elif mode == 1:
-            rel = user
-        elif mode == 2:
-            rel = band(i, j, NO_BAND, 0)
-        elif mode == 3:
-            rel = band(i, j, NO_BAND, ak - aq)
-        elif mode == 4:
-            rel = band(i, j, aq - ak + pre, ak - aq + nxt)
-        else:
-            raise ValueError(f"sparse_mode {mode} has no documented meaning")
+        rel = (batch_mask(mask, b, view.B, view.decode)[np.ix_(rows, cols)] if uses_user
+               else np.zeros((aq, ak), bool))
+        if bands is not None:
+            rel = rel | band(i, j, int(bands[0][b]), int(bands[1][b]))
         out[b][np.ix_(rows, cols)] = rel
     return out

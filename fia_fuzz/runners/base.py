@@ -7,6 +7,7 @@ raising, so a campaign can record *why* a case was not run.
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +47,12 @@ def bound_device() -> str:
 
 
 RUNNERS: dict[str, Callable[[], Runner]] = {}
+#: Entry-point group under which installed packages offer runner factories.
+ENTRY_POINT_GROUP = "fia_fuzz.runners"
+
+
+class RunnerSpecError(LookupError):
+    """A runner spec that names no runner, or whose factory cannot be loaded or called."""
 
 
 def register(name: str) -> Callable[[Callable[[], Runner]], Callable[[], Runner]]:
@@ -55,8 +62,71 @@ def register(name: str) -> Callable[[Callable[[], Runner]], Callable[[], Runner]
     return deco
 
 
-def get_runner(name: str) -> Runner:
-    """The runner registered as `name` (see RUNNERS for the list)."""
-    if name not in RUNNERS:
-        raise KeyError(f"unknown runner {name!r}; known: {sorted(RUNNERS)}")
-    return RUNNERS[name]()
+def _entry_points() -> dict[str, Any]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def runner_module(spec: str) -> str:
+    """The module that defines the runner `spec` (imported first by an isolation worker)."""
+    if spec in RUNNERS:
+        return RUNNERS[spec].__module__
+    if ":" in spec:
+        return spec.partition(":")[0]
+    ep = _entry_points().get(spec)
+    if ep is None:
+        raise RunnerSpecError(_unknown(spec))
+    return str(ep.value).partition(":")[0]
+
+
+def _unknown(spec: str) -> str:
+    plugged = sorted(_entry_points())
+    return (f"unknown runner {spec!r}; known: {sorted(RUNNERS)}"
+            + (f", entry points ({ENTRY_POINT_GROUP}): {plugged}" if plugged else "")
+            + "; or give package.module:factory")
+
+
+def _factory(spec: str) -> Callable[[], Any]:
+    if spec in RUNNERS:
+        return RUNNERS[spec]
+    if ":" in spec:
+        module, _, attr = spec.partition(":")
+        try:
+            obj: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except Exception as exc:  # a broken plug-in is the user's error: say which and why
+            raise RunnerSpecError(f"runner {spec!r}: cannot load {attr!r} from {module!r}: "
+                                  f"{type(exc).__name__}: {exc}") from exc
+        return obj  # type: ignore[no-any-return]
+    ep = _entry_points().get(spec)
+    if ep is None:
+        raise RunnerSpecError(_unknown(spec))
+    try:
+        return ep.load()  # type: ignore[no-any-return]
+    except Exception as exc:
+        raise RunnerSpecError(f"runner {spec!r}: entry point {ep.value!r} "
+                              f"({ENTRY_POINT_GROUP}) does not load: "
+                              f"{type(exc).__name__}: {exc}") from exc
+
+
+def get_runner(spec: str) -> Runner:
+    """The runner `spec` names: a registered name (see RUNNERS), `package.module:factory`
+    (a callable returning a Runner), or an entry point of the group `fia_fuzz.runners`.
+
+    Raises RunnerSpecError when the spec names nothing, does not load, or its
+    factory fails or returns something that is not a Runner.
+    """
+    factory = _factory(spec)
+    if not callable(factory):
+        raise RunnerSpecError(f"runner {spec!r}: {factory!r} is not callable")
+    try:
+        runner = factory()
+    except Exception as exc:
+        raise RunnerSpecError(f"runner {spec!r}: its factory raised "
+                              f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(runner, Runner):
+        raise RunnerSpecError(f"runner {spec!r}: the factory returned "
+                              f"{type(runner).__name__}, not a fia_fuzz.runners.Runner")
+    return runner

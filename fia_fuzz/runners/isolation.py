@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.runners.base import RUNNERS, Runner, get_runner
+from fia_fuzz.runners.base import RUNNERS, Runner, get_runner, runner_module
 from fia_fuzz.spec import Case
 
 #: Environment variables that make one accelerator the only visible one (index 0).
@@ -57,11 +57,10 @@ class CaseTimedOut(RuntimeError):
     """The case did not finish within the per-case timeout; the worker was killed."""
 
 
-def runner_ref(name: str) -> tuple[str, str]:
-    """(name, module that registers it): enough for a fresh process to rebuild the runner."""
-    if name not in RUNNERS:
-        get_runner(name)  # raises KeyError naming the known runners
-    return name, RUNNERS[name].__module__
+def runner_ref(spec: str) -> tuple[str, str]:
+    """(spec, module that defines it): enough for a fresh process to rebuild the runner the
+    same way (`get_runner(spec)`: registered name, package.module:factory or entry point)."""
+    return spec, runner_module(spec)
 
 
 _RUNNER_CACHE: dict[str, Runner] = {}
@@ -69,12 +68,12 @@ _RUNNER_CACHE: dict[str, Runner] = {}
 
 def resolve_runner(ref: tuple[str, str]) -> Runner:
     """The runner `ref` names, built once per process (importing its module registers it)."""
-    name, module = ref
-    if name not in _RUNNER_CACHE:
-        if name not in RUNNERS:
+    spec, module = ref
+    if spec not in _RUNNER_CACHE:
+        if spec not in RUNNERS and ":" not in spec:
             importlib.import_module(module)
-        _RUNNER_CACHE[name] = get_runner(name)
-    return _RUNNER_CACHE[name]
+        _RUNNER_CACHE[spec] = get_runner(spec)
+    return _RUNNER_CACHE[spec]
 
 
 def _bind(device: int | None, memory_limit: int | None) -> None:

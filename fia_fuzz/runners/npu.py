@@ -83,25 +83,29 @@ class _AscendRunner(Runner):
         out, lse = self._call(mapped)
         return _back(out), _back(lse)
 
-    def _device(self, x: Any) -> Any:
-        """Mapped argument -> device argument (arrays become NPU tensors)."""
-        if isinstance(x, np.ndarray):
-            return to_torch(x, f"npu:{self.device_index}")
-        if isinstance(x, list) and x and isinstance(x[0], np.ndarray):
-            return [self._device(t) for t in x]
-        return x
-
     def _call(self, mapped: ApiCall) -> tuple[Any, Any]:
         import torch
         import torch_npu
 
         fn = getattr(torch_npu, mapped.api.rsplit(".", 1)[1])
-        args = [self._device(a) for a in mapped.args]
-        kwargs = {k: self._device(v) for k, v in mapped.kwargs.items()}
+        args, kwargs = torch_args(mapped, f"npu:{self.device_index}")
         with torch.no_grad():
             out, lse = fn(*args, **kwargs)
         torch.npu.synchronize(self.device_index)
         return out, lse
+
+
+def torch_args(mapped: ApiCall, device: str) -> tuple[list[Any], dict[str, Any]]:
+    """The mapped arguments with every array (and list of arrays) a torch tensor on
+    `device`: the NPU here, "meta" in the contract test against torch_npu's meta functions."""
+    def move(x: Any) -> Any:
+        if isinstance(x, np.ndarray):
+            return to_torch(x, device)
+        if isinstance(x, list) and x and isinstance(x[0], np.ndarray):
+            return [move(t) for t in x]
+        return x
+
+    return [move(a) for a in mapped.args], {k: move(v) for k, v in mapped.kwargs.items()}
 
 
 def _back(t: Any) -> np.ndarray:
@@ -146,8 +150,7 @@ class TorchAirRunner(_AscendRunner):
         from torchair.configs.compiler_config import CompilerConfig
 
         backend = torchair.get_npu_backend(compiler_config=CompilerConfig())
-        args = [self._device(a) for a in mapped.args]
-        kwargs = {k: self._device(v) for k, v in mapped.kwargs.items()}
+        args, kwargs = torch_args(mapped, f"npu:{self.device_index}")
 
         def op(*a: Any, **kw: Any) -> Any:
             return torchair.ops.npu_fused_infer_attention_score_v2(*a, **kw)

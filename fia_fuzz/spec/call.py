@@ -16,26 +16,17 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.spec.geometry import (
+    CACHE_FORM_OF_RANK,
+    LAYOUTS,
+    PACKED_LAYOUTS,
+    cache_dims,
+    dims,
+    lengths_of,
+)
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined
 from fia_fuzz.spec.tensors import DTYPES, TensorSpec, describe
-
-INPUT_LAYOUTS = ("BSH", "BSND", "BNSD", "TND", "NTD")
-#: input layout string -> (query/kv layout, output layout) [V4 inputLayout].
-LAYOUTS: dict[str, tuple[str, str]] = {
-    "BSH": ("BSH", "BSH"),
-    "BSND": ("BSND", "BSND"),
-    "BNSD": ("BNSD", "BNSD"),
-    "TND": ("TND", "TND"),
-    "NTD": ("NTD", "NTD"),
-    "BNSD_BSND": ("BNSD", "BSND"),
-    "TND_NTD": ("TND", "NTD"),
-    "NTD_TND": ("NTD", "TND"),
-    "BSH_NBSD": ("BSH", "NBSD"),
-    "BSND_NBSD": ("BSND", "NBSD"),
-    "BNSD_NBSD": ("BNSD", "NBSD"),
-}
-PACKED_LAYOUTS = ("TND", "NTD")
 
 
 class BadArgument:
@@ -255,30 +246,12 @@ class CallView:
 
     def _dims(self, t: TensorSpec, layout: str, heads: int, what: str,
               pack: int = 1) -> dict[str, int]:
-        shape = t.shape
-        if len(shape) != len(layout) or any(
-                not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
+        if any(not isinstance(d, (int, np.integer)) or d < 0 for d in t.shape):
             raise Undetermined(what)
-        shape = tuple(int(d) for d in shape)
-        if layout == "BSH":
-            b, s, h = shape
-            h *= pack
-            if heads <= 0 or h % heads:
-                raise Undetermined(what)
-            return {"B": b, "S": s, "N": heads, "D": h // heads, "H": h}
-        if layout == "BSND":
-            b, s, n, d = shape
-            return {"B": b, "S": s, "N": n, "D": d * pack}
-        if layout == "BNSD":
-            b, n, s, d = shape
-            return {"B": b, "S": s, "N": n, "D": d * pack}
-        if layout == "TND":
-            t_, n, d = shape
-            return {"T": t_, "S": t_, "N": n, "D": d * pack}
-        if layout == "NTD":
-            n, t_, d = shape
-            return {"T": t_, "S": t_, "N": n, "D": d * pack}
-        raise Undetermined(what)
+        try:
+            return dims(t.shape, layout, heads, pack)
+        except ValueError:
+            raise Undetermined(what) from None
 
     def tensor_dims(self, name: str, index: int = 0) -> dict[str, int]:
         """Dims of a contiguous key/value-like tensor (element `index` of a list)."""
@@ -306,28 +279,19 @@ class CallView:
         if not self.paged:
             raise Undetermined("block_table")
         k = self.need("key")
-        forms = {3: "BnBsH", 4: "BnNBsD", 5: "NZ"}
-        if k.ndim not in forms:
+        if k.ndim not in CACHE_FORM_OF_RANK:
             raise Undetermined("key")
-        return forms[k.ndim]
+        return CACHE_FORM_OF_RANK[k.ndim]
 
     def cache_dims(self, name: str) -> dict[str, int]:
         """blocks, block size, heads and head dim of a paged cache tensor."""
         t = self.need(name)
-        form = self.cache_layout
-        shape = tuple(int(d) for d in t.shape)
-        if form == "BnBsH" and t.ndim == 3:
-            bn, bs, h = shape
-            if h % self.KV_N:
-                raise Undetermined(name)
-            return {"blocks": bn, "bs": bs, "N": self.KV_N, "D": h // self.KV_N, "H": h}
-        if form == "BnNBsD" and t.ndim == 4:
-            bn, n, bs, d = shape
-            return {"blocks": bn, "bs": bs, "N": n, "D": d, "H": n * d}
-        if form == "NZ" and t.ndim == 5:
-            bn, n, d1, bs, d0 = shape
-            return {"blocks": bn, "bs": bs, "N": n, "D": d1 * d0, "H": n * d1 * d0, "d0": d0}
-        raise Undetermined(name)
+        if CACHE_FORM_OF_RANK.get(t.ndim) != self.cache_layout:
+            raise Undetermined(name)
+        try:
+            return cache_dims(t.shape, self.KV_N)
+        except ValueError:
+            raise Undetermined(name) from None
 
     @cached_property
     def block_table_shape(self) -> tuple[int, int]:
@@ -455,12 +419,7 @@ class CallView:
         a = self.ints(name)
         if a is None:
             raise Undetermined(name)
-        prev = 0
-        out = []
-        for x in a:
-            out.append(x - prev)
-            prev = x
-        return out
+        return lengths_of(a)
 
     def lengths(self, name: str, full: int) -> list[int]:
         """Per-batch lengths for right-padded layouts: absent -> full, length 1 -> broadcast."""
@@ -523,12 +482,16 @@ class CallView:
 
     @cached_property
     def out_dtype(self) -> str:
-        """attention_out dtype [V4 attentionOut, int8量化场景, MLA 全量化 (bf16)]."""
+        """attention_out dtype [V4 attentionOut, int8量化场景, MLA 全量化 (bf16)].
+
+        An int8 query's output takes query_rope's dtype when there is one (float16
+        without), as torch_npu's meta functions do; rope.dtype makes that bfloat16.
+        """
         q = self.need("query")
         if self.has("quant_scale2"):
             return "int8"
         if q.dtype == "int8":
-            return "bfloat16" if self.rope else "float16"
+            return self.need("query_rope").dtype if self.has("query_rope") else "float16"
         return q.dtype
 
     @property

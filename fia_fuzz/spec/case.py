@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
@@ -124,18 +125,27 @@ class Case:
         first = spec[0] if isinstance(spec, list) else spec
         return self.fills.get(name) or default_fill(name, first)
 
-    def call(self) -> dict[str, Any]:
-        """The canonical kwargs with NumPy arrays; bit-identical for the same case."""
+    def call(self, data: bool = True) -> dict[str, Any]:
+        """The canonical kwargs with NumPy arrays; bit-identical for the same case.
+
+        data=False gives every tensor argument as a read-only zero-stride array of
+        zeros (its shape and dtype, no memory, no generation): for checks of
+        shapes and dtypes only.
+        """
+        def tensor(name: str, spec: TensorSpec, index: int = 0) -> np.ndarray:
+            if not data:
+                return np.broadcast_to(np.zeros((), NUMPY_DTYPES[spec.dtype]), spec.shape)
+            return materialise(spec, self.fill(name), self.seed, name, index)
+
         out: dict[str, Any] = {}
         for name, value in self.params.items():
             if value is None:
                 continue
             if name in TENSOR_ARGS:
                 if isinstance(value, list):
-                    out[name] = [materialise(s, self.fill(name), self.seed, name, i)
-                                 for i, s in enumerate(value)]
+                    out[name] = [tensor(name, s, i) for i, s in enumerate(value)]
                 else:
-                    out[name] = materialise(value, self.fill(name), self.seed, name)
+                    out[name] = tensor(name, value)
             elif self.value_dtype(name) is not None:
                 out[name] = np.asarray(value, dtype=NUMPY_DTYPES[self.value_dtype(name)])
             elif name in VALUE_TENSOR_DTYPES:
@@ -174,7 +184,6 @@ def _length_form(values: list[int] | None, batch: int | None) -> str:
     return "longer"
 
 
-INT_MAX = 2147483647
 #: Masks of sparse modes 2-4 are the optimized 2048x2048 matrix [V4 §Mask].
 OPTIMIZED_MASK = 2048
 
@@ -207,10 +216,7 @@ def case_features(case: Case) -> dict[str, Any]:
     dv = _safe(lambda: _dv(case, v))
     decode = _safe(lambda: v.decode)
     mla_fq = bool(_safe(lambda: v.mla_full_quant))
-    out_dtype = ("int8" if p.get("quant_scale2") is not None
-                 else "bfloat16" if mla_fq
-                 else "float16" if q is not None and q.dtype == "int8"
-                 else q.dtype if q is not None else None)
+    out_dtype = _safe(lambda: v.out_dtype)
     feats: dict[str, Any] = {
         "layout": case.attr("input_layout"),
         "in_layout": _safe(lambda: v.in_layout),
@@ -290,8 +296,7 @@ def _dv(case: Case, v: CallView) -> int:
 def _cache_form(case: Case) -> str:
     if case.params.get("block_table") is None:
         return "none"
-    k = case.params["key"]
-    return {3: "BnBsH", 4: "BnNBsD", 5: "NZ"}.get(getattr(k, "ndim", 0), "other")
+    return CACHE_FORM_OF_RANK.get(getattr(case.params["key"], "ndim", 0), "other")
 
 
 def _block_edge(case: Case, decode: bool | None) -> str:
@@ -329,7 +334,7 @@ def _table_features(case: Case) -> dict[str, bool]:
 
 def _band(case: Case) -> str:
     pre, nxt = case.attr("pre_tokens"), case.attr("next_tokens")
-    if pre == INT_MAX and nxt == INT_MAX:
+    if pre == NO_BAND and nxt == NO_BAND:
         return "default"
     if pre < 0 or nxt < 0:
         return "negative"

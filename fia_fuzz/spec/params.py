@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fia_fuzz.spec.geometry import NO_BAND
+
 #: Arguments that are tensors (or, for key/value, lists of tensors).
 TENSOR_ARGS: tuple[str, ...] = (
     "query", "key", "value",
@@ -35,8 +37,8 @@ VALUE_ARGS: tuple[str, ...] = (
 ATTR_DEFAULTS: dict[str, Any] = {
     "num_heads": 1,
     "scale": 1.0,
-    "pre_tokens": 2147483647,
-    "next_tokens": 2147483647,
+    "pre_tokens": NO_BAND,
+    "next_tokens": NO_BAND,
     "input_layout": "BSH",
     "num_key_value_heads": 0,
     "sparse_mode": 0,

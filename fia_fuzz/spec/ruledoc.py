@@ -43,15 +43,18 @@ NOTES = """## Disagreements between the documents, and decisions
 3. **TND paged block_size 1024.** The V4 TND table allows 128, 512 or 1024;
    the V4 PagedAttention table caps block_size at 512. Both rules apply, so
    1024 is illegal.
-4. **TND sparse_mode 3 lengths.** V4 says act_q < act_kv strictly per batch;
-   implemented as written (`tnd.causal_lengths`), so act_q == act_kv is illegal.
+4. **TND sparse_mode 3 lengths.** V4 says act_q < act_kv strictly per batch.
+   Read as act_q <= act_kv (`tnd.causal_lengths`): act_q == act_kv is the plain
+   causal prefill every vLLM-ascend no-cache prefill issues and the device runs
+   (production-calls.md), and the 2048x2048 causal mask defines it.
 5. **MLA query D 512 paging.** In the V4 MLA table the PagedAttention rows
    (mandatory, blockSize 128) sit beside the general rows, not under full
    quantisation; fia-semantics.md §9 reads them as full-quant only. V4 is
    followed (`mla.paged_required`, `mla.block_size_128`).
 6. **MLA full-quant output dtype.** The V4 MLA table gives attention BFLOAT16
-   for an int8 query; `infer_outputs` returns bfloat16 there and float16 for
-   other int8 queries (the issue's "fp16 for int8 query").
+   for an int8 query; torch_npu's meta functions take the output dtype of an
+   int8 query from query_rope's dtype (float16 without rope). `infer_outputs`
+   does the same, which `rope.dtype` makes bfloat16 for MLA.
 7. **MLA full-quant scales.** Which scales an int8 MLA call needs is not
    documented (dequantScaleQuery/queryQuantMode 3 are mentioned); the general
    dequant_scale1/quant_scale1/dequant_scale2 requirement is not applied with
@@ -126,6 +129,18 @@ NOTES = """## Disagreements between the documents, and decisions
     uses. Rejected (`prefix.per_token_antiquant`) rather than guessed, so
     negative tests send it to the device and a device that accepts it shows
     the gap; per-channel/per-tensor/per-head antiquant with a prefix is legal.
+31. **Packed T.** fia-semantics.md §2 defines T as the total tokens of the packed
+    batch, so the last cumulative length must equal T (`lengths.packed_total`);
+    V4 does not say whether a larger T is accepted, and newer CANN rejects a
+    mismatch.
+32. **softmax_lse without softmax_lse_flag.** V4 (softmaxLse: a nullptr
+    output gives a shape {1} zero tensor) and the TNPU docstring (shape [1],
+    value 0) say a one-element placeholder; torch_npu's meta functions in the
+    2.13.0 and 2.14.0 wheels return an empty (0,) float32 tensor (issue 20
+    traces the eager side to op-plugin commit fd70598, "fix softmax lse empty
+    tensor"). The code is followed: `output_specs`, the golden and the runners
+    return (0,), and tests/runners/test_npu_meta_contract.py checks it against
+    the wheels' meta functions.
 
 ## Documented constraints without a rule
 

@@ -281,13 +281,15 @@ def _tnd_dtype(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _tnd_causal(draw: st.DrawFn, case: Case) -> Change:
-    """Sparse 3: one batch's query as long as its KV (act_q < act_kv is required)."""
+    """Sparse 3: one batch's query 1 to 2x+1 tokens longer than its KV (act_q <= act_kv is
+    required; paged KV lengths are per batch, others cumulative)."""
     cq = case.params["actual_seq_lengths"]
     ckv = case.params["actual_seq_lengths_kv"]
     q_lens = [b - a for a, b in zip([0, *cq], cq, strict=False)]
-    kv_lens = [b - a for a, b in zip([0, *ckv], ckv, strict=False)]
+    kv_lens = list(ckv[:len(q_lens)]) if case.params.get("block_table") is not None \
+        else [b - a for a, b in zip([0, *ckv], ckv, strict=False)]
     j = draw(st.integers(0, len(q_lens) - 1))
-    q_lens[j] = kv_lens[j] + draw(st.integers(0, 2))
+    q_lens[j] = kv_lens[j] + draw(st.integers(1, kv_lens[j] + 1))
     total, cum = 0, []
     for n in q_lens:
         total += n

@@ -13,13 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.spec.geometry import BLOCK_AXIS, SEQ_AXIS
 from fia_fuzz.spec.params import ATTR_DEFAULTS
 from fia_fuzz.strategies.mutations import Change
 
-#: Axis of S (T for packed layouts) in a tensor of each input layout.
-SEQ_AXIS = {"BNSD": 2, "BSND": 1, "BSH": 1, "TND": 0, "NTD": 1}
-#: Block axis of a paged cache by rank: BnBsH, BnNBsD, NZ [V4 §PagedAttention].
-BLOCK_AXIS = {3: 1, 4: 2, 5: 3}
 #: Tensors held in the paged cache form.
 CACHED = ("key", "value", "key_rope")
 SEP_SCALES = ("key_antiquant_scale", "value_antiquant_scale", "key_antiquant_offset",

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fia_fuzz.spec import TensorSpec
+from fia_fuzz.spec.geometry import dense_shape as shape  # noqa: F401  (families, breakers)
+from fia_fuzz.spec.geometry import packed_shape  # noqa: F401  (families)
 from fia_fuzz.strategies.choices import Chooser, Dead
-
-INT_MAX = 2147483647
 
 
 @dataclass(frozen=True)
@@ -83,15 +83,6 @@ class Draft:
     def s2_total(self) -> int:
         """KV positions a mask or pse must cover: prefix plus key S [V4 pseShift, SEM §6]."""
         return self.s2 + self.prefix_s
-
-
-def shape(layout: str, b: int, n: int, s: int, d: int) -> tuple[int, ...]:
-    """Tensor shape of one of q/k/v in a BSH/BSND/BNSD layout [V4 inputLayout]."""
-    return {"BNSD": (b, n, s, d), "BSND": (b, s, n, d), "BSH": (b, s, n * d)}[layout]
-
-
-def packed_shape(layout: str, t: int, n: int, d: int) -> tuple[int, ...]:
-    return (t, n, d) if layout == "TND" else (n, t, d)
 
 
 def spec(shp: tuple[int, ...], dtype: str) -> TensorSpec:

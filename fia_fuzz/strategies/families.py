@@ -515,10 +515,10 @@ def packed(dr: Draft) -> None:
     m = ch.int(low, s1_cap(dr, low, top))
     q_lens = [m] + [m - ch.int(0, m) for _ in range(dr.b - 1)]
     dr.s1 = m
-    mode = ch.pick("sparse_mode", (0,) if dr.paged else (0, 3))
+    mode = ch.pick("sparse_mode", (0, 3))
     s2max = s2_cap(dr, 1, dr.prof.max_seq, m)
-    if mode == 3:
-        kv_lens = [q + 1 + ch.int(0, max(0, s2max - q - 1)) for q in q_lens]
+    if mode == 3:  # act_q <= act_kv; equal is the no-cache causal prefill [docs/rules.md 4]
+        kv_lens = [q + ch.int(0, max(0, s2max - q)) for q in q_lens]
     else:
         kv_lens = [s2max - ch.int(0, s2max) for _ in q_lens]
     ch.pick("actual_q", ("per_batch",))

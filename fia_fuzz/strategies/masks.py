@@ -8,14 +8,15 @@ for paged KV, the whole block-table width (fia-semantics.md §4, §6).
 
 from __future__ import annotations
 
-from fia_fuzz.strategies.draft import INT_MAX, Draft, spec
+from fia_fuzz.spec.geometry import NO_BAND
+from fia_fuzz.strategies.draft import Draft, spec
 
 MASK_DTYPES = ("bool", "int8", "uint8")
 FULL_SHAPES = ("S1,S2", "B,S1,S2", "1,S1,S2", "B,1,S1,S2", "1,1,S1,S2")
 DECODE_SHAPES = ("B,S2", "B,1,S2", "B,1,1,S2")
 OPTIMIZED_SHAPES = ("2048", "1,2048", "1,1,2048")
 FULL_FILLS = ("bernoulli", "zeros", "nearly_full")
-HUGE = (1 << 20, 10**9, INT_MAX - 1)
+HUGE = (1 << 20, 10**9, NO_BAND - 1)
 
 
 def band(dr: Draft, classes: tuple[str, ...] = ("default", "small", "huge", "negative")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import random
 
+from fia_fuzz.spec.geometry import cache_shape
 from fia_fuzz.strategies.draft import Draft, spec
 
-CACHES = ("BnBsH", "BnNBsD", "NZ")
 #: Budget multiple the largest block size may use (the edge where kernels break).
 EDGE_SLACK = 4
 
@@ -82,17 +82,6 @@ def table(dr: Draft, block_size: int, kv_lens: list[int]) -> tuple[list[list[int
         rows.append(ids[at:at + k] + [stale] * (width - k))
         at += k
     return rows, block_num
-
-
-def cache_shape(cache: str, block_num: int, block_size: int, kv_n: int, d: int, dtype: str
-                ) -> tuple[int, ...]:
-    """(block_num, block_size, H), (block_num, KV_N, block_size, D) or 5-D NZ [SEM §2]."""
-    if cache == "BnBsH":
-        return (block_num, block_size, kv_n * d)
-    if cache == "BnNBsD":
-        return (block_num, kv_n, block_size, d)
-    c0 = 32 if dtype == "int8" else 16
-    return (block_num, kv_n, d // c0, block_size, c0)
 
 
 def page(dr: Draft, caches: tuple[str, ...], block_size: int, kv_lens: list[int],

@@ -33,8 +33,9 @@ def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -
     for s in summaries:
         assert s["status"] == "done" and s["shrunk"] and s["kind"] == "fail"
         b = load_bundle(s["bundle"])
-        assert sorted(p.name for p in b.path.iterdir()) == ["case.json", "metrics.json",
-                                                            "outputs.npz", "repro.txt"]
+        assert sorted(p.name for p in b.path.iterdir()) == [
+            "case.json", "golden.npz", "inputs.npz", "metrics.json", "outputs.npz",
+            "repro.txt", "repro_npu.py"]
         feats = b.case.features()
         assert (feats["layout"], feats["q_dtype"]) == (layout, dtype)
         assert b.metrics["verdict"] == "fail" and b.metrics["shrunk_from"] in found

@@ -155,3 +155,12 @@ def test_fa_noise_floor_is_dtype_rounding_noise() -> None:
     g = _golden()
     assert 0 < fa_noise_floor(g, "float16") <= 2 * 2.0 ** -10 * 4
     assert fa_noise_floor(g, "float32") < fa_noise_floor(g, "bfloat16")
+
+
+def test_an_empty_lse_placeholder_compares_clean() -> None:
+    """Without softmax_lse_flag the op returns an empty (0,) lse: no error, no mismatch;
+    a (1,) against it is a shape mismatch, not a silent pass."""
+    m = compare(np.zeros(0, np.float32), np.zeros(0), "float32", "float16", log_scale=True)
+    assert not m["shape_mismatch"] and m["numel"] == 0 and m["max_abs"] == 0.0
+    assert m["nonfinite_mismatch"] == m["invalid_mismatch"] == 0
+    assert compare(np.zeros(1, np.float32), np.zeros(0), "float32")["shape_mismatch"]

@@ -150,7 +150,7 @@ def test_int8_misses_shared_with_the_same_dtype_golden_are_inconclusive() -> Non
     """A near-zero float output from cancelling ~1e36 terms flips sign in device
     precision: truth saturates at 127, device and same-dtype golden at -128."""
     t_out = np.array([[3.4, -2.5, 127.0, 0.2] * 4])  # 127: the clipped ideal
-    t_lse = np.zeros((1,))
+    t_lse = np.zeros((0,))   # the flag-off placeholder
     flipped = np.array([[3, -2, -128, 0] * 4], np.int8)
     correct = np.array([[3, -2, 127, 0] * 4], np.int8)
     row = judge((flipped, t_lse), (t_out, t_lse), (flipped, t_lse), "int8", lse=False)
@@ -180,7 +180,7 @@ def test_int8_with_an_offset_allows_the_second_rounding() -> None:
     """quant_offset2: sat8(rint(rint(x*qs2) + qo2)) rounds twice, so a correct output
     sits up to 1 LSB from the ideal before any float noise (fia-semantics.md §8)."""
     t = np.array([[-87.08, 3.4, -2.5, 10.2] * 4])  # ideal: x*qs2 - 3.4999 = -90.58 - 3.5
-    t_lse = np.zeros((1,))
+    t_lse = np.zeros((0,))   # the flag-off placeholder
     dev = np.array([[-86, 3, -2, 10] * 4], np.int8)
     offset = {"post_quant_offset": True}
     row = judge((dev, t_lse), (t, t_lse), (dev, t_lse), "int8", lse=False, features=offset)

@@ -1,4 +1,4 @@
-"""The pieces under the relations: exact array moves, paging, comparison, the checker."""
+"""The pieces under the relations: paging, comparison, the checker."""
 
 from __future__ import annotations
 
@@ -9,34 +9,16 @@ import pytest
 
 from fia_fuzz.metamorphic import RELATIONS, Tolerance, check_relations, partner_id
 from fia_fuzz.metamorphic.equality import EXACT_ADDRESSING, compare
-from fia_fuzz.metamorphic.layouts import cumulative, pack, relayout, unpack
-from fia_fuzz.metamorphic.paging import block_table, cache_shape, garbage, page, unpage
+from fia_fuzz.metamorphic.paging import block_table, garbage
 from fia_fuzz.runners import Runner, get_runner
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.geometry import cache_shape, page, paged_bnsd
 
 from .sources import make_case
 
 
 def _ramp(*shape: int) -> np.ndarray:
     return np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
-
-
-@pytest.mark.parametrize("src", ["BSH", "BSND", "BNSD"])
-@pytest.mark.parametrize("dst", ["BSH", "BSND", "BNSD", "NBSD"])
-def test_relayout_round_trips(src: str, dst: str) -> None:
-    x = relayout(_ramp(2, 3, 5, 4), "BNSD", src, 3)
-    assert np.array_equal(relayout(relayout(x, src, dst, 3), dst, src, 3), x)
-
-
-def test_pack_unpack_keeps_valid_rows_and_zero_fills() -> None:
-    x = _ramp(3, 2, 5, 4)
-    lens = [5, 0, 2]
-    t = pack(x, lens)
-    assert t.shape == (7, 2, 4) and cumulative(lens) == [5, 5, 7]
-    back = unpack(t, lens, 5)
-    assert np.array_equal(back[0], x[0]) and not back[1].any()
-    assert np.array_equal(back[2, :, :2], x[2, :, :2]) and not back[2, :, 2:].any()
-    assert np.array_equal(unpack(pack(x, lens, "NTD"), lens, 5, "NTD"), back)
 
 
 @pytest.mark.parametrize("form", ["BnBsH", "BnNBsD", "NZ"])
@@ -50,8 +32,8 @@ def test_page_unpage_round_trip(form: str, shuffled: bool) -> None:
     assert blocks == need and table.shape == (3, 4)
     assert (table[1, 2:] == -1).all() and (table[2] == -1).all()
     shape = cache_shape(form, blocks, bs, 2, 32, "float16")
-    cache = page(x, lens, table, blocks, bs, form, garbage(shape, "float16", 0, "t"))
-    back = unpage(cache, lens, table, bs, 2, 40)
+    cache = page(x, lens, table, bs, garbage(shape, "float16", 0, "t"))
+    back = paged_bnsd(cache, 2, table, np.asarray(lens))
     for b, n in enumerate(lens):
         assert np.array_equal(back[b, :, :n], x[b, :, :n])
         assert not back[b, :, n:].any()

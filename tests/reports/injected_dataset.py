@@ -16,15 +16,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hseed
 
 from fia_fuzz.campaign import evaluate
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.reports import ResultWriter, read_results
 from fia_fuzz.runners import Runner, get_runner
 from fia_fuzz.spec import Case
-from fia_fuzz.strategies import cases
+from fia_fuzz.strategies import sample
 
 N_CASES = 48
 WORST_FACTOR, OTHER_FACTOR = 1000.0, 20.0
@@ -69,17 +67,8 @@ class PerturbingGoldenDouble(Runner):
 
 
 def draw_cases(n: int, seed: int = 0) -> list[Case]:
-    drawn: list[Case] = []
-
-    @hseed(seed)
-    @settings(max_examples=n, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(cases(profile="smoke", plain=True, q_dist="normal", k_dist="normal", v_dist="normal"))
-    def collect(case: Case) -> None:
-        drawn.append(case)
-
-    collect()
-    return drawn
+    return sample.draw_cases(n, seed, plain=True, q_dist="normal", k_dist="normal",
+                             v_dist="normal")
 
 
 @dataclass

@@ -1,8 +1,7 @@
 """The NPU runners' arguments bind against the op's REAL schemas, with no NPU.
 
-The torch_npu wheel is downloaded once (not installed: installing it breaks
-`import torch` without the Ascend toolkit) into `.cache/torch_npu/` at the
-repo root (git-ignored). Its schemas are read from the zip:
+The torch_npu wheel is downloaded once, not installed (npu_wheel.py). Its
+schemas are read from the zip:
 `torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml` for the eager v1/v2
 ops and TorchAir's `lib.define(...)` of `air::npu_fused_infer_attention_score_v2`,
 and parsed with `torch._C.parse_schema`. MindSpore is checked with
@@ -12,19 +11,15 @@ and parsed with `torch._C.parse_schema`. MindSpore is checked with
 from __future__ import annotations
 
 import ast
-import fcntl
 import inspect
-import re
-import subprocess
-import sys
 import zipfile
-from pathlib import Path
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given
+from npu_wheel import TORCHAIR_V2, torch_npu_wheel, yaml_schema
 
 from fia_fuzz.runners import get_runner
 from fia_fuzz.runners.npu_calls import APIS, ApiCall, Unexpressible, refusal, to_api
@@ -36,41 +31,16 @@ torch = pytest.importorskip("torch")
 
 #: torch_npu release matching the pinned torch (scripts/setup.sh pins torch 2.13.0).
 TORCH_NPU_VERSION = "2.13.0"
-CACHE = Path(__file__).resolve().parents[2] / ".cache" / "torch_npu"
-YAML = "torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml"
-TORCHAIR_V2 = "torch_npu/dynamo/torchair/ops/_npu_fused_infer_attention_score_v2.py"
-
-
-def _wheel() -> Path:
-    """The torch_npu wheel, downloaded on first use; one download across xdist workers."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        found = sorted(CACHE.glob(f"torch_npu-{TORCH_NPU_VERSION}-*.whl"))
-        if not found:
-            done = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                 f"torch-npu=={TORCH_NPU_VERSION}", "-d", str(CACHE)],
-                capture_output=True, text=True, timeout=900)
-            if done.returncode:
-                pytest.fail(f"pip download torch-npu=={TORCH_NPU_VERSION} failed:\n"
-                            f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-            found = sorted(CACHE.glob(f"torch_npu-{TORCH_NPU_VERSION}-*.whl"))
-    return found[0]
 
 
 @pytest.fixture(scope="session")
 def schemas() -> dict[str, Any]:
     """api -> parsed FunctionSchema, all read from the downloaded wheel."""
-    with zipfile.ZipFile(_wheel()) as z:
-        yaml_text = z.read(YAML).decode()
+    with zipfile.ZipFile(torch_npu_wheel(TORCH_NPU_VERSION)) as z:
+        found = {api: torch._C.parse_schema(yaml_schema(z, op)) for api, op in
+                 (("npu", "npu_fused_infer_attention_score"),
+                  ("npu-v2", "npu_fused_infer_attention_score_v2"))}
         air_src = z.read(TORCHAIR_V2).decode()
-    found = {}
-    for api, op in (("npu", "npu_fused_infer_attention_score"),
-                    ("npu-v2", "npu_fused_infer_attention_score_v2")):
-        m = re.search(rf"^- func: ({op}\(.*\) -> .*)$", yaml_text, re.M)
-        assert m, f"{op} not found in {YAML}"
-        found[api] = torch._C.parse_schema(m.group(1))
     defines = [node.args[0].value for node in ast.walk(ast.parse(air_src))
                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "define"]
     assert len(defines) == 1, f"expected one lib.define in {TORCHAIR_V2}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fia_fuzz.spec import IllegalCall, TensorSpec, infer_outputs
+from fia_fuzz.spec import CallView, IllegalCall, TensorSpec, infer_outputs, output_specs
 from fia_fuzz.spec.rulebook.examples import call
 
 
@@ -34,7 +34,7 @@ def test_output_shapes_and_dtypes(base, over, out, lse) -> None:
 
 def test_mla_outputs_use_the_output_layout_and_value_dim() -> None:
     out, lse = infer_outputs(**call("mla_nz"))
-    assert out == T(8, 1, 4, 512) and lse == T(1, dtype="float32")
+    assert out == T(8, 1, 4, 512) and lse == T(0, dtype="float32")
     out, _ = infer_outputs(**call("mla"))
     assert out == T(2, 1, 8, 512, dtype="bfloat16")
 
@@ -49,9 +49,20 @@ def test_tnd_ntd_output_is_ntd() -> None:
     assert out == T(32, 6, 512, dtype="bfloat16")
 
 
-def test_lse_flag_false_gives_one_element() -> None:
+def test_lse_flag_false_gives_an_empty_placeholder() -> None:
+    """torch_npu returns an empty (0,) lse without the flag, not the documented [1]."""
     _, lse = infer_outputs(**call("prefill"))
-    assert lse == T(1, dtype="float32")
+    assert lse == T(0, dtype="float32")
+
+
+def test_int8_query_output_takes_the_query_rope_dtype() -> None:
+    """As torch_npu's meta functions: query_rope's dtype, float16 without rope."""
+    base = call("mla_int8")
+    assert output_specs(CallView(base))[0].dtype == "bfloat16"
+    fp16_rope = {**base, "query_rope": TensorSpec(base["query_rope"].shape, "float16")}
+    assert output_specs(CallView(fp16_rope))[0].dtype == "float16"   # rope.dtype forbids it
+    out, _ = infer_outputs(**call("int8", quant_scale2=None, quant_offset2=None))
+    assert out.dtype == "float16"
 
 
 def test_illegal_call_raises_with_every_violation() -> None:

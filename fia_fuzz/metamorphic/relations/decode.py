@@ -23,9 +23,9 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.metamorphic.layouts import DENSE, from_bnsd, to_bnsd
 from fia_fuzz.metamorphic.masks import effective_mask, windows
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
 
 BRANCH_TOLERANCE = Tolerance(2, "decode (IFA) and prefill (PFA) are different kernels: decode "
                                 "splits S2 across cores and merges partial softmaxes, prefill "
@@ -44,10 +44,10 @@ def _rows(x: np.ndarray, idx: list[int]) -> np.ndarray:
           (BRANCH_TOLERANCE,))
 def decode_vs_prefill_row(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
-    if v.in_layout not in DENSE or v.decode:
+    if v.in_layout not in DENSE_LAYOUTS or v.decode:
         raise NotApplicable("needs a dense-layout prefill case (Q_S > 1)")
     require_absent(call, NOT_MODELLED, "per-row inputs not carried into decode")
-    w = windows(call, v)
+    w = windows(v)
     explicit = call.get("atten_mask") is not None or int(v.attrs["sparse_mode"]) != 0
     masked = effective_mask(call, v) if explicit else None
     q = to_bnsd(call["query"], v.in_layout, v.N)

@@ -22,9 +22,9 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.metamorphic.layouts import DENSE, from_bnsd, to_bnsd
 from fia_fuzz.spec import Case
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
 
 SPLIT_EXACT = Tolerance(0, "the same shapes and data; only each batch's base address changes")
 TRIM_TOLERANCE = Tolerance(2, "each list element has its own S, which the kernel may use for "
@@ -43,7 +43,7 @@ def _split(x: np.ndarray, layout: str, heads: int, cut: list[int]) -> list[np.nd
           (SPLIT_EXACT, TRIM_TOLERANCE,))
 def list_vs_batched(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
-    if v.in_layout not in DENSE:
+    if v.in_layout not in DENSE_LAYOUTS:
         raise NotApplicable(f"{v.in_layout}: tensor lists need a dense layout")
     require_absent(call, NOT_WITH_LIST, "not allowed with a tensor list")
     require_absent(call, ("key_rope",), "rope KV lists not modelled")

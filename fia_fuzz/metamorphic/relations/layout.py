@@ -21,7 +21,10 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import EXACT_ADDRESSING
-from fia_fuzz.metamorphic.layouts import (
+from fia_fuzz.spec import Case
+from fia_fuzz.spec.geometry import (
+    LAYOUTS,
+    PACKED_LAYOUTS,
     cumulative,
     from_bnsd,
     pack,
@@ -29,8 +32,6 @@ from fia_fuzz.metamorphic.layouts import (
     to_bnsd,
     unpack,
 )
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.call import LAYOUTS, PACKED_LAYOUTS
 
 #: KV-side tensors laid out like key (fia-semantics.md §6, §9).
 KV_LIKE = ("key", "value", "key_shared_prefix", "value_shared_prefix", "key_rope")
@@ -75,17 +76,17 @@ def _packed_partner(call: Call, target: str) -> Partner:
     if sum(act_q) == 0:
         raise NotApplicable("no valid query row to pack")
     q = to_bnsd(call["query"], v.in_layout, v.N)
-    new = dict(call, input_layout=target, query=pack(q, act_q, dst_in),
+    new = dict(call, input_layout=target, query=pack(q, dst_in, act_q),
                actual_seq_lengths=cumulative(act_q), actual_seq_lengths_kv=act_kv)
     if not v.paged:  # paged KV lengths stay per batch; contiguous ones become cumulative
         for name in ("key", "value"):
-            new[name] = pack(to_bnsd(call[name], v.in_layout, v.KV_N), act_kv, dst_in)
+            new[name] = pack(to_bnsd(call[name], v.in_layout, v.KV_N), dst_in, act_kv)
         new["actual_seq_lengths_kv"] = cumulative(act_kv)
     src_out, flag = v.out_layout, bool(v.attrs["softmax_lse_flag"])
 
     def back(o: Outputs) -> Outputs:
-        out = from_bnsd(unpack(o[0], act_q, s1, dst_out), src_out)
-        lse = unpack(o[1], act_q, s1, "TND", fill=np.inf) if flag else o[1]
+        out = from_bnsd(unpack(o[0], dst_out, act_q, s1), src_out)
+        lse = unpack(o[1], "TND", act_q, s1, fill=np.inf) if flag else o[1]
         return out, lse
 
     return Partner(target, new, EXACT_ADDRESSING, partner_out=back)
@@ -114,18 +115,18 @@ def _from_packed(call: Call, target: str) -> Partner:
     s1 = max(act_q + [0])
     if s1 == 0:
         raise NotApplicable("no valid query row to unpack")
-    new["query"] = from_bnsd(unpack(call["query"], act_q, s1, src_in), dst_in)
+    new["query"] = from_bnsd(unpack(call["query"], src_in, act_q, s1), dst_in)
     new["actual_seq_lengths"] = act_q
     new["actual_seq_lengths_kv"] = act_kv
     if not v.paged:
         s2 = max(act_kv + [1])
         for name in ("key", "value"):
-            new[name] = from_bnsd(unpack(call[name], act_kv, s2, src_in), dst_in)
+            new[name] = from_bnsd(unpack(call[name], src_in, act_kv, s2), dst_in)
     flag = bool(v.attrs["softmax_lse_flag"])
 
     def back_dense(o: Outputs) -> Outputs:
-        out = pack(to_bnsd(o[0], dst_out, v.N), act_q, src_out)
-        return out, (pack(o[1], act_q, "TND") if flag else o[1])
+        out = pack(to_bnsd(o[0], dst_out, v.N), src_out, act_q)
+        return out, (pack(o[1], "TND", act_q) if flag else o[1])
 
     return Partner(target, new, EXACT_ADDRESSING, partner_out=back_dense)
 

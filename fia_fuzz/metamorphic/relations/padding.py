@@ -24,11 +24,11 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.metamorphic.layouts import DENSE, from_bnsd, to_bnsd
 from fia_fuzz.metamorphic.masks import Windows, effective_mask, windows
 from fia_fuzz.metamorphic.paging import garbage
 from fia_fuzz.spec import Case
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
 from fia_fuzz.spec.tensors import dtype_name
 
 PAD_TOLERANCE = Tolerance(2, "the kernel's S tiles start at absolute positions, so moving the "
@@ -93,10 +93,10 @@ def _left_padded(case: Case, call: Call, v: CallView, w: Windows, label: str, pa
           (PAD_TOLERANCE,))
 def left_vs_right_padding(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
-    if v.in_layout not in DENSE or v.is_kv_list:
+    if v.in_layout not in DENSE_LAYOUTS or v.is_kv_list:
         raise NotApplicable("left padding needs dense, non-list tensors")
     require_absent(call, NOT_WITH_LEFT, "not allowed with (or not modelled under) left padding")
-    w = windows(call, v)
+    w = windows(v)
     uniform = [TRAIL] * v.B
     plans = [("left-kv", False, uniform)]
     if not v.decode:  # query left padding only for Q_S > 1 [SEM §3]

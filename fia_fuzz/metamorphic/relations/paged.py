@@ -24,16 +24,21 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.metamorphic.layouts import cumulative, from_bnsd, pack, to_bnsd, unpack
-from fia_fuzz.metamorphic.paging import (
-    block_table,
-    cache_shape,
-    garbage,
-    page,
-    unpage,
-)
+from fia_fuzz.metamorphic.paging import block_table, garbage
 from fia_fuzz.spec import Case
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import (
+    CACHE_FORMS,
+    cache_shape,
+    cumulative,
+    from_bnsd,
+    nz_c0,
+    pack,
+    page,
+    paged_bnsd,
+    to_bnsd,
+    unpack,
+)
 from fia_fuzz.spec.tensors import dtype_name
 
 PAGED_TOLERANCE = Tolerance(2, "the kernel may align its S2 tiles with block_size in paged "
@@ -69,14 +74,14 @@ def _pad_last(x: np.ndarray, size: int, fill: float | bool) -> np.ndarray:
 def _kv_bnsd(x: np.ndarray, view: CallView, act_kv: list[int]) -> np.ndarray:
     """Contiguous KV as BNSD; packed KV unpacked by its cumulative lengths [SEM §2]."""
     if view.packed:
-        return unpack(x, act_kv, max(act_kv + [1]), view.in_layout)
+        return unpack(x, view.in_layout, act_kv, max(act_kv + [1]))
     return to_bnsd(x, view.in_layout, view.KV_N)
 
 
 def _nz_ok(x: np.ndarray) -> bool:
     """A 5-D NZ cache splits D into D/16 (D/32 for int8) blocks [SEM §2]; no packed int4."""
     dtype = dtype_name(x.dtype)
-    return dtype not in ("int32", "int4") and x.shape[-1] % (32 if dtype == "int8" else 16) == 0
+    return dtype not in ("int32", "int4") and x.shape[-1] % nz_c0(dtype) == 0
 
 
 def _paged(case: Case, call: Call, view: CallView, kv: dict[str, np.ndarray],
@@ -94,7 +99,7 @@ def _paged(case: Case, call: Call, view: CallView, kv: dict[str, np.ndarray],
             dtype = dtype_name(x.dtype)
             shape = cache_shape(form, blocks, bs, view.KV_N, x.shape[-1], dtype)
             filler = garbage(shape, dtype, case.seed, f"{name}.{bs}.{form}")
-            new[name] = page(x, act_kv, table, blocks, bs, form, filler)
+            new[name] = page(x, act_kv, table, bs, filler)
         s2 = table.shape[1] * bs
         if call.get("atten_mask") is not None and view.attrs["sparse_mode"] in (0, 1):
             new["atten_mask"] = _pad_last(call["atten_mask"], s2, True)
@@ -125,17 +130,17 @@ def _from_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
     act_kv = list(view.act_kv)
     table = np.asarray(call["block_table"])
     bs = int(view.attrs["block_size"])
-    seq = max(act_kv + [0])
-    kv = {n: unpage(call[n], act_kv, table, bs, view.KV_N, seq) for n in PAGED_KV
+    lens = np.asarray(act_kv, np.int64)
+    kv = {n: paged_bnsd(np.asarray(call[n]), view.KV_N, table, lens) for n in PAGED_KV
           if call.get(n) is not None}
     new = dict(call, actual_seq_lengths_kv=cumulative(act_kv) if view.packed else act_kv)
     new.pop("block_table")
     new.pop("block_size", None)
     for name, dense in kv.items():
-        new[name] = pack(dense, act_kv, view.in_layout) if view.packed \
+        new[name] = pack(dense, view.in_layout, act_kv) if view.packed \
             else from_bnsd(dense, view.in_layout)
     small, large = block_sizes(view, dtype_name(call["key"].dtype))
-    plans = [(bs, True, form) for form in ("BnBsH", "BnNBsD", "NZ")] + \
+    plans = [(bs, True, form) for form in CACHE_FORMS] + \
         [(b, True, "BnBsH") for b in (small, large) if b != bs]
     partners = [Partner("contiguous", new, PAGED_TOLERANCE)]
     return keep_legal(partners + _paged(case, call, view, kv, act_kv, plans))

@@ -22,10 +22,10 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.metamorphic.layouts import DENSE, from_bnsd, to_bnsd
 from fia_fuzz.metamorphic.paging import garbage
 from fia_fuzz.spec import Case
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
 from fia_fuzz.spec.tensors import dtype_name
 
 PREFIX_TOLERANCE = Tolerance(2, "the kernel walks the prefix as a separate KV segment, so its "
@@ -83,7 +83,7 @@ def _split(case: Case, call: Call, v: CallView) -> list[Partner]:
           (PREFIX_TOLERANCE,))
 def prefix_vs_concatenation(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
-    if v.in_layout not in DENSE or v.is_kv_list:
+    if v.in_layout not in DENSE_LAYOUTS or v.is_kv_list:
         raise NotApplicable("a shared prefix needs dense, non-list KV")
     require_absent(call, NOT_WITH_PREFIX, "not allowed with (or not modelled for) a prefix")
     if call.get("key_shared_prefix") is not None:

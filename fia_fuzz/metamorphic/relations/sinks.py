@@ -22,9 +22,9 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.metamorphic.layouts import DENSE, from_bnsd, to_bnsd
-from fia_fuzz.metamorphic.masks import NO_BAND, user_mask
+from fia_fuzz.metamorphic.masks import batch_mask
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.geometry import DENSE_LAYOUTS, NO_BAND, from_bnsd, to_bnsd
 
 SINK_TOLERANCE = Tolerance(2, "a sink enters the row sum after the row max, a key column "
                               "enters the max, so exp() runs on differently shifted scores "
@@ -56,7 +56,7 @@ def sinks_vs_extra_column(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
     if call.get("learnable_sink") is None:
         raise NotApplicable("no learnable_sink")
-    if v.in_layout not in DENSE or v.is_kv_list:
+    if v.in_layout not in DENSE_LAYOUTS or v.is_kv_list:
         raise NotApplicable("needs dense, non-list KV")
     require_absent(call, NOT_MODELLED, "not modelled with sinks")
     mode = int(v.attrs["sparse_mode"])
@@ -86,6 +86,6 @@ def sinks_vs_extra_column(case: Case, call: Call) -> list[Partner]:
         new["pse_shift"][i, :, :, k] = sink.astype(q_dtype)[:, None]
     mask = call.get("atten_mask")
     if mask is not None:
-        rows = np.stack([user_mask(mask, i, v.decode)[:s1, :v.S2] for i in range(b)])
+        rows = np.stack([batch_mask(mask, i, b, v.decode)[:s1, :v.S2] for i in range(b)])
         new["atten_mask"] = _insert(rows[:, None], act_kv, False, axis=3)
     return keep_legal([Partner("extra-column", new, SINK_TOLERANCE)])

@@ -19,9 +19,9 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.metamorphic.layouts import DENSE
 from fia_fuzz.metamorphic.masks import effective_mask
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.geometry import DENSE_LAYOUTS
 
 MASK_TOLERANCE = Tolerance(2, "sparse modes let the kernel skip fully masked tiles and start "
                               "the online softmax at another tile than the explicit-mask path, "
@@ -33,7 +33,7 @@ MASK_TOLERANCE = Tolerance(2, "sparse modes let the kernel skip fully masked til
           (MASK_TOLERANCE,))
 def sparse_vs_explicit_mask(case: Case, call: Call) -> list[Partner]:
     v = view_of(call)
-    if v.in_layout not in DENSE:
+    if v.in_layout not in DENSE_LAYOUTS:
         raise NotApplicable(f"{v.in_layout}: packed-layout masks not modelled")
     if v.decode and call.get("query_rope") is None:
         raise NotApplicable("decode without rope ignores sparse_mode and the band")

@@ -103,15 +103,15 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
     layout, n, kv_n = view.in_layout, view.N, view.KV_N
     q_all = tensor(call["query"], device)
     qdtype = q_all.dtype
-    rope = call.get("query_rope")
+    rope = None if call.get("query_rope") is None else tensor(call["query_rope"], device)
     if view.packed:
         q_src = [to_nt(q_all, layout)]
         if rope is not None:
-            q_src.append(to_nt(tensor(rope, device), layout))
+            q_src.append(to_nt(rope, layout))
     else:
         q_src = [to_bnsd(q_all, layout, n)]
         if rope is not None:
-            q_src.append(to_bnsd(tensor(rope, device), layout, n))
+            q_src.append(to_bnsd(rope, layout, n))
     if view.mla_full_quant:
         # int8 query x its per-(token, head) scale, then an fp32 flow with a bf16 output
         # [TNPU v2 query d=512 全量化; golden/mla_quant.py]
@@ -199,8 +199,8 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
         # rows the op does not compute stay 0, not quantised zeros (= offset) [SEM §3]
         dead = torch.isinf(full_lse).unsqueeze(-1)
         result = torch.where(dead, torch.zeros((), dtype=result.dtype, device=device), result)
-    if view.mla_full_quant:
-        result = result.to(torch.bfloat16)
+    if view.mla_full_quant and rope is not None:
+        result = result.to(rope.dtype)   # an int8 query's output takes query_rope's dtype
     if view.packed:
         result = result.permute(1, 0, 2) if view.out_layout == "TND" else result
         lse_out = full_lse.permute(1, 0).unsqueeze(-1)
@@ -208,5 +208,5 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
         result = _from_bnsd(result, view.out_layout)
         lse_out = full_lse.unsqueeze(-1)
     if not view.attrs["softmax_lse_flag"]:
-        return to_numpy(result), np.zeros((1,), np.float32)
+        return to_numpy(result), np.zeros((0,), np.float32)   # torch_npu's empty placeholder
     return to_numpy(result), to_numpy(lse_out.float())

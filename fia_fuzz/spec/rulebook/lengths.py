@@ -122,18 +122,18 @@ def _monotonic(c: CallView) -> str | None:
     return None
 
 
-@rule("lengths.packed_total", "TND/NTD cumulative offsets end within the tensor's T",
+@rule("lengths.packed_total", "TND/NTD: the last cumulative offset equals the tensor's T",
       src("SEM", "2. Layouts (T = total tokens of a packed batch)"))
 def _packed_total(c: CallView) -> str | None:
     if not c.packed:
         return None
     out = []
     a = _ints(c, "actual_seq_lengths")
-    if a and a[-1] > c.q_dims["T"]:
-        out.append(f"actual_seq_lengths ends at {a[-1]} > query T={c.q_dims['T']}")
+    if a and a[-1] != c.q_dims["T"]:
+        out.append(f"actual_seq_lengths ends at {a[-1]} != query T={c.q_dims['T']}")
     if not c.paged:
         a = _ints(c, "actual_seq_lengths_kv")
         a = a[: c.B] if a else a
-        if a and a[-1] > c.kv_dims["T"]:
-            out.append(f"actual_seq_lengths_kv ends at {a[-1]} > key T={c.kv_dims['T']}")
+        if a and a[-1] != c.kv_dims["T"]:
+            out.append(f"actual_seq_lengths_kv ends at {a[-1]} != key T={c.kv_dims['T']}")
     return "; ".join(out) or None

@@ -79,8 +79,8 @@ def _dims(c: CallView) -> str | None:
     return None
 
 
-@rule("tnd.causal_lengths", "packed, sparse_mode 3: every batch's actual q length < actual k"
-                            "v length",
+@rule("tnd.causal_lengths", "packed, sparse_mode 3: every batch's actual q length <= actual k"
+                            "v length (V4's < read as <=, docs/rules.md disagreements)",
       src("V4", "TND 综合限制 d不等于512 (当sparseMode=3时，要求每个batch单独的actualSeqLe"
                 "ngths < actualSeqLe"
                 "ngthsKv)"))
@@ -88,8 +88,8 @@ def _causal(c: CallView) -> str | None:
     if not _not512(c) or c.attr_int("sparse_mode") != 3:
         return None
     pairs = enumerate(zip(c.act_q, c.act_kv, strict=False))
-    bad = [(b, q, kv) for b, (q, kv) in pairs if not q < kv]
-    return f"(batch, act_q, act_kv) {bad[:4]} violate act_q < act_kv" if bad else None
+    bad = [(b, q, kv) for b, (q, kv) in pairs if q > kv]
+    return f"(batch, act_q, act_kv) {bad[:4]} violate act_q <= act_kv" if bad else None
 
 
 @rule("tnd.block_size", "packed layouts with paged KV (D != 512): block_size 128, 512 or 1024",

@@ -1,0 +1,116 @@
+"""`repro_npu.py` in every bundle: the case as a standalone torch_npu script plus its data.
+
+The script (`repro_npu_template.py` with the case's call filled in) needs no
+fia-fuzz: `inputs.npz` holds the exact arguments the NPU front door receives
+(`runners.npu_calls.to_api`: int4 packed into int32 words, bfloat16 as its
+bits), `golden.npz` the fp64 ideal and the device-precision golden outputs.
+Inputs are always stored, never rebuilt from the seed, because rebuilding
+them needs fia-fuzz's generator (`spec/values.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from fia_fuzz.runners.npu_calls import APIS, refusal, to_api
+from fia_fuzz.spec import Case
+
+SCRIPT = "repro_npu.py"
+INPUTS = "inputs.npz"
+GOLDEN = "golden.npz"
+_TEMPLATE = Path(__file__).with_name("repro_npu_template.py")
+#: The torch_npu front doors a script can call, in order of preference.
+_FRONT_DOORS = ("npu", "npu-v2")
+
+
+def _front_door(case: Case, runner: str) -> tuple[str, str]:
+    """(api key, "") of the torch_npu API that can take the case, or ("", why none can)."""
+    order = ("npu-v2", "npu") if runner in ("npu-v2", "torchair") else _FRONT_DOORS
+    view = case.view()
+    whys = []
+    for api in order:
+        why = refusal(api, view)
+        if why is None:
+            return api, ""
+        whys.append(why)
+    return "", "; ".join(whys)
+
+
+def _stored(a: np.ndarray) -> tuple[np.ndarray, str]:
+    a = np.ascontiguousarray(a)
+    if a.dtype == ml_dtypes.bfloat16:
+        return a.view(np.uint16), "bfloat16"
+    return a, str(a.dtype)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
+
+
+def call_spec(case: Case, runner: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(the script's CALL, the arrays of inputs.npz) for `case` on its torch_npu API."""
+    api, why = _front_door(case, runner)
+    if not api:
+        return {"unexpressible": why}, {}
+    mapped = to_api(api, case.call())
+    arrays: dict[str, np.ndarray] = {}
+    dtypes: dict[str, str] = {}
+
+    def store(name: str, a: np.ndarray) -> None:
+        arrays[name], dtypes[name] = _stored(a)
+
+    positional = [f"arg{i}" for i in range(len(mapped.args))]
+    for name, a in zip(positional, mapped.args, strict=True):
+        store(name, a)
+    tensors, lists, scalars = [], {}, {}
+    for name, v in mapped.kwargs.items():
+        if isinstance(v, np.ndarray):
+            store(name, v)
+            tensors.append(name)
+        elif isinstance(v, list) and v and isinstance(v[0], np.ndarray):
+            for i, a in enumerate(v):
+                store(f"{name}.{i}", a)
+            lists[name] = len(v)
+        else:
+            scalars[name] = _plain(v)
+    spec = {"api": APIS[api], "positional": positional, "tensors": tensors,
+            "tensor_lists": lists, "scalars": scalars, "dtypes": dtypes, "unexpressible": ""}
+    return spec, arrays
+
+
+def script_text(case: Case, call: dict[str, Any]) -> str:
+    """The template with this case's CASE and CALL filled in (Python literals)."""
+    text = _TEMPLATE.read_text()
+    about = {"case_id": case.case_id, "features": case.features()}
+    for name, value in (("CASE", about), ("CALL", call)):
+        line = f"{name}: dict = {{}}\n"
+        if line not in text:
+            raise RuntimeError(f"{_TEMPLATE} lost its {name!r} line")
+        text = text.replace(line, f"{name}: dict = {_literal(value)}\n", 1)
+    return text
+
+
+def _literal(value: Any) -> str:
+    """A Python literal of JSON-able data (json's true/false/null spelt as Python's)."""
+    return repr(json.loads(json.dumps(value, default=str)))
+
+
+def write_repro_npu(bundle: Path, case: Case, runner: str,
+                    golden: dict[str, np.ndarray] | None) -> None:
+    """repro_npu.py, inputs.npz and (when the golden ran) golden.npz into `bundle`."""
+    call, arrays = call_spec(case, runner)
+    if arrays:
+        np.savez_compressed(bundle / INPUTS, **arrays)
+    if golden:
+        np.savez_compressed(bundle / GOLDEN, **{k: np.asarray(v, np.float64)
+                                                 for k, v in golden.items()})
+    (bundle / SCRIPT).write_text(script_text(case, call))
