@@ -32,6 +32,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hseed
+from hypothesis.database import choices_from_bytes, choices_to_bytes
 
 from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
@@ -41,9 +42,21 @@ from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import read_journal, result_files
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
 from fia_fuzz.spec import Case
-from fia_fuzz.strategies import cases, illegal_cases
+from fia_fuzz.strategies import illegal_cases
+from fia_fuzz.strategies.cases import recorded_cases
 
 Report = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Found:
+    """A failing case as drawn: its choice sequence through `recorded_cases(profile,
+    **filters)` and the seed mask of a steered draw (see `steered`), from which the shrink
+    replays and shrinks it; `choices` is None when unknown (an old bundle)."""
+
+    case: Case
+    choices: tuple[int, ...] | None = None
+    seed_xor: int = 0
 
 
 class StopExploring(BaseException):
@@ -100,7 +113,7 @@ class PartitionState:
     evaluated: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
     verdicts: Counter[str] = field(default_factory=Counter)
-    failing: dict[tuple[Any, ...], Case] = field(default_factory=dict)
+    failing: dict[tuple[Any, ...], Found] = field(default_factory=dict)
     bundles: dict[tuple[Any, ...], int] = field(default_factory=dict)
     last_mark: float = field(default_factory=time.perf_counter)
 
@@ -123,9 +136,13 @@ def _timeout(st: PartitionState) -> tuple[float, bool]:
     return (capped, True) if capped < full else (full, False)
 
 
-def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
-             ) -> dict[str, Any] | None:
-    """Evaluate one case in the isolated worker and record it; None if the budget cut it off."""
+def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
+             found: Found | None = None) -> dict[str, Any] | None:
+    """Evaluate one case in the isolated worker and record it; None if the budget cut it off.
+
+    `found` carries how the case was drawn; a failing row records it (draw_choices,
+    draw_xor) so this night's shrink and the next night's replay can shrink from it.
+    """
     cfg = st.cfg
     key_cell = () if cfg.negative else cell_of(case.features())
     bundle_dir = None
@@ -138,11 +155,14 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
             "attempt": st.job.attempt, "origin": origin,
             "mode": "negative" if cfg.negative else "precision",
             "repro": repro_command(case, cfg.runner, str(cfg.out))}
+    found = found or Found(case)
+    drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
+             {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
     if cfg.negative:
         res = st.worker.call(negative_task, st.ref, case.to_json(), timeout=timeout)
     else:
-        res = st.worker.call(evaluate_task, st.ref, case.to_json(), bundle_dir, tags,
-                             cfg.metamorphic, timeout=timeout)
+        res = st.worker.call(evaluate_task, st.ref, case.to_json(), bundle_dir,
+                             {**tags, **drawn}, cfg.metamorphic, timeout=timeout)
     if res.outcome == "timeout" and budget_cut:
         return None  # not a finished case: the budget ran out under it
     if res.ok:
@@ -154,8 +174,11 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
     row.update(tags, t_generate=t_generate, t_case=time.perf_counter() - t0,
                timestamp=time.time())
     kind = None if cfg.negative else failure_kind(row)
+    for k in drawn:
+        row.pop(k, None)
     if kind:
-        st.failing.setdefault(key_cell + (kind,), case)
+        row.update(drawn)
+        st.failing.setdefault(key_cell + (kind,), found)
         if bundle_dir is not None:
             st.bundles[key_cell] = st.bundles.get(key_cell, 0) + 1
             if "bundle" not in row:
@@ -194,15 +217,18 @@ def replay_corpus(st: PartitionState) -> None:
     prior = st.prior
     mine = prior[(prior["run_id"] == st.job.run_id) & (prior["origin"] == "replay")]
     replayed = set(mine["case_id"])
-    corpus = [c for c, m in bundle_cases(st.cfg.out)
+    corpus = [(c, m) for c, m in bundle_cases(st.cfg.out)
               if m.get("run_id") != st.job.run_id and c.case_id not in replayed
               and st.job.owns(c.case_id)]
     if corpus:
         st.report({"type": "log", "text": f"replaying {len(corpus)} corpus case(s) first"})
-    for case in corpus:
+    for case, metrics in corpus:
         if st.time_left() is not None and st.time_left() <= 0:
             return
-        run_case(st, case, "replay", 0.0)
+        choices = metrics.get("draw_choices")
+        found = Found(case, choices_from_hex(choices) if choices else None,
+                      int(metrics.get("draw_xor") or 0))
+        run_case(st, case, "replay", 0.0, found)
 
 
 def wind_down(cfg: CampaignConfig) -> float:
@@ -231,13 +257,15 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
     would make the partitions' streams drift apart.
     """
     cfg = st.cfg
-    strategy = illegal_cases() if cfg.negative else cases(profile=cfg.profile, **cfg.filters)
+    strategy = (illegal_cases().map(lambda c: (c, None)) if cfg.negative
+                else recorded_cases(profile=cfg.profile, **cfg.filters))
     fresh = [0]
 
     @hseed(derive_seed(cfg.seed, "round", rnd))
     @_settings(cfg, [Phase.generate])
     @given(strategy)
-    def step(case: Case) -> None:
+    def step(drawn: tuple[Case, tuple[int, ...] | None]) -> None:
+        case, choices = drawn
         if _stop_exploring(st):
             raise StopExploring
         cid = case.case_id
@@ -251,7 +279,7 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
         if not st.job.owns(cid) or cid in st.done:
             return
         t_gen = time.perf_counter() - st.last_mark
-        row = run_case(st, case, "explore", t_gen)
+        row = run_case(st, case, "explore", t_gen, Found(case, choices))
         st.last_mark = time.perf_counter()
         if row is None:
             raise StopExploring
@@ -265,7 +293,23 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
 
 def steered(case: Case, space: int) -> Case:
     """The case with its data seed moved into this partition's private seed space."""
+    if not space:
+        return case
     return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF)
+
+
+def choices_hex(choices: tuple[int, ...]) -> str:
+    """A choice sequence as text for a row (Hypothesis's own serialisation, hex)."""
+    return choices_to_bytes(choices).hex()
+
+
+def choices_from_hex(text: str) -> tuple[int, ...] | None:
+    """The choice sequence of `choices_hex`, or None when it does not decode."""
+    try:
+        decoded = choices_from_bytes(bytes.fromhex(text))
+    except ValueError:
+        return None
+    return None if decoded is None else tuple(int(c) for c in decoded)  # type: ignore[arg-type]
 
 
 def _steer_round(st: PartitionState, k: int) -> bool:
@@ -279,17 +323,17 @@ def _steer_round(st: PartitionState, k: int) -> bool:
 
     @hseed(derive_seed(cfg.seed, "steer", k, st.job.index, st.job.count))
     @_settings(cfg, [Phase.generate, Phase.target])
-    @given(cases(profile=cfg.profile, **cfg.filters))
-    def step(drawn: Case) -> None:
+    @given(recorded_cases(profile=cfg.profile, **cfg.filters))
+    def step(drawn: tuple[Case, tuple[int, ...]]) -> None:
         if _stop_exploring(st):
             raise StopExploring
-        case = steered(drawn, space)
+        case = steered(drawn[0], space)
         cid = case.case_id
         if cid in st.seen or cid in st.done:
             return
         st.seen.add(cid)
         t_gen = time.perf_counter() - st.last_mark
-        row = run_case(st, case, "steer", t_gen)
+        row = run_case(st, case, "steer", t_gen, Found(case, drawn[1], space))
         st.last_mark = time.perf_counter()
         if row is None:
             raise StopExploring
