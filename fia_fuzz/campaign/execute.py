@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.campaign.accepted import classify_accepted
 from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.evaluate import base_row, evaluate, failure_kind
 from fia_fuzz.metamorphic import check_relations, summarise
@@ -22,7 +23,12 @@ from fia_fuzz.spec.profiles import DEFAULT
 ACCEPTED_BY_PROFILE = "accepted (device profile)"
 
 
-def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
+def _case(case: Case | str) -> Case:
+    """A case sent as JSON, or as itself when it carries stored tensors."""
+    return case if isinstance(case, Case) else Case.from_json(case)
+
+
+def evaluate_task(ref: tuple[str, str], case_json: Case | str, bundle_dir: str | None,
                   extra: dict[str, Any] | None = None, metamorphic: bool = False
                   ) -> dict[str, Any]:
     """The row of one case (plus `extra`); its bundle goes under `bundle_dir` if it fails.
@@ -31,7 +37,7 @@ def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
     (no golden needed, so also when the golden cannot compute the case) and
     summarised into mm_* columns (`fia_fuzz.metamorphic.summarise`).
     """
-    case = Case.from_json(case_json)
+    case = _case(case_json)
     runner = resolve_runner(ref)
     outputs: dict[str, np.ndarray] = {}
     row = evaluate(case, runner, outputs=outputs)
@@ -45,16 +51,18 @@ def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
     return row
 
 
-def negative_task(ref: tuple[str, str], case_json: str, rules: str = DEFAULT
+def negative_task(ref: tuple[str, str], case_json: Case | str, rules: str = DEFAULT
                   ) -> dict[str, Any]:
     """Send an illegal case straight to the backend: did it reject it or return something?
 
-    `rejected` (with the backend's message) is the good answer; `accepted`
-    means it silently returned a result for a call the docs forbid, a finding
-    unless the campaign's rule profile `rules` (the device's own checks)
-    holds the call legal: then it is `accepted (device profile)`, as expected.
+    `rejected` (with the backend's message) is the good answer. A result for
+    a call the docs forbid is `accepted (device profile)` when the campaign's
+    rule profile `rules` (the device's own checks) holds the call legal, as
+    expected; otherwise it is judged against the golden's lenient route
+    (`accepted.classify_accepted`): accepted-correct, accepted-wrong (a silent
+    wrong result) or accepted-undefined (no defined arithmetic).
     """
-    case = Case.from_json(case_json)
+    case = _case(case_json)
     runner = resolve_runner(ref)
     row = base_row(case, runner.name)
     row["broken_rules"] = ",".join(sorted({v.rule for v in validate(**case.specs())}))
@@ -65,6 +73,9 @@ def negative_task(ref: tuple[str, str], case_json: str, rules: str = DEFAULT
     except Exception as exc:  # a clean rejection is what we hope for
         row.update(outcome="rejected", error=f"{type(exc).__name__}: {exc}"[:2000])
         return row
-    row.update(outcome=ACCEPTED_BY_PROFILE if not profile_broken else "accepted", error="",
-               accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
+    row.update(error="", accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
+    if not profile_broken:
+        row["outcome"] = ACCEPTED_BY_PROFILE
+    else:
+        row.update(classify_accepted(case, (np.asarray(out), np.asarray(lse))))
     return row

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import time
 from collections.abc import Iterable
@@ -39,6 +38,7 @@ from fia_fuzz.campaign.partition import (
     steered,
     wind_down,
 )
+from fia_fuzz.diff.signature import signature
 from fia_fuzz.spec import Case
 from fia_fuzz.strategies.cases import recorded_cases
 
@@ -78,14 +78,8 @@ class SeedDatabase(ExampleDatabase):
 
 
 def case_size(case: Case) -> int:
-    """Elements of every tensor of the call: what "smaller" means for a minimal case."""
-    total = 0
-    for spec in case.specs().values():
-        for t in spec if isinstance(spec, list) else [spec]:
-            shape = getattr(t, "shape", None)
-            if shape is not None:
-                total += math.prod(shape)
-    return total
+    """Elements of every tensor of the call (`Case.elements`): "smaller" for a minimal case."""
+    return case.elements()
 
 
 def cell_key(cell: tuple[tuple[str, Any], ...], kind: str) -> str:
@@ -177,7 +171,8 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
     if st.job.hard_end is not None:
         stop_at = min(stop_at, st.job.hard_end - wind_down(cfg))
     if found.choices is None:
-        steps, failing, note = [], {}, "no recorded choice sequence (an older bundle)"
+        steps, failing, note = [], {}, ("no recorded choice sequence (an older bundle, a "
+                                        "seed case or a draw from a seed case's cell)")
     else:
         steps, failing, note = _search(st, cell, kind, found, stop_at)
     failing.pop(found.case.case_id, None)
@@ -195,11 +190,12 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
             "repro": repro_command(minimal, cfg.runner, str(cfg.out))}
     if choices is not None:
         tags.update(draw_choices=choices_hex(choices), draw_xor=found.seed_xor)
-    res = st.worker.call(evaluate_task, st.ref, minimal.to_json(), str(cfg.out), tags,
-                         timeout=cfg.case_timeout_s)
+    res = st.worker.call(evaluate_task, st.ref, minimal if minimal.stored else minimal.to_json(),
+                         str(cfg.out), tags, timeout=cfg.case_timeout_s)
     row = res.value if res.ok else {"case_id": minimal.case_id, "case_json": minimal.to_json(),
                                     "runner": cfg.runner, "outcome": res.outcome,
                                     "error": res.message, **tags}
+    row["signature"] = signature(row)
     bundle = row.get("bundle") or str(write_bundle(cfg.out, minimal, row))
     row["bundle"] = bundle
     if shrunk and minimal.case_id not in st.done:

@@ -6,8 +6,11 @@ TensorSpecs in place of tensors (so `validate(**case.specs())` works as is),
 a fill recipe per tensor (for a value argument: an optional dtype to pass it
 in), a seed and the rule profile it is legal under (`rules`, "docs" unless a
 device profile drew it; kept out of the JSON when "docs", so ids stay stable).
-`call()` materialises it deterministically; `case_id` is a hash of its canonical JSON, stable across
-machines and runs.
+`call()` materialises it deterministically; `case_id` is a hash of its
+canonical JSON, stable across machines and runs. A tensor may instead be
+stored (real data, e.g. imported from a model's dump): its recipe holds the
+data's digest and `stored` the arrays, kept in a .npz beside the case file
+(spec/stored.py).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined, Violation
+from fia_fuzz.spec.stored import STORED, stored_keys
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
 from fia_fuzz.spec.validate import check_view, output_specs
 from fia_fuzz.spec.values import default_fill, materialise, materialise_blocks
@@ -72,6 +76,9 @@ class Case:
     fills: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed: int = 0
     rules: str = profiles.DEFAULT
+    #: Arrays of the tensors whose recipe is "stored", by `stored_keys` (not in the JSON:
+    #: the recipe's digest stands for them).
+    stored: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.params) - set(ALL_ARGS))
@@ -131,6 +138,15 @@ class Case:
                 out[name] = np.asarray(out[name], dtype=NUMPY_DTYPES[dt])
         return out
 
+    def elements(self) -> int:
+        """Elements of every tensor of the call: what "smaller" means for a minimal case."""
+        total = 0
+        for spec in self.specs().values():
+            for t in spec if isinstance(spec, list) else [spec]:
+                shape = getattr(t, "shape", None)
+                total += int(np.prod(shape)) if shape is not None else 0
+        return total
+
     def value_dtype(self, name: str) -> str | None:
         """The dtype override of a value argument (None: the op's own form)."""
         return self.fills.get(name, {}).get(VALUE_DTYPE_KEY) if name in VALUE_ARGS else None
@@ -156,7 +172,10 @@ class Case:
         for name, value in self.params.items():
             if value is None:
                 continue
-            if name in TENSOR_ARGS:
+            if name in TENSOR_ARGS and self.fill(name).get("dist") == STORED:
+                arrays = [self._stored(k) for k in stored_keys(name, value)]
+                out[name] = arrays if isinstance(value, list) else arrays[0]
+            elif name in TENSOR_ARGS:
                 if data and self.lazy(name):
                     out[name] = materialise_blocks(value, self.fill(name), self.seed, name,
                                                    self.referenced_blocks())
@@ -198,6 +217,12 @@ class Case:
         except (Undetermined, KeyError, ValueError, TypeError):
             pass
         return total
+
+    def _stored(self, key: str) -> np.ndarray:
+        if key not in self.stored:
+            raise ValueError(f"{key}: the case's stored tensor is not loaded (load the case "
+                             "with fia_fuzz.spec.inputs.load_case, its .npz beside it)")
+        return self.stored[key]
 
     def view(self) -> CallView:
         return CallView(self.specs())
