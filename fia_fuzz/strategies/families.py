@@ -108,6 +108,11 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
                   "sparse_mode": (0, 3, 4), "workload": OWN},
 }
 
+#: A size_edge filter is steered by the workloads family only (others reach edges by chance).
+for _name, _scope in FAMILY_SCOPE.items():
+    if _name != "workloads":
+        _scope["size_edge"] = ("free",)
+
 
 def _common_tail(dr: Draft, inner: tuple[int, ...], lse: tuple[bool, ...] = (False, True)
                  ) -> None:
