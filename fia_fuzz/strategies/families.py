@@ -44,6 +44,7 @@ from fia_fuzz.strategies.draft import (
     shape,
     spec,
 )
+from fia_fuzz.strategies.workloads import OWN, workloads
 
 FLOAT = ("float16", "bfloat16")
 GROUPS = (1, 2, 4, 8, 3, 5, 6, 16, 12, 32, 64)
@@ -100,6 +101,14 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
                "kv_list": (False,), "q_padding": (False,), "kv_padding": (False,),
                "prefix": (False,), "pse": (False,), "post_quant": (False,), "sink": (False,),
                "empty": ("none",), "plain": (False,), "band": ("default",)},
+    # production patterns (strategies/workloads.py): TND/BSH/BNSD over paged BnBsH caches
+    "workloads": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "layout": ("TND", "BSH", "BNSD"),
+                  "rope": (False,), "rope_d": ("none",), "paged": (True,), "cache": ("BnBsH",),
+                  "kv_list": (False,), "prefix": (False,), "q_padding": (False,),
+                  "kv_padding": (False,), "pse": (False,), "post_quant": (False,),
+                  "full_quant": (False,), "antiquant": ("none",), "sink": (False,),
+                  "plain": (False,), "empty": ("none",), "dv": ("equal",),
+                  "sparse_mode": (0, 3, 4), "workload": OWN},
 }
 
 
@@ -706,5 +715,5 @@ def gqa_nz(dr: Draft) -> None:
 
 FAMILIES: dict[str, Callable[[Draft], None]] = {
     "dense": dense, "antiquant": antiquant, "full_quant": full_quant, "packed": packed,
-    "mla": mla, "gqa_nz": gqa_nz,
+    "mla": mla, "gqa_nz": gqa_nz, "workloads": workloads,
 }
