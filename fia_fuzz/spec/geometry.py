@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fia_fuzz.spec.blocks import compact_table
+
 if TYPE_CHECKING:  # typing only: call.py itself reads its layouts from here
     from fia_fuzz.spec.call import CallView
 
@@ -265,8 +267,15 @@ def gather(blocks: np.ndarray, block_table: np.ndarray, lengths: np.ndarray) -> 
 
 def paged_bnsd(cache: np.ndarray, kv_heads: int, block_table: np.ndarray,
                lengths: np.ndarray) -> np.ndarray:
-    """A paged cache as right-padded (B, KV_N, max(lengths), D)."""
-    return gather(cache_tokens(cache, kv_heads), block_table, lengths).transpose(0, 2, 1, 3)
+    """A paged cache as right-padded (B, KV_N, max(lengths), D).
+
+    Only the referenced blocks are copied out of the cache (before any layout
+    change), so a huge, mostly untouched (lazy) cache costs what its used
+    blocks cost.
+    """
+    block_size = cache_tokens(cache[:0], kv_heads).shape[1]
+    used, local = compact_table(block_table, lengths, block_size)
+    return gather(cache_tokens(cache[used], kv_heads), local, lengths).transpose(0, 2, 1, 3)
 
 
 def page(x: np.ndarray, lengths: Sequence[int], table: np.ndarray, block_size: int,
