@@ -22,9 +22,6 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +34,13 @@ from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import base_row, failure_kind, repro_command
 from fia_fuzz.campaign.execute import evaluate_task, negative_task
+from fia_fuzz.campaign.shrink import shrink_failures
+from fia_fuzz.campaign.state import PartitionJob, PartitionState, Report, wind_down
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import read_journal, result_files
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
 from fia_fuzz.spec import Case
 from fia_fuzz.strategies import cases, illegal_cases
-
-Report = Callable[[dict[str, Any]], None]
 
 
 class StopExploring(BaseException):
@@ -53,63 +50,6 @@ class StopExploring(BaseException):
 def derive_seed(*parts: object) -> int:
     """A seed for one (campaign seed, round / cell ...) tuple, the same on every machine."""
     return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:15], 16)
-
-
-@dataclass(frozen=True)
-class PartitionJob:
-    """What one worker process needs: the config, who it is, and the clock."""
-
-    cfg: CampaignConfig
-    run_id: str
-    attempt: int
-    worker: int
-    device: int | None
-    hard_end: float | None  # time.time() at which everything must be over
-    explore_end: float | None  # stop exploring here if a failure waits to be shrunk
-
-    @property
-    def count(self) -> int:
-        return self.cfg.shards * self.cfg.workers
-
-    @property
-    def index(self) -> int:
-        return self.cfg.shard * self.cfg.workers + self.worker
-
-    def owns(self, case_id: str) -> bool:
-        return int(case_id, 16) % self.count == self.index
-
-    @property
-    def stem(self) -> str:
-        c = self.cfg
-        return (f"{self.run_id}-s{c.shard}of{c.shards}-w{self.worker}of{c.workers}"
-                f"-a{self.attempt}")
-
-
-@dataclass
-class PartitionState:
-    job: PartitionJob
-    report: Report
-    writer: ResultWriter
-    worker: IsolatedWorker
-    ref: tuple[str, str]
-    meta: dict[str, Any]
-    done: set[str]
-    prior: pd.DataFrame
-    seen: set[str] = field(default_factory=set)
-    positions: int = 0
-    evaluated: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
-    verdicts: Counter[str] = field(default_factory=Counter)
-    failing: dict[tuple[Any, ...], Case] = field(default_factory=dict)
-    bundles: dict[tuple[Any, ...], int] = field(default_factory=dict)
-    last_mark: float = field(default_factory=time.perf_counter)
-
-    @property
-    def cfg(self) -> CampaignConfig:
-        return self.job.cfg
-
-    def time_left(self) -> float | None:
-        return None if self.job.hard_end is None else self.job.hard_end - time.time()
 
 
 def _timeout(st: PartitionState) -> tuple[float, bool]:
@@ -203,11 +143,6 @@ def replay_corpus(st: PartitionState) -> None:
         if st.time_left() is not None and st.time_left() <= 0:
             return
         run_case(st, case, "replay", 0.0)
-
-
-def wind_down(cfg: CampaignConfig) -> float:
-    """Seconds before the budget's end at which no new case starts (room to close files)."""
-    return min(0.025 * (cfg.budget_s or 0.0), 10.0)
 
 
 def _stop_exploring(st: PartitionState) -> bool:
@@ -324,8 +259,6 @@ def explore(st: PartitionState) -> None:
 
 def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
     """Run one partition to the end; returns its counts. Never raises for a case's fate."""
-    from fia_fuzz.campaign.shrink import shrink_failures
-
     cfg = job.cfg
     prior = recorded(Path(cfg.out))
     done = set(prior["case_id"])

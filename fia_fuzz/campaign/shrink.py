@@ -27,7 +27,7 @@ from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.config import cell_of
 from fia_fuzz.campaign.evaluate import failure_kind
 from fia_fuzz.campaign.execute import evaluate_task
-from fia_fuzz.campaign.partition import PartitionState, wind_down
+from fia_fuzz.campaign.state import PartitionState, wind_down
 from fia_fuzz.spec import Case
 from fia_fuzz.strategies import cases
 
