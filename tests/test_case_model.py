@@ -76,7 +76,7 @@ def test_value_dtype_override_reaches_validate_json_and_call() -> None:
 def test_mla_full_quant_features_name_its_output_and_no_antiquant() -> None:
     """MLA full quant returns bf16, and its key/value scales are not antiquant."""
     from fia_fuzz.spec import output_specs
-    from fia_fuzz.spec.rulebook.examples import BASES
+    from fia_fuzz.spec.rulebook.bases import BASES
 
     case = Case(params=dict(BASES["mla_int8"]))
     f = case.features()
@@ -87,7 +87,7 @@ def test_mla_full_quant_features_name_its_output_and_no_antiquant() -> None:
 
 def test_call_without_data_has_the_shapes_and_dtypes_and_no_memory() -> None:
     from fia_fuzz.spec.params import TENSOR_ARGS
-    from fia_fuzz.spec.rulebook.examples import BASES
+    from fia_fuzz.spec.rulebook.bases import BASES
 
     case = Case(params=dict(BASES["paged_decode"]))
     full, hollow = case.call(), case.call(data=False)

@@ -24,11 +24,14 @@ documents are silent are listed after the table.
 
 Sources: {sources}.
 
-Adding a rule: register it with `@rule(id, summary, source)` in the
-`fia_fuzz/spec/rulebook/` module of its concern; add at least one call that
-breaks exactly it to `NEGATIVE` in `fia_fuzz/spec/rulebook/examples.py` (the
-tests fail for a rule without one, and check that its base call passes it);
-then regenerate this file. `examples.violating(rule_id)` returns those calls.
+Adding a rule: register it with `@rule(id, summary, source)` in
+`fia_fuzz/spec/rulebook/<prefix>.py`, the module named for its id prefix, as a
+check named after its id (`gqa.divisible`: `gqa_divisible`); add at least one
+call that breaks exactly it to that module's `NEGATIVE` (built from the legal
+calls of `rulebook/bases.py`; the tests fail for a rule without one, and check
+that its base call passes it), and a breaker to
+`fia_fuzz/strategies/illegal/<prefix>.py`; then regenerate this file.
+`fia_fuzz.spec.rulebook.violating(rule_id)` returns those calls.
 """
 
 NOTES = """## Disagreements between the documents, and decisions

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from fia_fuzz.spec import Case, TensorSpec
 from fia_fuzz.spec.case import VALUE_DTYPE_KEY
 from fia_fuzz.spec.rulebook.dims import S_MAX
-from fia_fuzz.spec.rulebook.rope import MLA_HEADS, MLA_TND_HEADS
+from fia_fuzz.spec.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
 from fia_fuzz.spec.rulebook.tnd import T_MAX
 from fia_fuzz.strategies.breaker import Breaker
 from fia_fuzz.strategies.case_edits import (

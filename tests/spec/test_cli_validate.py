@@ -49,7 +49,7 @@ def test_kv_list_and_paged_calls_load(tmp_path: Path, capsys) -> None:
 
 def test_case_json_is_accepted(tmp_path: Path, capsys) -> None:
     from fia_fuzz.spec import Case
-    from fia_fuzz.spec.rulebook.examples import BASES
+    from fia_fuzz.spec.rulebook.bases import BASES
 
     case = Case(params=BASES["paged_decode"], seed=3)
     p = tmp_path / "case.json"

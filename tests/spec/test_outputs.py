@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fia_fuzz.spec import CallView, IllegalCall, TensorSpec, infer_outputs, output_specs
-from fia_fuzz.spec.rulebook.examples import call
+from fia_fuzz.spec.rulebook.bases import call
 
 
 def T(*shape: int, dtype: str = "float16") -> TensorSpec:  # noqa: N802

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fia_fuzz.spec import IllegalCall, TensorSpec, infer_outputs, validate
 from fia_fuzz.spec.params import ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
-from fia_fuzz.spec.rulebook.examples import BASES, call
+from fia_fuzz.spec.rulebook.bases import BASES, call
 from fia_fuzz.spec.tensors import DTYPES
 
 JUNK = st.one_of(

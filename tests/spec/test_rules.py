@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fia_fuzz.spec import RULES, validate
-from fia_fuzz.spec.rulebook.examples import BASES, NEGATIVE, call, violating
+from fia_fuzz.spec.rulebook import NEGATIVE, violating
+from fia_fuzz.spec.rulebook.bases import BASES, call
 
 
 @pytest.mark.parametrize("name", sorted(BASES))
@@ -52,3 +53,17 @@ def test_rule_is_judged_and_passes_on_a_legal_call(rule_id: str) -> None:
 
 def test_violating_returns_the_examples() -> None:
     assert violating("gqa.divisible") and violating("no.such.rule") == []
+
+
+def test_rule_lives_in_the_module_of_its_prefix() -> None:
+    """From a rule id to its code in one hop: `gqa.divisible` is `rulebook.gqa.gqa_divisible`,
+    and that module's NEGATIVE holds its negative calls."""
+    import importlib
+
+    for rid, r in RULES.items():
+        prefix = rid.split(".")[0]
+        module = importlib.import_module(f"fia_fuzz.spec.rulebook.{prefix}")
+        assert r.check.__module__ == module.__name__, rid
+        assert r.check.__name__ == rid.replace(".", "_"), rid
+        assert all(n[0].startswith(prefix + ".") for n in module.NEGATIVE), prefix
+        assert any(n[0] == rid for n in module.NEGATIVE), rid

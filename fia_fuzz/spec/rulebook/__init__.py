@@ -1,19 +1,27 @@
-"""The documented constraints of FIA, one module per concern.
+"""The documented constraints of FIA, one module per rule-id prefix.
 
-Importing this package registers every rule in `fia_fuzz.spec.rules.RULES`;
-the import order below is the evaluation order (arguments before shapes
-before features), so the cheapest, most basic violation is reported first.
+A rule `gqa.divisible` lives in `rulebook/gqa.py` as the check
+`gqa_divisible`, next to that module's `NEGATIVE` calls (each breaking one of
+its rules, built from the legal calls of `bases.py`); its breaker is in
+`fia_fuzz/strategies/illegal/gqa.py`. Importing this package registers every
+rule in `fia_fuzz.spec.rules.RULES`; the order of `MODULES` is the evaluation
+order (arguments before shapes before features), so the cheapest, most basic
+violation is reported first.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 # isort: off
-from fia_fuzz.spec.rulebook import (  # noqa: F401
-    arguments,
-    dtypes,
-    layouts,
-    heads,
+from fia_fuzz.spec.rulebook import (
+    args,
+    dtype,
+    layout,
+    gqa,
     dims,
     lengths,
-    masks,
+    mask,
     pse,
     padding,
     kvlist,
@@ -22,8 +30,22 @@ from fia_fuzz.spec.rulebook import (  # noqa: F401
     antiquant,
     quant,
     rope,
+    mla,
     tnd,
     nz,
-    outputs,
+    precise,
+    sink,
 )
 # isort: on
+from fia_fuzz.spec.rulebook.bases import call
+
+MODULES = (args, dtype, layout, gqa, dims, lengths, mask, pse, padding, kvlist, paged, prefix,
+           antiquant, quant, rope, mla, tnd, nz, precise, sink)
+
+#: (rule id, base call, overrides) of every module, in evaluation order.
+NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [n for m in MODULES for n in m.NEGATIVE]
+
+
+def violating(rule_id: str) -> list[dict[str, Any]]:
+    """Calls that break exactly `rule_id` (empty for an unknown id)."""
+    return [call(base, **over) for r, base, over in NEGATIVE if r == rule_id]

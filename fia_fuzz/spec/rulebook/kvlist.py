@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.rulebook.bases import T
 from fia_fuzz.spec.rules import rule, src
 
 LIST_MAX_BATCH = 256
@@ -10,7 +13,7 @@ LIST_MAX_BATCH = 256
 
 @rule("kvlist.count", "key and value lists hold exactly B tensors each",
       src("V4", "参数说明 key (tensorlist中的batch只能为1，个数等于query的B)"))
-def _count(c: CallView) -> str | None:
+def kvlist_count(c: CallView) -> str | None:
     if not c.is_kv_list:
         return None
     nk, nv = len(c.spec_list("key")), len(c.spec_list("value"))
@@ -23,7 +26,7 @@ def _count(c: CallView) -> str | None:
 
 @rule("kvlist.batch_one", "every tensor of a key/value list has batch 1",
       src("V4", "参数说明 key (tensorlist中的batch只能为1)"))
-def _batch_one(c: CallView) -> str | None:
+def kvlist_batch_one(c: CallView) -> str | None:
     if not c.is_kv_list:
         return None
     for name in ("key", "value"):
@@ -35,7 +38,7 @@ def _batch_one(c: CallView) -> str | None:
 
 @rule("kvlist.uniform", "list tensors agree on everything but S, and key[i] matches value[i]",
       src("V4", "参数说明 key (key、value中对应tensor的shape需要完全一致; N和D需要相等)"))
-def _uniform(c: CallView) -> str | None:
+def kvlist_uniform(c: CallView) -> str | None:
     if not c.is_kv_list:
         return None
     keys, values = c.spec_list("key"), c.spec_list("value")
@@ -57,7 +60,7 @@ def _uniform(c: CallView) -> str | None:
 
 @rule("kvlist.b_max_256", "a key/value tensor list allows B <= 256",
       src("V4", "参数说明 key (非连续场景下B不能大于256)"))
-def _b_max(c: CallView) -> str | None:
+def kvlist_b_max_256(c: CallView) -> str | None:
     if c.is_kv_list and c.B > LIST_MAX_BATCH:
         return f"B={c.B} > {LIST_MAX_BATCH} with a key/value tensor list"
     return None
@@ -65,7 +68,7 @@ def _b_max(c: CallView) -> str | None:
 
 @rule("kvlist.not_paged", "tensor-list key/value is not supported with paged attention",
       src("V4", "约束说明 PagedAttention (不支持tensorlist场景)"))
-def _not_paged(c: CallView) -> str | None:
+def kvlist_not_paged(c: CallView) -> str | None:
     if c.is_kv_list and c.paged:
         return "key/value tensor list together with block_table"
     return None
@@ -73,7 +76,20 @@ def _not_paged(c: CallView) -> str | None:
 
 @rule("kvlist.no_left_padding", "tensor-list key/value is not supported with left padding",
       src("V4", "当Q_S等于1时 kv左padding场景 (不支持PagedAttention、tensorlist); SEM §2"))
-def _no_padding(c: CallView) -> str | None:
+def kvlist_no_left_padding(c: CallView) -> str | None:
     if c.is_kv_list and c.left_padding:
         return "key/value tensor list together with query_padding_size/kv_padding_size"
     return None
+
+
+#: (rule id, base call, overrides): each breaks exactly that rule of this module.
+NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
+    ("kvlist.count", "kvlist", {"key": [T(1, 16, 128)] * 3, "value": [T(1, 16, 128)] * 3}),
+    ("kvlist.batch_one", "kvlist", {"key": [T(2, 16, 128)] * 2, "value": [T(2, 16, 128)] * 2}),
+    ("kvlist.uniform", "kvlist", {"value": [T(1, 16, 128), T(1, 20, 128)]}),
+    ("kvlist.b_max_256", "kvlist", {"query": T(257, 1, 256), "key": [T(1, 16, 128)] * 257,
+                                    "value": [T(1, 16, 128)] * 257}),
+    ("kvlist.not_paged", "paged_decode", {"key": [T(8, 16, 128)] * 2,
+                                          "value": [T(8, 16, 128)] * 2}),
+    ("kvlist.no_left_padding", "kvlist", {"kv_padding_size": [0]}),
+]

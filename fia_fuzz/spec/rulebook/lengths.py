@@ -8,7 +8,10 @@ lengths unless the KV is paged (then they are per-batch, V4 TND d=512 table).
 
 from __future__ import annotations
 
+from typing import Any
+
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.rulebook.bases import T, bf
 from fia_fuzz.spec.rules import rule, src
 
 PACKED_MAX_BATCH = 4096
@@ -21,7 +24,7 @@ def _ints(c: CallView, name: str) -> list[int] | None:
 @rule("lengths.q_count", "actual_seq_lengths has length 1 or at least B",
       src("V4", "参数说明 actualSeqLengths (传入长度为1时...大于等于Batch时取前Batch个数。"
                 "其他长度不支持)"))
-def _q_count(c: CallView) -> str | None:
+def lengths_q_count(c: CallView) -> str | None:
     a = _ints(c, "actual_seq_lengths")
     if a is None or c.packed or c.decode:
         return None
@@ -33,7 +36,7 @@ def _q_count(c: CallView) -> str | None:
 @rule("lengths.kv_count",
       "actual_seq_lengths_kv has length 1 or at least B (at least B for packed layouts)",
       src("V4", "参数说明 actualSeqLengthsKv; TND 综合限制"))
-def _kv_count(c: CallView) -> str | None:
+def lengths_kv_count(c: CallView) -> str | None:
     a = _ints(c, "actual_seq_lengths_kv")
     if a is None:
         return None
@@ -46,7 +49,7 @@ def _kv_count(c: CallView) -> str | None:
 
 @rule("lengths.q_nonnegative", "actual_seq_lengths values are non-negative",
       src("V4", "参数说明 actualSeqLengths (传入时应为非负数)"))
-def _q_nonneg(c: CallView) -> str | None:
+def lengths_q_nonnegative(c: CallView) -> str | None:
     a = _ints(c, "actual_seq_lengths")
     if a is None or (c.decode and not c.packed):
         return None
@@ -56,7 +59,7 @@ def _q_nonneg(c: CallView) -> str | None:
 
 @rule("lengths.kv_nonnegative", "actual_seq_lengths_kv values are non-negative",
       src("V4", "参数说明 actualSeqLengthsKv (传入时应为非负数)"))
-def _kv_nonneg(c: CallView) -> str | None:
+def lengths_kv_nonnegative(c: CallView) -> str | None:
     a = _ints(c, "actual_seq_lengths_kv")
     if a is None:
         return None
@@ -66,7 +69,7 @@ def _kv_nonneg(c: CallView) -> str | None:
 
 @rule("lengths.q_max", "each actual_seq_lengths value is at most the query S",
       src("V4", "参数说明 actualSeqLengths (不大于query中对应batch的实际Sequence Length)"))
-def _q_max(c: CallView) -> str | None:
+def lengths_q_max(c: CallView) -> str | None:
     if c.packed or c.decode or c.values.get("actual_seq_lengths") is None:
         return None
     over = [(b, a) for b, a in enumerate(c.act_q) if a > c.S1]
@@ -77,7 +80,7 @@ def _q_max(c: CallView) -> str | None:
 
 @rule("lengths.kv_max", "each actual_seq_lengths_kv value is at most that batch's KV S",
       src("V4", "参数说明 actualSeqLengthsKv (不大于key/value中对应batch的Sequence Length)"))
-def _kv_max(c: CallView) -> str | None:
+def lengths_kv_max(c: CallView) -> str | None:
     if c.paged or c.packed or c.values.get("actual_seq_lengths_kv") is None:
         return None
     over = [(b, a, c.kv_seq(b)) for b, a in enumerate(c.act_kv) if a > c.kv_seq(b)]
@@ -89,7 +92,7 @@ def _kv_max(c: CallView) -> str | None:
 @rule("lengths.packed_required", "TND/NTD layouts need actual_seq_lengths and actual_seq_l"
                                  "engths_kv",
       src("V4", "TND、TND_NTD、NTD_TND 综合限制 (actualSeqLengths和actualSeqLengthsKv必须传入)"))
-def _packed_required(c: CallView) -> str | None:
+def lengths_packed_required(c: CallView) -> str | None:
     if not c.packed:
         return None
     missing = [n for n in ("actual_seq_lengths", "actual_seq_lengths_kv") if not c.has(n)]
@@ -98,7 +101,7 @@ def _packed_required(c: CallView) -> str | None:
 
 @rule("lengths.packed_count_max", "TND/NTD actual lengths have at most 4096 entries",
       src("V4", "TND、TND_NTD、NTD_TND 综合限制 (长度<=4096)"))
-def _packed_count(c: CallView) -> str | None:
+def lengths_packed_count_max(c: CallView) -> str | None:
     if not c.packed:
         return None
     long = {n: len(a) for n in ("actual_seq_lengths", "actual_seq_lengths_kv")
@@ -108,7 +111,7 @@ def _packed_count(c: CallView) -> str | None:
 
 @rule("lengths.packed_monotonic", "TND/NTD cumulative offsets never decrease",
       src("SEM", "2. Layouts (cumulative end offsets)"))
-def _monotonic(c: CallView) -> str | None:
+def lengths_packed_monotonic(c: CallView) -> str | None:
     if not c.packed:
         return None
     names = ["actual_seq_lengths"] + ([] if c.paged else ["actual_seq_lengths_kv"])
@@ -124,7 +127,7 @@ def _monotonic(c: CallView) -> str | None:
 
 @rule("lengths.packed_total", "TND/NTD: the last cumulative offset equals the tensor's T",
       src("SEM", "2. Layouts (T = total tokens of a packed batch)"))
-def _packed_total(c: CallView) -> str | None:
+def lengths_packed_total(c: CallView) -> str | None:
     if not c.packed:
         return None
     out = []
@@ -137,3 +140,32 @@ def _packed_total(c: CallView) -> str | None:
         if a and a[-1] != c.kv_dims["T"]:
             out.append(f"actual_seq_lengths_kv ends at {a[-1]} != key T={c.kv_dims['T']}")
     return "; ".join(out) or None
+
+
+#: (rule id, base call, overrides): each breaks exactly that rule of this module.
+NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
+    ("lengths.q_count", "padded", {"query_padding_size": None, "kv_padding_size": None,
+                                   "query": T(3, 6, 256), "key": T(3, 16, 256),
+                                   "value": T(3, 16, 256), "actual_seq_lengths": [2, 3],
+                                   "actual_seq_lengths_kv": [10]}),
+    ("lengths.kv_count", "padded", {"query_padding_size": None, "kv_padding_size": None,
+                                    "query": T(3, 6, 256), "key": T(3, 16, 256),
+                                    "value": T(3, 16, 256), "actual_seq_lengths": [2],
+                                    "actual_seq_lengths_kv": [10, 12]}),
+    ("lengths.kv_count", "tnd", {"actual_seq_lengths_kv": [20]}),
+    ("lengths.q_nonnegative", "masked", {"actual_seq_lengths": [-1, 4]}),
+    ("lengths.kv_nonnegative", "masked", {"actual_seq_lengths_kv": [-3, 16]}),
+    ("lengths.q_max", "masked", {"actual_seq_lengths": [3, 5]}),
+    ("lengths.kv_max", "masked", {"actual_seq_lengths_kv": [10, 17]}),
+    ("lengths.kv_max", "kvlist", {"actual_seq_lengths_kv": [16, 25]}),
+    ("lengths.packed_required", "tnd", {"actual_seq_lengths_kv": None}),
+    ("lengths.packed_count_max", "tnd",
+     {"actual_seq_lengths": list(range(1, 4098)), "actual_seq_lengths_kv": list(range(1, 4098)),
+      "query": bf(4097, 8, 128), "key": bf(4097, 2, 128), "value": bf(4097, 2, 128)}),
+    ("lengths.packed_monotonic", "tnd", {"actual_seq_lengths": [6, 4, 10],
+                                         "actual_seq_lengths_kv": [8, 12, 20]}),
+    ("lengths.packed_total", "tnd", {"actual_seq_lengths": [4, 11]}),
+    ("lengths.packed_total", "tnd", {"query": bf(12, 8, 128)}),
+    ("lengths.packed_total", "tnd", {"key": bf(22, 2, 128), "value": bf(22, 2, 128)}),
+    ("lengths.packed_total", "tnd_paged_causal", {"query": bf(11, 8, 128)}),
+]

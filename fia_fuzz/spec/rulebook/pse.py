@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.rulebook.bases import T
 from fia_fuzz.spec.rules import rule, src
 
 
 @rule("pse.shape", "pse_shift is (B|1, N, >=Q_S, >=KV_S)",
       src("V4", "约束说明 pseShift ((B,Q_N,Q_S,KV_S)、(1,Q_N,Q_S,KV_S); Q_S/KV_S 需大于等于)"))
-def _shape(c: CallView) -> str | None:
+def pse_shape(c: CallView) -> str | None:
     p = c.spec("pse_shift")
     if p is None:
         return None
@@ -22,7 +25,16 @@ def _shape(c: CallView) -> str | None:
 
 @rule("pse.decode_d_align", "pse_shift with Q_S == 1 needs D % 16 == 0",
       src("V4", "约束说明 pseShift (Q_S=1 仅支持D轴对齐，即D轴可以被16整除)"))
-def _decode_d(c: CallView) -> str | None:
+def pse_decode_d_align(c: CallView) -> str | None:
     if c.has("pse_shift") and c.decode and c.D % 16:
         return f"pse_shift with Q_S=1 and D={c.D} (not a multiple of 16)"
     return None
+
+
+#: (rule id, base call, overrides): each breaks exactly that rule of this module.
+NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
+    ("pse.shape", "masked", {"pse_shift": T(1, 8, 4, 8)}),
+    ("pse.shape", "masked", {"pse_shift": T(3, 8, 4, 16)}),
+    ("pse.decode_d_align", "decode", {"query": T(2, 1, 8 * 40), "key": T(2, 16, 2 * 40),
+                                      "value": T(2, 16, 2 * 40), "pse_shift": T(2, 8, 1, 16)}),
+]

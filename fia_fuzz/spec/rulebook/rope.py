@@ -1,25 +1,24 @@
-"""MLA: query_rope / key_rope, and the query D = 512 configuration
+"""Rope: query_rope / key_rope, split off the head dim (MLA; its D = 512 rules are in mla.py)
 [V4 MLA场景, V4 参数说明 queryRope/keyRope, SEM §9]."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.rulebook.masks import OPTIMIZED_SHAPES
+from fia_fuzz.spec.rulebook.bases import T, bf
 from fia_fuzz.spec.rules import rule, src
 
 ROPE_D = 64
-MLA_HEADS = (1, 2, 4, 8, 16, 32, 64, 128)
-MLA_TND_HEADS = (32, 64, 128)
-MLA_LAYOUTS = ("BSH", "BSND", "BNSD", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD", "TND", "TND_NTD")
 
 
-def _rope_on(c: CallView) -> bool:
+def rope_on(c: CallView) -> bool:
     return c.has("query_rope") and c.has("key_rope")
 
 
 @rule("rope.both_or_neither", "query_rope and key_rope come together",
       src("V4", "参数说明 queryRope (要求同时配置或同时不配置)"))
-def _both(c: CallView) -> str | None:
+def rope_both_or_neither(c: CallView) -> str | None:
     a, b = c.has("query_rope"), c.has("key_rope")
     return f"only {'query' if a else 'key'}_rope given" if a != b else None
 
@@ -39,8 +38,8 @@ def _last_d(c: CallView, name: str) -> int:
 
 @rule("rope.dim_64", "query_rope and key_rope have head dim 64",
       src("V4", "MLA场景 公共约束 (queryRope/keyRope shape除D=64之外与query/key保持一致)"))
-def _dim(c: CallView) -> str | None:
-    if not _rope_on(c):
+def rope_dim_64(c: CallView) -> str | None:
+    if not rope_on(c):
         return None
     for n in ("query_rope", "key_rope"):
         d = _last_d(c, n)
@@ -55,8 +54,8 @@ def _drop_d(shape: tuple[int, ...], d_axes: tuple[int, ...]) -> tuple[int, ...]:
 
 @rule("rope.shapes", "query_rope/key_rope match query/key except the head dim",
       src("V4", "MLA场景 公共约束 (shape除D=64之外与query/key保持一致)"))
-def _shapes(c: CallView) -> str | None:
-    if not _rope_on(c):
+def rope_shapes(c: CallView) -> str | None:
+    if not rope_on(c):
         return None
     for rope, base in (("query_rope", "query"), ("key_rope", "key")):
         r, t = c.need(rope), c.need(base)
@@ -72,8 +71,8 @@ def _shapes(c: CallView) -> str | None:
 @rule("rope.dtype", "query_rope/key_rope have the query/key dtype (bfloat16 with an int8 query)",
       src("V4", "参数说明 queryRope (数据类型与query一致); MLA场景 全量化 (queryRope/keyRo"
                 "pe BFLOAT16)"))
-def _dtype(c: CallView) -> str | None:
-    if not _rope_on(c):
+def rope_dtype(c: CallView) -> str | None:
+    if not rope_on(c):
         return None
     q, k = c.need("query"), c.need("key")
     for rope, want in (("query_rope", q.dtype), ("key_rope", k.dtype)):
@@ -86,8 +85,8 @@ def _dtype(c: CallView) -> str | None:
 
 @rule("rope.query_d", "with rope, query D is 512 or 128 (128 only in TND/NTD_TND)",
       src("V4", "MLA场景 (query d=512; query d=128 非量化 inputLayout TND、NTD_TND)"))
-def _qd(c: CallView) -> str | None:
-    if not _rope_on(c):
+def rope_query_d(c: CallView) -> str | None:
+    if not rope_on(c):
         return None
     lay = c.attrs["input_layout"]
     if c.D == 512 or (c.D == 128 and lay in ("TND", "NTD_TND")):
@@ -95,158 +94,11 @@ def _qd(c: CallView) -> str | None:
     return f"query D={c.D} with input_layout={lay!r} and query_rope/key_rope"
 
 
-def _mla(c: CallView) -> bool:
-    return _rope_on(c) and c.D == 512
-
-
-@rule("mla.kv_heads_1", "MLA D=512 needs num_key_value_heads 1",
-      src("V4", "MLA场景 query d=512 (key K_N=1)"))
-def _kvn(c: CallView) -> str | None:
-    return f"MLA D=512 with KV_N={c.KV_N}" if _mla(c) and c.KV_N != 1 else None
-
-
-@rule("mla.num_heads", "MLA D=512: num_heads in 1,2,4,...,128 (TND: 32, 64, 128)",
-      src("V4", "MLA场景 query d=512 (Q_N=[1,2,4,8,16,32,64,128]); TND 综合限制 d=512 (32"
-                "、64、128)"))
-def _heads(c: CallView) -> str | None:
-    if not _mla(c):
-        return None
-    ok = MLA_TND_HEADS if c.packed else MLA_HEADS
-    return f"MLA D=512 with num_heads={c.N}, expected one of {list(ok)}" if c.N not in ok else None
-
-
-@rule("mla.q_seq", "MLA D=512: query S (per batch for TND) is 1..16",
-      src("V4", "MLA场景 query d=512 (Q_S [1,16]); TND d=512 (支持query每个batch的s为1-16)"))
-def _qseq(c: CallView) -> str | None:
-    if not _mla(c):
-        return None
-    lens = c.act_q if c.packed else [c.S1]
-    bad = [s for s in lens if not 1 <= s <= 16]
-    return f"MLA D=512 with query lengths {bad[:4]} outside 1..16" if bad else None
-
-
-@rule("mla.layout", "MLA D=512 layouts; 5-D caches not with BNSD/BNSD_NBSD",
-      src("V4", "MLA场景 query d=512 inputLayout (其中key/value shape为五维时，不支持BNSD"
-                "、BNSD_NBSD)"))
-def _layout(c: CallView) -> str | None:
-    if not _mla(c):
-        return None
-    lay = c.attrs["input_layout"]
-    if lay not in MLA_LAYOUTS:
-        return f"MLA D=512 with input_layout={lay!r}, expected one of {list(MLA_LAYOUTS)}"
-    if c.nz and lay in ("BNSD", "BNSD_NBSD"):
-        return f"MLA D=512 5-D key/value cache with input_layout={lay!r}"
-    return None
-
-
-@rule("mla.sparse", "MLA D=512 masks: Q_S=1 sparse 0 without mask or 4 with mask; "
-      "Q_S>1 sparse 3 or 4 with the 2048 mask",
-      src("V4", "MLA场景 query d=512 MASK sparseMode"))
-def _sparse(c: CallView) -> str | None:
-    if not _mla(c):
-        return None
-    mode, has = c.attr_int("sparse_mode"), c.has("atten_mask")
-    if c.decode:
-        ok = (mode == 0 and not has) or (mode == 4 and has)
-    else:
-        ok = mode in (3, 4) and has
-    if not ok:
-        return f"MLA D=512 with Q_S={c.S1}, sparse_mode={mode}, atten_mask " \
-               f"{'given' if has else 'absent'}"
-    m = c.spec("atten_mask")
-    if m is not None and m.shape not in OPTIMIZED_SHAPES:
-        return f"MLA D=512 atten_mask.shape={list(m.shape)} is not the 2048x2048 mask"
-    return None
-
-
-@rule("mla.actual_seq_lengths", "MLA D=512: actual_seq_lengths only with TND and Q_S > 1",
-      src("V4", "MLA场景 query d=512 (actualSeqLengths 仅TND且Q_S>1时支持配置)"))
-def _asl(c: CallView) -> str | None:
-    if _mla(c) and not c.packed and c.has("actual_seq_lengths"):
-        return f"MLA D=512 with actual_seq_lengths and input_layout={c.attrs['input_layout']!r}"
-    return None
-
-
-@rule("mla.paged_required", "MLA D=512 (any layout, TND included) needs paged attention",
-      src("V4", "MLA场景 query d=512 PagedAttention (PagedAttention必须开启); "
-                "TND 综合限制 d等于512 (PagedAttention(必须开启))"))
-def _paged(c: CallView) -> str | None:
-    return "MLA D=512 without block_table" if _mla(c) and not c.paged else None
-
-
-@rule("mla.block_size_128", "MLA D=512 needs block_size 128",
-      src("V4", "MLA场景 query d=512 PagedAttention blockSize (128)"))
-def _bs(c: CallView) -> str | None:
-    bs = c.attr_int("block_size")
-    if _mla(c) and c.paged and bs != 128:
-        return f"MLA D=512 with block_size={bs}, expected 128"
-    return None
-
-
-@rule("mla.full_quant_nz", "MLA full quant (int8 query) needs int8 5-D NZ caches",
-      src("V4", "MLA场景 全量化 (key/value INT8，仅支持shape为五维)"))
-def _fq(c: CallView) -> str | None:
-    if _mla(c) and c.need("query").dtype == "int8" and c.paged and not c.nz:
-        return f"MLA int8 query with a {c.cache_layout} cache, expected 5-D NZ"
-    return None
-
-
-#: The three dequant scales of MLA full quant (v2 names dequant_scale_query/key/value).
-FULL_QUANT_SCALES = ("dequant_scale_query", "key_antiquant_scale", "value_antiquant_scale")
-#: Inputs the MLA full-quant path rejects (antiquant_scale/offset: see mla.no_extras).
-FULL_QUANT_FORBIDDEN = ("key_antiquant_offset", "value_antiquant_offset", "dequant_scale1",
-                        "quant_scale1", "dequant_scale2", "quant_offset2")
-
-
-@rule("mla.full_quant_scales", "MLA full quant: float32 dequant_scale_query and per-tensor (1,) "
-      "float32 key/value_antiquant_scale in mode 0; no offsets, no int8-flow scales",
-      src("TNPU", "约束说明 query d=512 全量化 (dequant_scale_query、dequant_scale_key、"
-                  "dequant_scale_value需要同时存在，且其数据类型仅支持FP32; 不支持传入"
-                  "quant_scale_out、quant_offset_out、dequant_offset_key、dequant_offset_value; "
-                  "key_quant_mode和value_quant_mode仅支持per-tensor模式)"))
-def _fq_scales(c: CallView) -> str | None:
-    if not c.mla_full_quant:
-        return None
-    missing = [n for n in FULL_QUANT_SCALES if not c.has(n)]
-    if missing:
-        return f"MLA int8 query without {missing}"
-    bad = [f"{n}={c.spec(n)}" for n in FULL_QUANT_SCALES if c.need(n).dtype != "float32"]
-    bad += [f"{n}.shape={list(c.need(n).shape)}" for n in FULL_QUANT_SCALES[1:]
-            if tuple(c.need(n).shape) != (1,)]
-    modes = (c.attr_int("key_antiquant_mode"), c.attr_int("value_antiquant_mode"))
-    bad += [f"(key, value)_antiquant_mode={modes}"] if modes != (0, 0) else []
-    bad += [f"{n} given" for n in FULL_QUANT_FORBIDDEN if c.has(n)]
-    return f"MLA full quant with {bad}; expected float32 scales, K/V per-tensor (1,), " \
-           "modes (0, 0)" if bad else None
-
-
-@rule("mla.dequant_scale_query_shape", "MLA full quant: dequant_scale_query is (T, N, 1) for TND, "
-      "(B*S1, N, 1) otherwise (one scale per token and head)",
-      src("TNPU", "npu_mla_prolog dequant_scale_q_nope (全量化kv_cache量化场景下，"
-                  "其shape为(T, N, 1)和(B*S, N, 1)); npu_fused_infer_attention_score_v2 "
-                  "dequant_scale_query (仅支持per-token叠加per-head)"))
-def _dsq_shape(c: CallView) -> str | None:
-    t = c.spec("dequant_scale_query")
-    if t is None or not c.mla_full_quant:
-        return None
-    tokens = sum(c.act_q) if c.packed else c.B * c.S1
-    want = (tokens, c.N, 1)
-    if tuple(t.shape) != want:
-        return f"dequant_scale_query.shape={list(t.shape)}, expected {list(want)}"
-    return None
-
-
-@rule("mla.no_extras", "MLA D=512: no softmax_lse, left padding, tensor list, pse, prefix, "
-      "antiquant or post-quant",
-      src("V4", "MLA场景 query d=512 (不支持开启SoftMaxLse、左padding、tensorlist、pse、pr"
-                "efix、伪量化、后量化)"))
-def _extras(c: CallView) -> str | None:
-    if not _mla(c):
-        return None
-    bad = [n for n, on in (
-        ("softmax_lse_flag", bool(c.attrs["softmax_lse_flag"])),
-        ("left padding", c.left_padding), ("tensor list", c.is_kv_list),
-        ("pse_shift", c.has("pse_shift")), ("shared prefix", c.has("key_shared_prefix")),
-        ("antiquant", c.separate_antiquant or c.combined_antiquant),
-        ("quant_scale2", c.has("quant_scale2"))) if on]
-    return f"MLA D=512 with {bad}" if bad else None
+#: (rule id, base call, overrides): each breaks exactly that rule of this module.
+NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
+    ("rope.both_or_neither", "mla", {"key_rope": None}),
+    ("rope.dim_64", "mla", {"query_rope": bf(2, 1, 8, 32), "key_rope": bf(4, 128, 32)}),
+    ("rope.shapes", "mla", {"query_rope": bf(2, 1, 4, 64)}),
+    ("rope.dtype", "mla", {"query_rope": T(2, 1, 8, 64)}),
+    ("rope.query_d", "prefill", {"query_rope": T(2, 8, 4, 64), "key_rope": T(2, 2, 16, 64)}),
+]

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.rulebook.bases import B, T, bf
 from fia_fuzz.spec.rules import rule, src
 
 T_MAX = 1048576
@@ -12,7 +15,7 @@ T_MAX = 1048576
 @rule("tnd.layout_by_d", "query D 512 allows TND/TND_NTD; other D allow TND/NTD_TND (plain N"
                          "TD never)",
       src("V4", "TND 综合限制 (d等于512: 支持TND、TND_NTD; d不等于512: 支持TND、NTD_TND)"))
-def _layout(c: CallView) -> str | None:
+def tnd_layout_by_d(c: CallView) -> str | None:
     if not c.packed:
         return None
     lay = c.attrs["input_layout"]
@@ -24,7 +27,7 @@ def _layout(c: CallView) -> str | None:
 
 @rule("tnd.t_max", "packed layouts allow T <= 1048576",
       src("V4", "TND 综合限制 (T<=1048576)"))
-def _t_max(c: CallView) -> str | None:
+def tnd_t_max(c: CallView) -> str | None:
     if c.packed and c.q_dims["T"] > T_MAX:
         return f"query T={c.q_dims['T']} > {T_MAX}"
     return None
@@ -32,7 +35,7 @@ def _t_max(c: CallView) -> str | None:
 
 @rule("tnd.sparse", "packed layouts: sparse_mode 0 without a mask, or 3 with the mask",
       src("V4", "TND 综合限制 (sparseMode=0不传mask或者sparseMode=3且传入mask)"))
-def _sparse(c: CallView) -> str | None:
+def tnd_sparse(c: CallView) -> str | None:
     if not c.packed:
         return None
     mode, has = c.attr_int("sparse_mode"), c.has("atten_mask")
@@ -48,7 +51,7 @@ def _not512(c: CallView) -> bool:
 
 @rule("tnd.dtype_bf16", "packed layouts with query D != 512 need bfloat16 query/key/value",
       src("V4", "TND 综合限制 d不等于512 (query，key，value 数据类型仅支持BFLOAT16)"))
-def _bf16(c: CallView) -> str | None:
+def tnd_dtype_bf16(c: CallView) -> str | None:
     if not _not512(c):
         return None
     q, k = c.need("query"), c.need("key")
@@ -60,7 +63,7 @@ def _bf16(c: CallView) -> str | None:
 @rule("tnd.head_dims", "packed head dims: TND 128/128/128 or 192/192/(128|192); NTD_TND "
       "Q_D=K_D in 128/192 with V_D 128; rope 128; GQA/paged not V_D 192",
       src("V4", "TND 综合限制 d不等于512 (MLA: Q_D、K_D、V_D等于128; GQA/MHA/MQA: ...)"))
-def _dims(c: CallView) -> str | None:
+def tnd_head_dims(c: CallView) -> str | None:
     if not _not512(c):
         return None
     qd, kd, vd = c.D, c.Dk, c.Dv
@@ -84,7 +87,7 @@ def _dims(c: CallView) -> str | None:
       src("V4", "TND 综合限制 d不等于512 (当sparseMode=3时，要求每个batch单独的actualSeqLe"
                 "ngths < actualSeqLe"
                 "ngthsKv)"))
-def _causal(c: CallView) -> str | None:
+def tnd_causal_lengths(c: CallView) -> str | None:
     if not _not512(c) or c.attr_int("sparse_mode") != 3:
         return None
     pairs = enumerate(zip(c.act_q, c.act_kv, strict=False))
@@ -94,7 +97,7 @@ def _causal(c: CallView) -> str | None:
 
 @rule("tnd.block_size", "packed layouts with paged KV (D != 512): block_size 128, 512 or 1024",
       src("V4", "TND 综合限制 d不等于512 PagedAttention blockSize (仅支持128,512或1024)"))
-def _bs(c: CallView) -> str | None:
+def tnd_block_size(c: CallView) -> str | None:
     bs = c.attr_int("block_size")
     if _not512(c) and c.paged and bs not in (128, 512, 1024):
         return f"layout {c.attrs['input_layout']!r} with block_size={bs}"
@@ -103,13 +106,13 @@ def _bs(c: CallView) -> str | None:
 
 @rule("tnd.rope_not_paged", "packed MLA with query D 128 does not take paged attention",
       src("V4", "MLA场景 query d=128 (不支持 ... PagedAttention)"))
-def _rope_paged(c: CallView) -> str | None:
+def tnd_rope_not_paged(c: CallView) -> str | None:
     return "packed MLA (D=128) with block_table" if _not512(c) and c.rope and c.paged else None
 
 
 @rule("tnd.d512_needs_rope", "packed layouts with query D 512 are MLA: query_rope/key_rope needed",
       src("V4", "TND 综合限制 d等于512 (MLA（要求queryRope和keyRope不等于空）)"))
-def _d512(c: CallView) -> str | None:
+def tnd_d512_needs_rope(c: CallView) -> str | None:
     if c.packed and c.D == 512 and not c.rope:
         return f"layout {c.attrs['input_layout']!r} with query D=512 and no query_rope/key_rope"
     return None
@@ -118,7 +121,7 @@ def _d512(c: CallView) -> str | None:
 @rule("tnd.no_extras", "packed layouts: no left padding, tensor list, pse, prefix, antiquant, "
       "full quant or post-quant",
       src("V4", "TND 综合限制 (不支持左padding、tensorlist、pse、prefix、伪量化、全量化、后量化)"))
-def _extras(c: CallView) -> str | None:
+def tnd_no_extras(c: CallView) -> str | None:
     if not c.packed:
         return None
     bad = [n for n, on in (
@@ -128,3 +131,37 @@ def _extras(c: CallView) -> str | None:
         ("int8 query", c.need("query").dtype == "int8"),
         ("quant_scale2", c.has("quant_scale2"))) if on]
     return f"layout {c.attrs['input_layout']!r} with {bad}" if bad else None
+
+
+#: (rule id, base call, overrides): each breaks exactly that rule of this module.
+NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
+    ("tnd.layout_by_d", "tnd", {"input_layout": "TND_NTD"}),
+    ("tnd.layout_by_d", "tnd", {"input_layout": "NTD", "query": bf(8, 10, 128),
+                                "key": bf(2, 20, 128), "value": bf(2, 20, 128)}),
+    ("tnd.t_max", "tnd", {"query": bf(1048577, 8, 128), "actual_seq_lengths": [4, 1048577],
+                          "key": bf(1048577, 2, 128), "value": bf(1048577, 2, 128),
+                          "actual_seq_lengths_kv": [8, 1048577]}),
+    ("tnd.sparse", "tnd", {"sparse_mode": 2, "atten_mask": B(2048, 2048)}),
+    ("tnd.dtype_bf16", "tnd", {"query": T(10, 8, 128), "key": T(20, 2, 128),
+                               "value": T(20, 2, 128)}),
+    ("tnd.head_dims", "tnd", {"query": bf(10, 8, 64), "key": bf(20, 2, 64),
+                              "value": bf(20, 2, 64)}),
+    ("tnd.head_dims", "tnd", {"query": bf(10, 8, 192), "key": bf(20, 2, 192),
+                              "value": bf(20, 2, 192)}),
+    ("tnd.causal_lengths", "tnd", {"sparse_mode": 3, "atten_mask": B(2048, 2048),
+                                   "actual_seq_lengths_kv": [3, 20]}),
+    ("tnd.causal_lengths", "tnd_paged_causal", {"actual_seq_lengths_kv": [4, 5]}),
+    ("tnd.block_size", "tnd",
+     {"key": bf(4, 256, 256), "value": bf(4, 256, 256), "block_table": [[0, 1], [2, 3]],
+      "block_size": 256, "actual_seq_lengths_kv": [8, 12]}),
+    ("tnd.rope_not_paged", "tnd_rope",
+     {"input_layout": "TND", "query": bf(6, 4, 128), "query_rope": bf(6, 4, 64),
+      "key": bf(4, 128, 512), "value": bf(4, 128, 512), "key_rope": bf(4, 128, 256),
+      "block_table": [[0], [1]], "block_size": 128, "actual_seq_lengths_kv": [5, 7]}),
+    ("tnd.d512_needs_rope", "tnd_rope",
+     {"input_layout": "TND", "query": bf(6, 32, 512), "query_rope": None,
+      "key": bf(4, 128, 512), "value": bf(4, 128, 512), "key_rope": None,
+      "num_heads": 32, "num_key_value_heads": 1, "block_table": [[0], [1]], "block_size": 128,
+      "actual_seq_lengths_kv": [5, 7]}),
+    ("tnd.no_extras", "tnd", {"pse_shift": bf(2, 8, 6, 12)}),
+]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fia_fuzz.spec.call import LAYOUTS, CallView
+from fia_fuzz.spec.rulebook.bases import T
 from fia_fuzz.spec.rules import Undetermined, rule, src
 
 NBSD_LAYOUTS = ("BSH_NBSD", "BSND_NBSD", "BNSD_NBSD")
@@ -10,7 +13,7 @@ NBSD_LAYOUTS = ("BSH_NBSD", "BSND_NBSD", "BNSD_NBSD")
 
 @rule("layout.known", "input_layout is one of the documented layouts",
       src("V4", "参数说明 inputLayout"))
-def _known(c: CallView) -> str | None:
+def layout_known(c: CallView) -> str | None:
     lay = c.attrs["input_layout"]
     if not isinstance(lay, str):
         return None
@@ -21,7 +24,7 @@ def _known(c: CallView) -> str | None:
 
 @rule("layout.query_rank", "query has the rank of its layout (BSH/TND/NTD 3, BSND/BNSD 4)",
       src("V4", "参数说明 inputLayout"))
-def _q_rank(c: CallView) -> str | None:
+def layout_query_rank(c: CallView) -> str | None:
     q = c.spec("query")
     if q is None:
         return None
@@ -33,7 +36,7 @@ def _q_rank(c: CallView) -> str | None:
 
 @rule("layout.bsh_h_divisible", "BSH query hidden size H is a multiple of num_heads",
       src("V4", "参数说明 numHeads"))
-def _h_div(c: CallView) -> str | None:
+def layout_bsh_h_divisible(c: CallView) -> str | None:
     q = c.spec("query")
     if q is None or c.in_layout != "BSH" or q.ndim != 3:
         return None
@@ -44,7 +47,7 @@ def _h_div(c: CallView) -> str | None:
 
 @rule("layout.query_heads", "the query's N axis equals num_heads",
       src("V4", "参数说明 numHeads"))
-def _q_heads(c: CallView) -> str | None:
+def layout_query_heads(c: CallView) -> str | None:
     d = c.q_dims
     if d["N"] != c.N:
         return f"query has N={d['N']} heads, num_heads={c.N}"
@@ -53,7 +56,7 @@ def _q_heads(c: CallView) -> str | None:
 
 @rule("layout.kv_rank", "contiguous key/value have the rank of the layout",
       src("V4", "参数说明 inputLayout"))
-def _kv_rank(c: CallView) -> str | None:
+def layout_kv_rank(c: CallView) -> str | None:
     if c.paged:
         return None
     lay = c.in_layout
@@ -67,7 +70,7 @@ def _kv_rank(c: CallView) -> str | None:
 
 @rule("layout.kv_batch", "contiguous key/value batch equals the query batch",
       src("V4", "参数说明 key/value"))
-def _kv_batch(c: CallView) -> str | None:
+def layout_kv_batch(c: CallView) -> str | None:
     if c.paged or c.packed or c.is_kv_list:
         return None
     kb, vb, qb = c.kv_dims["B"], c.v_dims["B"], c.q_dims["B"]
@@ -78,7 +81,7 @@ def _kv_batch(c: CallView) -> str | None:
 
 @rule("layout.kv_heads", "key/value have num_key_value_heads heads",
       src("V4", "参数说明 numKeyValueHeads"))
-def _kv_heads(c: CallView) -> str | None:
+def layout_kv_heads(c: CallView) -> str | None:
     if c.paged:
         return None
     try:
@@ -96,7 +99,7 @@ def _kv_heads(c: CallView) -> str | None:
 
 @rule("layout.kv_seq_match", "key and value have the same sequence length",
       src("V4", "参数说明 key/value (shape 需要完全一致)"))
-def _kv_seq(c: CallView) -> str | None:
+def layout_kv_seq_match(c: CallView) -> str | None:
     if c.paged or c.is_kv_list:
         return None
     kd, vd = c.kv_dims, c.v_dims
@@ -108,7 +111,7 @@ def _kv_seq(c: CallView) -> str | None:
 
 @rule("layout.qk_head_dim", "key head dim D equals the query's",
       src("V4", "参数说明 key/value"))
-def _qk_d(c: CallView) -> str | None:
+def layout_qk_head_dim(c: CallView) -> str | None:
     if c.paged:
         return None
     if c.kv_dims["D"] != c.D:
@@ -119,7 +122,7 @@ def _qk_d(c: CallView) -> str | None:
 @rule("layout.value_head_dim",
       "value D equals query/key D, except MLA rope and the packed-layout D combinations",
       src("V4", "参数说明 key/value (shape 需要完全一致); TND 综合限制"))
-def _v_d(c: CallView) -> str | None:
+def layout_value_head_dim(c: CallView) -> str | None:
     if c.paged or c.rope or c.packed:
         return None
     if c.v_dims["D"] != c.D:
@@ -129,7 +132,7 @@ def _v_d(c: CallView) -> str | None:
 
 @rule("layout.bnsd_bsnd_prefill", "BNSD_BSND is a prefill layout (Q_S > 1)",
       src("V4", "参数说明 inputLayout (Q_S>1: BSH、BSND、BNSD、BNSD_BSND)"))
-def _bnsd_bsnd(c: CallView) -> str | None:
+def layout_bnsd_bsnd_prefill(c: CallView) -> str | None:
     if c.attrs["input_layout"] == "BNSD_BSND" and c.S1 <= 1:
         return f"input_layout='BNSD_BSND' needs Q_S > 1, got Q_S={c.S1}"
     return None
@@ -137,7 +140,7 @@ def _bnsd_bsnd(c: CallView) -> str | None:
 
 @rule("layout.nbsd_seq", "the *_NBSD output layouts need 1 < Q_S <= 16",
       src("V4", "参数说明 inputLayout (1<Q_S<=16: BSH_NBSD、BSND_NBSD、BNSD_NBSD)"))
-def _nbsd_seq(c: CallView) -> str | None:
+def layout_nbsd_seq(c: CallView) -> str | None:
     lay = c.attrs["input_layout"]
     if lay in NBSD_LAYOUTS and not 1 < c.S1 <= 16:
         return f"input_layout={lay!r} needs 1 < Q_S <= 16, got Q_S={c.S1}"
@@ -146,8 +149,30 @@ def _nbsd_seq(c: CallView) -> str | None:
 
 @rule("layout.nbsd_rope", "the *_NBSD output layouts are MLA (query_rope/key_rope) layouts",
       src("V4", "MLA场景 query d=512 inputLayout; SEM §2"))
-def _nbsd_rope(c: CallView) -> str | None:
+def layout_nbsd_rope(c: CallView) -> str | None:
     lay = c.attrs["input_layout"]
     if lay in NBSD_LAYOUTS and not c.rope:
         return f"input_layout={lay!r} without query_rope/key_rope"
     return None
+
+
+#: (rule id, base call, overrides): each breaks exactly that rule of this module.
+NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
+    ("layout.known", "prefill", {"input_layout": "XYZ"}),
+    ("layout.query_rank", "prefill", {"query": T(2, 8, 256)}),
+    ("layout.bsh_h_divisible", "decode", {"query": T(2, 1, 8 * 64 + 4)}),
+    ("layout.query_heads", "prefill", {"query": T(2, 4, 4, 64)}),
+    ("layout.kv_rank", "prefill", {"key": T(2, 32, 64), "value": T(2, 32, 64)}),
+    ("layout.kv_batch", "prefill", {"key": T(3, 2, 16, 64), "value": T(3, 2, 16, 64)}),
+    ("layout.kv_heads", "prefill", {"key": T(2, 4, 16, 64), "value": T(2, 4, 16, 64)}),
+    ("layout.kv_heads", "decode", {"key": T(2, 16, 2 * 64 + 1), "value": T(2, 16, 2 * 64 + 1)}),
+    ("layout.kv_seq_match", "prefill", {"value": T(2, 2, 24, 64)}),
+    ("layout.qk_head_dim", "prefill", {"key": T(2, 2, 16, 128)}),
+    ("layout.value_head_dim", "prefill", {"value": T(2, 2, 16, 128)}),
+    ("layout.bnsd_bsnd_prefill", "decode",
+     {"query": T(2, 8, 1, 64), "key": T(2, 2, 16, 64), "value": T(2, 2, 16, 64),
+      "input_layout": "BNSD_BSND"}),
+    ("layout.nbsd_seq", "mla_nz", {"query": T(1, 1, 8, 512), "query_rope": T(1, 1, 8, 64),
+                                   "sparse_mode": 4}),
+    ("layout.nbsd_rope", "prefill", {"input_layout": "BNSD_NBSD"}),
+]

@@ -7,7 +7,10 @@ sparse_mode (and pre/next) only matter in the prefill branch and for MLA
 
 from __future__ import annotations
 
+from typing import Any
+
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.rulebook.bases import B
 from fia_fuzz.spec.rules import rule, src
 
 OPTIMIZED = 2048
@@ -27,7 +30,7 @@ def full_mask_mode(c: CallView) -> bool:
 @rule("mask.sparse_mode_range", "sparse_mode is 0..4 (5..8 are documented as unsupported)",
       src("V4", "约束说明 Mask (5 prefix, 6 global, 7 dilated, 8 block_local: 不支持); "
                 "当Q_S大于1时 (sparseMode取其它值时会报错)"))
-def _range(c: CallView) -> str | None:
+def mask_sparse_mode_range(c: CallView) -> str | None:
     mode = c.attr_int("sparse_mode")
     if sparse_applies(c) and not 0 <= mode <= 4:
         return f"sparse_mode={mode} is not one of 0..4"
@@ -36,7 +39,7 @@ def _range(c: CallView) -> str | None:
 
 @rule("mask.mode1_required", "sparse_mode 1 (allMask) needs atten_mask",
       src("V4", "约束说明 Mask (1: 必须传入完整的attenmask矩阵)"))
-def _mode1(c: CallView) -> str | None:
+def mask_mode1_required(c: CallView) -> str | None:
     if sparse_applies(c) and c.attr_int("sparse_mode") == 1 and not c.has("atten_mask"):
         return "sparse_mode=1 without atten_mask"
     return None
@@ -44,7 +47,7 @@ def _mode1(c: CallView) -> str | None:
 
 @rule("mask.optimized_required", "sparse_mode 2, 3 and 4 need the 2048x2048 atten_mask",
       src("V4", "当Q_S大于1时 Mask (sparseMode = 2、3、4 ... 不传入attenMask ... 报错)"))
-def _optimized_required(c: CallView) -> str | None:
+def mask_optimized_required(c: CallView) -> str | None:
     mode = c.attr_int("sparse_mode")
     if sparse_applies(c) and mode in (2, 3, 4) and not c.has("atten_mask"):
         return f"sparse_mode={mode} without atten_mask"
@@ -54,7 +57,7 @@ def _optimized_required(c: CallView) -> str | None:
 @rule("mask.optimized_shape",
       "sparse_mode 2/3/4 masks are (2048,2048), (1,2048,2048) or (1,1,2048,2048)",
       src("V4", "当Q_S大于1时 Mask (attenMaskOptional的shape需要为（2048,2048）...)"))
-def _optimized_shape(c: CallView) -> str | None:
+def mask_optimized_shape(c: CallView) -> str | None:
     m = c.spec("atten_mask")
     mode = c.attr_int("sparse_mode")
     if m is None or not sparse_applies(c) or mode not in (2, 3, 4):
@@ -68,7 +71,7 @@ def _optimized_shape(c: CallView) -> str | None:
 @rule("mask.full_form",
       "a full mask is (S1,S2), (B|1,S1,S2) or (B|1,1,S1,S2); decode (B,S2), (B,1,S2), (B,1,1,S2)",
       src("V4", "参数说明 attenMaskOptional (建议shape输入)"))
-def _full_form(c: CallView) -> str | None:
+def mask_full_form(c: CallView) -> str | None:
     m = c.spec("atten_mask")
     if m is None or c.packed or not full_mask_mode(c):
         return None
@@ -88,7 +91,7 @@ def _full_form(c: CallView) -> str | None:
 
 @rule("mask.full_size", "a full mask covers Q_S rows and KV_S columns (it may be larger)",
       src("V4", "参数说明 attenMaskOptional (Q_S、KV_S非16或32对齐，可以向上取到对齐的S)"))
-def _full_size(c: CallView) -> str | None:
+def mask_full_size(c: CallView) -> str | None:
     m = c.spec("atten_mask")
     if m is None or c.packed or not full_mask_mode(c) or m.ndim < 2:
         return None
@@ -100,3 +103,17 @@ def _full_size(c: CallView) -> str | None:
     if not c.paged and cols < c.S2:
         bad.append(f"{cols} columns < KV_S={c.S2}")
     return f"atten_mask.shape={list(m.shape)}: " + ", ".join(bad) if bad else None
+
+
+#: (rule id, base call, overrides): each breaks exactly that rule of this module.
+NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
+    ("mask.sparse_mode_range", "prefill", {"sparse_mode": 5}),
+    ("mask.sparse_mode_range", "prefill", {"sparse_mode": 9}),
+    ("mask.mode1_required", "prefill", {"sparse_mode": 1}),
+    ("mask.optimized_required", "causal", {"atten_mask": None}),
+    ("mask.optimized_shape", "causal", {"atten_mask": B(8, 32)}),
+    ("mask.full_form", "masked", {"atten_mask": B(3, 4, 16)}),
+    ("mask.full_form", "decode", {"atten_mask": B(1, 4, 16)}),
+    ("mask.full_size", "masked", {"atten_mask": B(2, 1, 4, 8)}),
+    ("mask.full_size", "masked", {"atten_mask": B(3, 16)}),
+]

@@ -6,12 +6,15 @@ input is reported as a named violation before anything allocates or indexes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.params import ATTR_DEFAULTS, TENSOR_ARGS
+from fia_fuzz.spec.rulebook.bases import T
 from fia_fuzz.spec.rules import rule, src
-from fia_fuzz.spec.tensors import DTYPES
+from fia_fuzz.spec.tensors import DTYPES, TensorSpec
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: Refuse descriptions whose data would not fit a host (elements of q+k+v).
@@ -20,7 +23,7 @@ MAX_ELEMENTS = 1 << 34
 
 @rule("args.unknown_keyword", "every keyword is a parameter of the op",
       src("MS", "fused_infer_attention_score signature"))
-def _unknown(c: CallView) -> str | None:
+def args_unknown_keyword(c: CallView) -> str | None:
     if c.unknown:
         return f"unknown keyword argument(s) {c.unknown}"
     return None
@@ -28,7 +31,7 @@ def _unknown(c: CallView) -> str | None:
 
 @rule("args.required", "query, key and value are given",
       src("V4", "aclnnFusedInferAttentionScoreV4GetWorkspaceSize 参数说明"))
-def _required(c: CallView) -> str | None:
+def args_required(c: CallView) -> str | None:
     missing = [n for n in ("query", "key", "value")
                if c.raw.get(n) is None or (isinstance(c.raw[n], (list, tuple)) and not c.raw[n])]
     if missing:
@@ -38,7 +41,7 @@ def _required(c: CallView) -> str | None:
 
 @rule("args.type", "tensor arguments are tensors, value arguments are ints or int tensors",
       src("MS", "关键字参数"))
-def _types(c: CallView) -> str | None:
+def args_type(c: CallView) -> str | None:
     if c.bad:
         parts = [f"{n}={repr(b.value)[:60]}: {b.reason}" for n, b in sorted(c.bad.items())]
         return "; ".join(parts)
@@ -47,7 +50,7 @@ def _types(c: CallView) -> str | None:
 
 @rule("args.attr_type", "scalar attributes have their documented type (ints within int64)",
       src("V2", "算子原型 (REG_OP attrs)"))
-def _attr_types(c: CallView) -> str | None:
+def args_attr_type(c: CallView) -> str | None:
     bad = []
     for name, default in ATTR_DEFAULTS.items():
         v = c.attrs[name]
@@ -68,7 +71,7 @@ def _attr_types(c: CallView) -> str | None:
 
 @rule("args.dtype_known", "every tensor dtype is one the op knows",
       src("V2", "算子原型 (REG_OP TensorType)"))
-def _dtype_known(c: CallView) -> str | None:
+def args_dtype_known(c: CallView) -> str | None:
     bad = []
     for name in TENSOR_ARGS:
         s = c.specs.get(name)
@@ -80,7 +83,7 @@ def _dtype_known(c: CallView) -> str | None:
 
 @rule("args.shape_sane", "every dimension is a non-negative int",
       src("SEM", "10. Limits"))
-def _shape_sane(c: CallView) -> str | None:
+def args_shape_sane(c: CallView) -> str | None:
     bad = []
     for name in TENSOR_ARGS:
         s = c.specs.get(name)
@@ -96,7 +99,7 @@ def _shape_sane(c: CallView) -> str | None:
 
 @rule("args.values_integral", "value-carrying arguments hold int64 integers only",
       src("MS", "actual_seq_lengths (int64)"))
-def _values_integral(c: CallView) -> str | None:
+def args_values_integral(c: CallView) -> str | None:
     bad = []
     for name, vals in c.values.items():
         if vals is None:
@@ -109,8 +112,28 @@ def _values_integral(c: CallView) -> str | None:
 
 @rule("args.memory", "all tensor descriptions together fit in host memory",
       src("SEM", "10. Limits (S <= 20M, B <= 65536)"))
-def _memory(c: CallView) -> str | None:
+def args_memory(c: CallView) -> str | None:
     n = c.numel_budget
     if n > MAX_ELEMENTS:
         return f"query+key+value hold {n} elements, above the {MAX_ELEMENTS} this framework allows"
     return None
+
+
+#: (rule id, base call, overrides): each breaks exactly that rule of this module.
+NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
+    ("args.unknown_keyword", "prefill", {"bogus": 1}),
+    ("args.required", "prefill", {"value": None}),
+    ("args.required", "kvlist", {"key": [], "value": []}),
+    ("args.type", "prefill", {"pse_shift": "not a tensor"}),
+    ("args.type", "padded", {"query_padding_size": 1.5}),
+    ("args.attr_type", "prefill", {"num_heads": "8"}),
+    ("args.attr_type", "prefill", {"scale": float("nan")}),
+    ("args.attr_type", "masked", {"pre_tokens": 1 << 70}),
+    ("args.dtype_known", "prefill", {"query": T(2, 8, 4, 64, dtype="complex64")}),
+    ("args.shape_sane", "prefill", {"query": T(2, 8, -4, 64)}),
+    ("args.shape_sane", "prefill", {"key": TensorSpec((2, 2, 16.5, 64), "float16")}),
+    ("args.values_integral", "masked", {"actual_seq_lengths": [1, float("nan")]}),
+    ("args.values_integral", "masked", {"actual_seq_lengths_kv": [10, 1 << 64]}),
+    ("args.memory", "prefill", {"query": T(65536, 8, 4096, 64), "key": T(65536, 2, 16, 64),
+                                "value": T(65536, 2, 16, 64)}),
+]
