@@ -35,12 +35,22 @@ from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import base_row, failure_kind, repro_command
 from fia_fuzz.campaign.execute import evaluate_task, negative_task
 from fia_fuzz.campaign.shrink import shrink_failures
-from fia_fuzz.campaign.state import PartitionJob, PartitionState, Report, wind_down
+from fia_fuzz.campaign.state import (
+    Found,
+    PartitionJob,
+    PartitionState,
+    Report,
+    choices_from_hex,
+    choices_hex,
+    steered,
+    wind_down,
+)
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import read_journal, result_files
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
 from fia_fuzz.spec import Case
-from fia_fuzz.strategies import cases, illegal_cases
+from fia_fuzz.strategies import illegal_cases
+from fia_fuzz.strategies.cases import recorded_cases
 
 
 class StopExploring(BaseException):
@@ -63,9 +73,13 @@ def _timeout(st: PartitionState) -> tuple[float, bool]:
     return (capped, True) if capped < full else (full, False)
 
 
-def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
-             ) -> dict[str, Any] | None:
-    """Evaluate one case in the isolated worker and record it; None if the budget cut it off."""
+def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
+             found: Found | None = None) -> dict[str, Any] | None:
+    """Evaluate one case in the isolated worker and record it; None if the budget cut it off.
+
+    `found` carries how the case was drawn; a failing row records it (draw_choices,
+    draw_xor) so this night's shrink and the next night's replay can shrink from it.
+    """
     cfg = st.cfg
     key_cell = () if cfg.negative else cell_of(case.features())
     bundle_dir = None
@@ -78,11 +92,14 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
             "attempt": st.job.attempt, "origin": origin,
             "mode": "negative" if cfg.negative else "precision",
             "repro": repro_command(case, cfg.runner, str(cfg.out))}
+    found = found or Found(case)
+    drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
+             {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
     if cfg.negative:
         res = st.worker.call(negative_task, st.ref, case.to_json(), timeout=timeout)
     else:
-        res = st.worker.call(evaluate_task, st.ref, case.to_json(), bundle_dir, tags,
-                             cfg.metamorphic, timeout=timeout)
+        res = st.worker.call(evaluate_task, st.ref, case.to_json(), bundle_dir,
+                             {**tags, **drawn}, cfg.metamorphic, timeout=timeout)
     if res.outcome == "timeout" and budget_cut:
         return None  # not a finished case: the budget ran out under it
     if res.ok:
@@ -94,8 +111,11 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float
     row.update(tags, t_generate=t_generate, t_case=time.perf_counter() - t0,
                timestamp=time.time())
     kind = None if cfg.negative else failure_kind(row)
+    for k in drawn:
+        row.pop(k, None)
     if kind:
-        st.failing.setdefault(key_cell + (kind,), case)
+        row.update(drawn)
+        st.failing.setdefault(key_cell + (kind,), found)
         if bundle_dir is not None:
             st.bundles[key_cell] = st.bundles.get(key_cell, 0) + 1
             if "bundle" not in row:
@@ -134,15 +154,18 @@ def replay_corpus(st: PartitionState) -> None:
     prior = st.prior
     mine = prior[(prior["run_id"] == st.job.run_id) & (prior["origin"] == "replay")]
     replayed = set(mine["case_id"])
-    corpus = [c for c, m in bundle_cases(st.cfg.out)
+    corpus = [(c, m) for c, m in bundle_cases(st.cfg.out)
               if m.get("run_id") != st.job.run_id and c.case_id not in replayed
               and st.job.owns(c.case_id)]
     if corpus:
         st.report({"type": "log", "text": f"replaying {len(corpus)} corpus case(s) first"})
-    for case in corpus:
+    for case, metrics in corpus:
         if st.time_left() is not None and st.time_left() <= 0:
             return
-        run_case(st, case, "replay", 0.0)
+        choices = metrics.get("draw_choices")
+        found = Found(case, choices_from_hex(choices) if choices else None,
+                      int(metrics.get("draw_xor") or 0))
+        run_case(st, case, "replay", 0.0, found)
 
 
 def _stop_exploring(st: PartitionState) -> bool:
@@ -166,13 +189,15 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
     would make the partitions' streams drift apart.
     """
     cfg = st.cfg
-    strategy = illegal_cases() if cfg.negative else cases(profile=cfg.profile, **cfg.filters)
+    strategy = (illegal_cases().map(lambda c: (c, None)) if cfg.negative
+                else recorded_cases(profile=cfg.profile, **cfg.filters))
     fresh = [0]
 
     @hseed(derive_seed(cfg.seed, "round", rnd))
     @_settings(cfg, [Phase.generate])
     @given(strategy)
-    def step(case: Case) -> None:
+    def step(drawn: tuple[Case, tuple[int, ...] | None]) -> None:
+        case, choices = drawn
         if _stop_exploring(st):
             raise StopExploring
         cid = case.case_id
@@ -186,7 +211,7 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
         if not st.job.owns(cid) or cid in st.done:
             return
         t_gen = time.perf_counter() - st.last_mark
-        row = run_case(st, case, "explore", t_gen)
+        row = run_case(st, case, "explore", t_gen, Found(case, choices))
         st.last_mark = time.perf_counter()
         if row is None:
             raise StopExploring
@@ -196,11 +221,6 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
     except StopExploring:
         return False
     return fresh[0] > 0  # no fresh case: the filtered space is exhausted
-
-
-def steered(case: Case, space: int) -> Case:
-    """The case with its data seed moved into this partition's private seed space."""
-    return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF)
 
 
 def _steer_round(st: PartitionState, k: int) -> bool:
@@ -214,17 +234,17 @@ def _steer_round(st: PartitionState, k: int) -> bool:
 
     @hseed(derive_seed(cfg.seed, "steer", k, st.job.index, st.job.count))
     @_settings(cfg, [Phase.generate, Phase.target])
-    @given(cases(profile=cfg.profile, **cfg.filters))
-    def step(drawn: Case) -> None:
+    @given(recorded_cases(profile=cfg.profile, **cfg.filters))
+    def step(drawn: tuple[Case, tuple[int, ...]]) -> None:
         if _stop_exploring(st):
             raise StopExploring
-        case = steered(drawn, space)
+        case = steered(drawn[0], space)
         cid = case.case_id
         if cid in st.seen or cid in st.done:
             return
         st.seen.add(cid)
         t_gen = time.perf_counter() - st.last_mark
-        row = run_case(st, case, "steer", t_gen)
+        row = run_case(st, case, "steer", t_gen, Found(case, drawn[1], space))
         st.last_mark = time.perf_counter()
         if row is None:
             raise StopExploring

@@ -58,8 +58,10 @@ class Progress:
             if event.get("verdict"):
                 self.verdicts[str(event["verdict"])] += 1
         elif event.get("type") == "shrunk":
-            how = (f"shrunk to {event['minimal']} ({event['steps']} steps)" if event["shrunk"]
-                   else f"not shrunk ({event['steps']} steps; no time or no failing draw)")
+            how = (f"shrunk to {event['minimal']} ({event['steps']} steps, size "
+                   f"{event['size_found']} -> {event['size_minimal']})" if event["shrunk"]
+                   else f"not shrunk ({event['steps']} steps; "
+                        f"{event.get('note') or 'no smaller failing case within the time'})")
             self.message(f"{event['kind']} in {event['cell']}: {how}: {event['bundle']}")
         elif event.get("type") == "log":
             self.message(str(event["text"]))

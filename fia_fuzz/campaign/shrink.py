@@ -1,41 +1,91 @@
-"""Shrinking: for each failing feature cell, a minimal failing case, bundled.
+"""Shrinking: each failing feature cell's observed failure, shrunk by Hypothesis, bundled.
 
-A second Hypothesis run draws `cases(**cell)` (the cell's features pinned,
-plus the campaign's own filters) and asserts the case does not fail the same
-way; Hypothesis finds a failing draw and shrinks it toward the simplest case
-of the cell (strategies order their choices simplest first). Its example
-database lives in OUT/.hypothesis under a key per cell, so the next night's
-shrink of the same cell replays the stored minimal case first (which is also
-why this run is not seeded: Hypothesis does not use its database under
-@seed). A claim file per cell in OUT/shrunk/ keeps two workers from
-shrinking the same cell.
+The failing case's own choice sequence (recorded as it was drawn through
+`recorded_cases`, the campaign's strategy) is the shrink's starting point:
+a `SeedDatabase` (a Hypothesis `ExampleDatabase`) serves it as the test's
+only stored example, in the secondary corpus, so Hypothesis's reuse phase
+replays it (the same case again) and its shrink phase shrinks it; nothing is
+generated afresh, so a failure that one draw in a thousand reaches shrinks as
+well as a common one. A candidate counts as failing only when it fails the
+same way (failure kind) in the same cell. The minimal case is the smallest
+failing case the shrink met (tensor elements, `case_size`), so it is never
+larger than the found one; it is bundled with the shrink's steps
+(`shrink.json`) and written as a row with origin=shrunk. A claim file per
+cell in OUT/shrunk/ keeps two workers from shrinking the same cell.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.database import ExampleDatabase, choices_to_bytes
 
 from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.config import cell_of
-from fia_fuzz.campaign.evaluate import failure_kind
+from fia_fuzz.campaign.evaluate import failure_kind, repro_command
 from fia_fuzz.campaign.execute import evaluate_task
-from fia_fuzz.campaign.state import PartitionState, wind_down
+from fia_fuzz.campaign.state import (
+    Found,
+    PartitionState,
+    choices_hex,
+    steered,
+    wind_down,
+)
 from fia_fuzz.spec import Case
-from fia_fuzz.strategies import cases
+from fia_fuzz.strategies.cases import recorded_cases
 
 SHRUNK = "shrunk"
+#: The steps file in the minimal case's bundle.
+STEPS = "shrink.json"
 
 
 class CellStillFails(AssertionError):
     """The drawn case fails like the cell's original failure (what Hypothesis shrinks)."""
+
+
+class SeedDatabase(ExampleDatabase):
+    """An example database holding one choice sequence: the observed failure to shrink.
+
+    Served as the secondary corpus (examples that failed once, not yet
+    shrunk: Hypothesis skips shrinking its primary corpus, which it takes as
+    already minimal); what Hypothesis saves while shrinking is kept in `saved`.
+    """
+
+    def __init__(self, choices: tuple[int, ...]):
+        super().__init__()
+        self.seed = choices_to_bytes(choices)
+        self.saved: list[bytes] = []
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        return [self.seed] if key.endswith(b".secondary") else []
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self.saved.append(value)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        """Nothing persists beyond this shrink."""
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        """Nothing persists beyond this shrink."""
+
+
+def case_size(case: Case) -> int:
+    """Elements of every tensor of the call: what "smaller" means for a minimal case."""
+    total = 0
+    for spec in case.specs().values():
+        for t in spec if isinstance(spec, list) else [spec]:
+            shape = getattr(t, "shape", None)
+            if shape is not None:
+                total += math.prod(shape)
+    return total
 
 
 def cell_key(cell: tuple[tuple[str, Any], ...], kind: str) -> str:
@@ -44,7 +94,7 @@ def cell_key(cell: tuple[tuple[str, Any], ...], kind: str) -> str:
 
 def _claim(path: Path, owner: str) -> bool:
     """Take the cell for `owner` ("<run_id>/a<attempt>"): new, left by a killed attempt, or
-    shrunk on an earlier night (then it is shrunk again, from the stored minimal case)."""
+    shrunk on an earlier night (then it is shrunk again, from this night's failure)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mine = {"owner": owner, "status": "shrinking"}
     try:
@@ -65,9 +115,59 @@ def _claim(path: Path, owner: str) -> bool:
     return True
 
 
+def _search(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str, found: Found,
+            stop_at: float) -> tuple[list[dict[str, Any]], dict[str, tuple[Case, tuple[int, ...]]],
+                                     str]:
+    """Hypothesis's shrink from `found`: (steps, failing cases with their choices, note)."""
+    cfg = st.cfg
+    steps: list[dict[str, Any]] = []
+    failing: dict[str, tuple[Case, tuple[int, ...]]] = {}
+    memo: dict[str, bool] = {}
+
+    def fails(case: Case, choices: tuple[int, ...]) -> bool:
+        cid = case.case_id
+        if cid not in memo:
+            if time.time() >= stop_at:
+                return False  # out of time: report passes so the shrinker winds down
+            res = st.worker.call(evaluate_task, st.ref, case.to_json(), None,
+                                 timeout=cfg.case_timeout_s)
+            row = res.value if res.ok else {"outcome": res.outcome}
+            memo[cid] = failure_kind(row) == kind and (not res.ok or cell_of(row) == cell)
+            steps.append({"case_id": cid, "size": case_size(case), "fails": memo[cid]})
+            if memo[cid]:
+                failing[cid] = (case, choices)
+        return memo[cid]
+
+    @settings(max_examples=cfg.shrink_examples, deadline=None,
+              database=SeedDatabase(found.choices or ()),
+              phases=[Phase.reuse, Phase.shrink],
+              suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
+              report_multiple_bugs=False, print_blob=False)
+    @given(recorded_cases(profile=cfg.profile, **cfg.filters))
+    def must_not_fail(drawn: tuple[Case, tuple[int, ...]]) -> None:
+        case = steered(drawn[0], found.seed_xor)
+        if fails(case, drawn[1]):
+            raise CellStillFails(f"{case.case_id} fails with {kind}")
+
+    note = ""
+    try:
+        must_not_fail()
+    except CellStillFails:
+        pass
+    except Exception as exc:  # a flaky backend makes Hypothesis give up; keep what we have
+        note = f"stopped: {exc!r}"[:300]
+    if not steps or steps[0]["case_id"] != found.case.case_id:
+        note = note or ("its choice sequence does not rebuild it under this campaign's "
+                        "profile and filters")
+    elif not steps[0]["fails"]:
+        note = note or "the found case did not fail again (flaky?)"
+    return steps, failing, note
+
+
 def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str,
-                found: Case) -> dict[str, Any] | None:
-    """Shrink one failing cell; returns its summary (also in OUT/shrunk/<key>.json)."""
+                found: Found) -> dict[str, Any] | None:
+    """Shrink one failing cell from its observed failure; returns its summary (also in
+    OUT/shrunk/<key>.json)."""
     cfg = st.cfg
     key = cell_key(cell, kind)
     claim = Path(cfg.out) / SHRUNK / f"{key}.json"
@@ -76,56 +176,43 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
     stop_at = time.time() + cfg.shrink_seconds
     if st.job.hard_end is not None:
         stop_at = min(stop_at, st.job.hard_end - wind_down(cfg))
-    memo: dict[str, bool] = {}
-    smallest: list[Case] = []
-
-    def fails(case: Case) -> bool:
-        cid = case.case_id
-        if cid not in memo:
-            if time.time() >= stop_at:
-                return False  # out of time: report passes so the shrinker winds down
-            res = st.worker.call(evaluate_task, st.ref, case.to_json(), None,
-                                 timeout=cfg.case_timeout_s)
-            row = res.value if res.ok else {"outcome": res.outcome}
-            memo[cid] = failure_kind(row) == kind and (
-                not res.ok or cell_of(row) == cell)
-        return memo[cid]
-
-    filters = {**cfg.filters, **{k: v for k, v in cell if v is not None}}
-
-    @settings(max_examples=cfg.shrink_examples, deadline=None,
-              database=DirectoryBasedExampleDatabase(str(Path(cfg.out) / ".hypothesis")),
-              phases=[Phase.reuse, Phase.generate, Phase.shrink],
-              suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
-              report_multiple_bugs=False, print_blob=False)
-    @given(cases(profile=cfg.profile, **filters))
-    def must_not_fail(case: Case) -> None:
-        if fails(case):
-            smallest.append(case)
-            raise CellStillFails(f"{case.case_id} fails with {kind}")
-
-    must_not_fail.hypothesis.inner_test._hypothesis_internal_add_digest = key.encode()
-    try:
-        must_not_fail()
-    except CellStillFails:
-        pass
-    except Exception as exc:  # a flaky backend makes Hypothesis give up; keep what we have
-        st.report({"type": "log", "text": f"shrink of {dict(cell)} stopped: {exc!r}"[:300]})
-    minimal = smallest[-1] if smallest else found
-    tags = {"run_id": st.job.run_id, "origin": "shrunk", "seed": cfg.seed,
-            "shrunk_from": found.case_id, "shrink_steps": len(memo), "failure_kind": kind,
-            "shrunk": bool(smallest)}
+    if found.choices is None:
+        steps, failing, note = [], {}, "no recorded choice sequence (an older bundle)"
+    else:
+        steps, failing, note = _search(st, cell, kind, found, stop_at)
+    failing.pop(found.case.case_id, None)
+    size_found = case_size(found.case)
+    smaller = sorted(((case_size(c), i, c, ch) for i, (c, ch) in enumerate(failing.values())
+                      if case_size(c) <= size_found), key=lambda t: (t[0], -t[1]))
+    minimal, choices = (smaller[0][2], smaller[0][3]) if smaller else (found.case, found.choices)
+    shrunk = minimal.case_id != found.case.case_id
+    tags = {**st.meta, "run_id": st.job.run_id, "origin": SHRUNK, "seed": cfg.seed,
+            "shard": f"{cfg.shard}/{cfg.shards}", "worker": st.job.worker,
+            "device": st.job.device, "attempt": st.job.attempt,
+            "mode": "precision", "shrunk_from": found.case.case_id, "shrink_steps": len(steps),
+            "failure_kind": kind, "shrunk": shrunk, "size_found": size_found,
+            "size_minimal": case_size(minimal), "timestamp": time.time(),
+            "repro": repro_command(minimal, cfg.runner, str(cfg.out))}
+    if choices is not None:
+        tags.update(draw_choices=choices_hex(choices), draw_xor=found.seed_xor)
     res = st.worker.call(evaluate_task, st.ref, minimal.to_json(), str(cfg.out), tags,
                          timeout=cfg.case_timeout_s)
-    bundle = res.value.get("bundle") if res.ok else None
-    if bundle is None:
-        row = res.value if res.ok else {"runner": cfg.runner, "outcome": res.outcome,
-                                        "error": res.message}
-        bundle = str(write_bundle(cfg.out, minimal, {**row, **tags}))
+    row = res.value if res.ok else {"case_id": minimal.case_id, "case_json": minimal.to_json(),
+                                    "runner": cfg.runner, "outcome": res.outcome,
+                                    "error": res.message, **tags}
+    bundle = row.get("bundle") or str(write_bundle(cfg.out, minimal, row))
+    row["bundle"] = bundle
+    if shrunk and minimal.case_id not in st.done:
+        st.writer.write(row)  # the minimal case is a row of the dataset too
+        st.done.add(minimal.case_id)
     summary = {"owner": f"{st.job.run_id}/a{st.job.attempt}", "status": "done",
-               "cell": dict(cell), "kind": kind, "found": found.case_id,
-               "minimal": minimal.case_id, "shrunk": bool(smallest), "steps": len(memo),
-               "bundle": bundle}
+               "cell": dict(cell), "kind": kind, "found": found.case.case_id,
+               "minimal": minimal.case_id, "shrunk": shrunk, "steps": len(steps),
+               "size_found": size_found, "size_minimal": case_size(minimal),
+               "minimal_fails": failure_kind(row) == kind and cell_of(row) == cell,
+               "note": note, "bundle": bundle}
+    (Path(bundle) / STEPS).write_text(json.dumps({**summary, "trace": steps}, indent=2,
+                                                 default=str) + "\n")
     claim.write_text(json.dumps(summary, indent=2, default=str) + "\n")
     st.report({"type": "shrunk", **summary})
     return summary

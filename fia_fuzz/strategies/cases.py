@@ -22,7 +22,7 @@ from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, Random
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
 from fia_fuzz.strategies.families import FAMILIES, FAMILY_SCOPE
 
-__all__ = ["PROFILES", "Profile", "build", "cases", "families_for"]
+__all__ = ["PROFILES", "Profile", "build", "cases", "families_for", "recorded_cases"]
 
 #: Draw weight per family: dense carries most optional inputs, so it gets the most draws.
 FAMILY_WEIGHTS = {"dense": 4, "antiquant": 2, "full_quant": 1, "packed": 1, "mla": 1,
@@ -88,20 +88,45 @@ def cases(profile: str = "smoke", **filters: Any) -> st.SearchStrategy[Case]:
     InvalidArgument for an unknown filter or value, and for a combination of
     filters that no legal case can carry.
     """
+    return _cases(*_plan(profile, filters), dict(filters))
+
+
+def recorded_cases(profile: str = "smoke", **filters: Any
+                   ) -> st.SearchStrategy[tuple[Case, tuple[int, ...]]]:
+    """`cases(profile, **filters)` drawing (case, its choice sequence): the same draws in the
+    same order, so the sequence replayed through this strategy (e.g. from a Hypothesis
+    example database) rebuilds the case, and Hypothesis can shrink from it."""
+    return _recorded(*_plan(profile, filters), dict(filters))
+
+
+def _plan(profile: str, filters: dict[str, Any]) -> tuple[Profile, tuple[str, ...]]:
+    """(size budget, families that can carry the filters), or InvalidArgument."""
     _check_filters(profile, filters)
     prof = PROFILES[profile]
     families = [f for f in families_for(filters) if not filters or _feasible(prof, f, filters)]
     if not families:
         raise InvalidArgument(f"no legal case has all of {filters}: the filtered features "
                               f"exclude each other (see fia-semantics.md and axes.AXES)")
-    return _cases(prof, tuple(families), dict(filters))
+    return prof, tuple(families)
+
+
+def _build_recorded(draw: st.DrawFn, prof: Profile, families: tuple[str, ...],
+                    pins: dict[str, Any]) -> tuple[Case, tuple[int, ...]]:
+    ch = HypothesisChooser(draw, pins)
+    try:
+        return build(ch, prof, list(families), pins), tuple(ch.choices)
+    except Dead:
+        reject()
+        raise AssertionError("unreachable") from None
 
 
 @st.composite
 def _cases(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any]
            ) -> Case:
-    try:
-        return build(HypothesisChooser(draw, pins), prof, list(families), pins)
-    except Dead:
-        reject()
-        raise AssertionError("unreachable") from None
+    return _build_recorded(draw, prof, families, pins)[0]
+
+
+@st.composite
+def _recorded(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any]
+              ) -> tuple[Case, tuple[int, ...]]:
+    return _build_recorded(draw, prof, families, pins)

@@ -68,24 +68,32 @@ class HypothesisChooser(Chooser):
     def __init__(self, draw: st.DrawFn, pins: dict[str, Any]):
         super().__init__(pins)
         self.draw = draw
-        self.count = 0
+        #: Every value drawn, in order: the case's choice sequence, which Hypothesis can
+        #: replay and shrink (see strategies.cases.recorded_cases).
+        self.choices: list[int] = []
+
+    @property
+    def count(self) -> int:
+        return len(self.choices)
+
+    def _draw(self, lo: int, hi: int) -> int:
+        value = self.draw(_integers(lo, hi))
+        self.choices.append(value)
+        return value
 
     def one(self, options: Sequence[Any]) -> Any:
         # an index, not sampled_from: same shrink order (toward the first option), less overhead
-        self.count += 1
-        return options[self.draw(_integers(0, len(options) - 1))]
+        return options[self._draw(0, len(options) - 1)]
 
     def int(self, lo: int, hi: int) -> int:
         # drawn even when forced (see pad)
-        self.count += 1
-        return self.draw(_integers(lo, max(lo, hi)))
+        return self._draw(lo, max(lo, hi))
 
     def pad(self, length: int) -> None:
         """Hypothesis shrinks shortlex on the choice sequence, so a family whose path is
         short would beat the simplest case of a longer one; forced draws even them out."""
-        zero = _integers(0, 0)
         for _ in range(length - self.count):
-            self.draw(zero)
+            self._draw(0, 0)
 
 
 class RandomChooser(Chooser):

@@ -3,7 +3,9 @@
 Each is the golden model at device precision (a correct backend) with one
 fault injected, so the campaign's plumbing can be tested without a device:
 `test-double-perturbed-cell` returns wrong outputs for one feature cell,
-`test-double-faulty` segfaults, hangs or raises on three others.
+`test-double-faulty` segfaults, hangs or raises on three others,
+`test-double-rare-bug` returns wrong outputs for one KV length in RARE_MODULUS
+(in every cell).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 from fia_fuzz.runners.base import register
 from fia_fuzz.runners.golden_runner import GoldenRunner
+from fia_fuzz.spec.call import CallView
 
 #: The cell the perturbing double breaks: (input_layout, query dtype).
 PERTURBED_CELL = ("BSH", "bfloat16")
@@ -81,3 +84,24 @@ class FaultyDouble(GoldenRunner):
 
 def thread_env() -> str | None:
     return os.environ.get("OMP_NUM_THREADS")
+
+
+#: The rare double's bug fires when S2 % RARE_MODULUS == RARE_RESIDUE (FIA_RARE_MODULUS
+#: overrides the modulus, for measuring rarer bugs by hand).
+RARE_MODULUS = int(os.environ.get("FIA_RARE_MODULUS", "13"))
+RARE_RESIDUE = 6 % RARE_MODULUS
+
+
+def rare_bug_fires(s2: int) -> bool:
+    return s2 % RARE_MODULUS == RARE_RESIDUE
+
+
+@register("test-double-rare-bug")
+class RareBugDouble(GoldenRunner):
+    name = "test-double-rare-bug"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = super().run(call)
+        if rare_bug_fires(CallView(call).S2):  # off by 0.5 and by 2% (large fills too)
+            out = (out.astype(np.float32) * 1.02 + 0.5).astype(out.dtype)
+        return out, lse

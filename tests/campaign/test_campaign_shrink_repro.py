@@ -35,7 +35,7 @@ def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -
         b = load_bundle(s["bundle"])
         assert sorted(p.name for p in b.path.iterdir()) == [
             "case.json", "golden.npz", "inputs.npz", "metrics.json", "outputs.npz",
-            "repro.txt", "repro_npu.py"]
+            "repro.txt", "repro_npu.py", "shrink.json"]
         feats = b.case.features()
         assert (feats["layout"], feats["q_dtype"]) == (layout, dtype)
         assert b.metrics["verdict"] == "fail" and b.metrics["shrunk_from"] in found
@@ -43,7 +43,6 @@ def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -
         s1 = 1 if feats["branch"] == "decode" else 2
         assert (v.B, v.S1, v.S2, v.D, b.case.seed) == (1, s1, 1, 16, 0)
         assert b.outputs is not None and np.isfinite(b.outputs[0].astype(np.float32)).all()
-    assert (out / ".hypothesis").is_dir()
     capsys.readouterr()
 
     bundle = summaries[0]["bundle"]
