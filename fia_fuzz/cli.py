@@ -45,7 +45,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             budget_s=parse_duration(args.budget) if args.budget else None, seed=args.seed,
             profile=args.profile, filters=_filters(args.filter), workers=args.workers,
             devices=parse_devices(args.devices) if args.devices else None,
-            shard=shard, shards=shards, negative=args.negative,
+            shard=shard, shards=shards, negative=args.negative, rules=args.rules,
             case_timeout_s=parse_duration(args.case_timeout),
             memory_limit=parse_size(args.memory_limit) if args.memory_limit else None,
             shrink=not args.no_shrink, metamorphic=args.metamorphic)
@@ -114,13 +114,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from fia_fuzz.spec.validate import output_specs, require_legal
 
     call = _call_from_json(json.loads(Path(args.call).read_text()))
-    violations = validate(**call)
+    violations = validate(**call, rules=args.rules)
     if violations:
         for v in violations:
             print(v)
         return 1
-    out, lse = output_specs(require_legal(**call))
-    print(f"legal\nattention_out: {out}\nsoftmax_lse: {lse}")
+    out, lse = output_specs(require_legal(**call, rules=args.rules))
+    print(f"legal (rules {args.rules})\nattention_out: {out}\nsoftmax_lse: {lse}")
     return 0
 
 
@@ -134,10 +134,12 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
     from fia_fuzz.spec import validate
     from fia_fuzz.strategies.axes import AXES
+    from fia_fuzz.strategies.cases import DEVICE_REGIONS
     from fia_fuzz.strategies.sample import draw_cases
 
     t0, c0 = time.perf_counter(), time.process_time()
-    drawn = draw_cases(args.cases, args.seed, args.profile, **_filters(args.filter))
+    drawn = draw_cases(args.cases, args.seed, args.profile, rules=args.rules,
+                       **_filters(args.filter))
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     counts: dict[str, Counter[str]] = {axis: Counter() for axis in AXES}
     for case in drawn:
@@ -153,20 +155,35 @@ def cmd_coverage(args: argparse.Namespace) -> int:
             cells.append(f"{v}: {n}" if n else f"{v}: 0 (MISSED)")
         cells += [f"{v} (not an axis value): {n}" for v, n in counts[axis].items()]
         print(f"{axis:>17} | " + ", ".join(cells))
+    regions = DEVICE_REGIONS.get(args.rules, {})
+    if regions:
+        print(f"regions only {args.rules} admits:")
+    for name, reached in regions.items():
+        n_hit = sum(1 for case in drawn if reached(case))
+        missed += n_hit == 0
+        print(f"  {name:>40} | {n_hit}" + ("" if n_hit else " (MISSED)"))
     t1 = time.perf_counter()
     illegal: Counter[str] = Counter()
     for case in drawn:
-        for v in validate(**case.specs()):
+        for v in validate(**case.specs(), rules=args.rules):
             illegal[v.rule] += 1
     t2 = time.perf_counter()
     n = len(drawn)
     bad = sum(1 for _ in illegal.elements())
     print(f"{n} cases drawn in {dt:.2f}s wall = {n / dt:.0f} cases/s; {cpu:.2f}s CPU = "
-          f"{n / max(cpu, 1e-9):.0f} cases/CPU-s (profile {args.profile}, no materialisation)")
-    print(f"{missed} axis values never reached")
+          f"{n / max(cpu, 1e-9):.0f} cases/CPU-s (profile {args.profile}, rules {args.rules}, "
+          f"no materialisation)")
+    print(f"{missed} axis values and regions never reached")
     print(f"validate: {n} cases in {t2 - t1:.2f}s, violations by rule: "
           f"{dict(illegal) if illegal else 'none (all legal)'} ({bad} violations)")
     return 1 if missed or illegal else 0
+
+
+def _rules_flag(p: argparse.ArgumentParser) -> None:
+    from fia_fuzz.spec.profiles import DEFAULT, names
+
+    p.add_argument("--rules", default=DEFAULT, choices=names(),
+                   help="rule profile: the documented rules, or a device's own checks")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -197,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--metamorphic", action="store_true",
                    help="also run each case's metamorphic partners on the same runner and "
                         "record the relation outcomes (mm_* columns) next to the verdicts")
+    _rules_flag(c)
     c.set_defaults(fn=cmd_campaign)
 
     r = sub.add_parser("report", help="merge run directories into one HTML dashboard")
@@ -220,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check a call written as JSON of TensorSpecs and attrs")
     v.add_argument("call")
+    _rules_flag(v)
     v.set_defaults(fn=cmd_validate)
 
     cv = sub.add_parser("coverage", help="how often the strategies reach each feature value")
@@ -228,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--profile", default="smoke", choices=["smoke", "nightly", "stress"])
     cv.add_argument("--filter", action="append", default=[], metavar="FEATURE=VALUE",
                     help="pin a feature (repeatable), as for campaign")
+    _rules_flag(cv)
     cv.set_defaults(fn=cmd_coverage)
     return p
 

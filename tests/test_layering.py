@@ -35,8 +35,10 @@ RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
 GEOMETRY = "fia_fuzz.spec.geometry"
 COMPOSITION = "fia_fuzz.runners.composition"
 #: All that the independent second implementation may import of ours: the call
-#: view of the case model (dims read from shapes) and the torch conversion.
-COMPOSITION_MAY_IMPORT = ("fia_fuzz.spec.call", "fia_fuzz.runners.torch_convert")
+#: view of the case model (dims read from shapes), the A2 profile's tree-mask
+#: mode number (to refuse it), and the torch conversion.
+COMPOSITION_MAY_IMPORT = ("fia_fuzz.spec.call", "fia_fuzz.spec.profiles.atlas_a2",
+                          "fia_fuzz.runners.torch_convert")
 
 Graph = dict[str, set[str]]
 

@@ -29,6 +29,8 @@ class CampaignConfig:
     shard: int = 0
     shards: int = 1
     negative: bool = False
+    #: The rule profile cases are drawn under and judged by ("docs", "atlas-a2", ...).
+    rules: str = "docs"
     #: A case running longer than this is killed and recorded as `timeout`.
     case_timeout_s: float = 300.0
     #: Address-space cap of a worker process in bytes (RLIMIT_AS); None = no cap.
@@ -51,6 +53,7 @@ class CampaignConfig:
         keys = ("runner", "max_cases", "budget_s", "seed", "profile", "filters", "workers",
                 "shard", "shards", "negative", "round_size")
         d = asdict(self)
+        keys += ("rules",) if self.rules != "docs" else ()  # docs runs keep their old identity
         text = json.dumps({k: d[k] for k in keys}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 

@@ -19,6 +19,7 @@ from fia_fuzz.diff import judge
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import Runner
 from fia_fuzz.spec import Case, output_specs
+from fia_fuzz.spec.profiles import DEFAULT
 
 #: Outcomes that are failures of the backend even without a verdict.
 FAILED_OUTCOMES = ("crashed", "timeout", "error")
@@ -38,13 +39,13 @@ def base_row(case: Case, runner: str) -> dict[str, Any]:
     except Exception as exc:  # an illegal case can defeat feature extraction; still record it
         features = {"features_error": f"{type(exc).__name__}: {exc}"}
     return {"case_id": case.case_id, "case_json": case.to_json(), "runner": runner,
-            **features, "repro": repro_command(case, runner)}
+            "rules": case.rules, **features, "repro": repro_command(case, runner)}
 
 
-def golden_pair(call: dict[str, Any]) -> tuple[Any, Any]:
-    """(fp64 truth, device-precision baseline) of a canonical call."""
-    truth = npu_fused_infer_attention_score(**call, precision="fp64")
-    baseline = npu_fused_infer_attention_score(**call, precision="device")
+def golden_pair(call: dict[str, Any], rules: str = DEFAULT) -> tuple[Any, Any]:
+    """(fp64 truth, device-precision baseline) of a canonical call legal under `rules`."""
+    truth = npu_fused_infer_attention_score(**call, precision="fp64", rules=rules)
+    baseline = npu_fused_infer_attention_score(**call, precision="device", rules=rules)
     return truth, baseline
 
 
@@ -93,7 +94,7 @@ def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None =
     call = case.call()
     t1 = time.perf_counter()
     try:
-        truth, baseline = golden_pair(call)
+        truth, baseline = golden_pair(call, case.rules)
     except NotImplementedError as exc:
         row.update(outcome="unsupported", error=f"golden: {exc}")
         return row

@@ -16,6 +16,10 @@ from fia_fuzz.campaign.evaluate import base_row, evaluate, failure_kind
 from fia_fuzz.metamorphic import check_relations, summarise
 from fia_fuzz.runners.isolation import resolve_runner
 from fia_fuzz.spec import Case, validate
+from fia_fuzz.spec.profiles import DEFAULT
+
+#: The negative outcome of a call the docs forbid but the campaign's device profile allows.
+ACCEPTED_BY_PROFILE = "accepted (device profile)"
 
 
 def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
@@ -41,21 +45,26 @@ def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
     return row
 
 
-def negative_task(ref: tuple[str, str], case_json: str) -> dict[str, Any]:
+def negative_task(ref: tuple[str, str], case_json: str, rules: str = DEFAULT
+                  ) -> dict[str, Any]:
     """Send an illegal case straight to the backend: did it reject it or return something?
 
     `rejected` (with the backend's message) is the good answer; `accepted`
-    means it silently returned a result for a call the docs forbid.
+    means it silently returned a result for a call the docs forbid, a finding
+    unless the campaign's rule profile `rules` (the device's own checks)
+    holds the call legal: then it is `accepted (device profile)`, as expected.
     """
     case = Case.from_json(case_json)
     runner = resolve_runner(ref)
     row = base_row(case, runner.name)
     row["broken_rules"] = ",".join(sorted({v.rule for v in validate(**case.specs())}))
+    profile_broken = {v.rule for v in validate(**case.specs(), rules=rules)}
+    row.update(rules=rules, profile_broken_rules=",".join(sorted(profile_broken)))
     try:
         out, lse = runner.run(case.call())
     except Exception as exc:  # a clean rejection is what we hope for
         row.update(outcome="rejected", error=f"{type(exc).__name__}: {exc}"[:2000])
         return row
-    row.update(outcome="accepted", error="",
+    row.update(outcome=ACCEPTED_BY_PROFILE if not profile_broken else "accepted", error="",
                accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
     return row

@@ -29,6 +29,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hseed
+from hypothesis import strategies as hst
 
 from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
@@ -96,7 +97,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
              {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
     if cfg.negative:
-        res = st.worker.call(negative_task, st.ref, case.to_json(), timeout=timeout)
+        res = st.worker.call(negative_task, st.ref, case.to_json(), cfg.rules, timeout=timeout)
     else:
         res = st.worker.call(evaluate_task, st.ref, case.to_json(), bundle_dir,
                              {**tags, **drawn}, cfg.metamorphic, timeout=timeout)
@@ -181,6 +182,14 @@ def _settings(cfg: CampaignConfig, phases: list[Phase]) -> settings:
                     suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
 
 
+def _negative_cases(rules: str) -> Any:
+    """Calls the docs forbid; under a device profile also calls only it forbids, so the
+    rows tell `accepted (device profile)` apart from findings (execute.negative_task)."""
+    if rules == "docs":
+        return illegal_cases()
+    return hst.one_of(illegal_cases(), illegal_cases(rules=rules))
+
+
 def _stream_round(st: PartitionState, rnd: int) -> bool:
     """Round `rnd` of the shared stream; False when the campaign must stop exploring.
 
@@ -189,8 +198,8 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
     would make the partitions' streams drift apart.
     """
     cfg = st.cfg
-    strategy = (illegal_cases().map(lambda c: (c, None)) if cfg.negative
-                else recorded_cases(profile=cfg.profile, **cfg.filters))
+    strategy = (_negative_cases(cfg.rules).map(lambda c: (c, None)) if cfg.negative
+                else recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters))
     fresh = [0]
 
     @hseed(derive_seed(cfg.seed, "round", rnd))
@@ -234,7 +243,7 @@ def _steer_round(st: PartitionState, k: int) -> bool:
 
     @hseed(derive_seed(cfg.seed, "steer", k, st.job.index, st.job.count))
     @_settings(cfg, [Phase.generate, Phase.target])
-    @given(recorded_cases(profile=cfg.profile, **cfg.filters))
+    @given(recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters))
     def step(drawn: tuple[Case, tuple[int, ...]]) -> None:
         if _stop_exploring(st):
             raise StopExploring

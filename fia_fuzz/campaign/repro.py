@@ -86,7 +86,7 @@ def reproduce(ref: str, runner: str | None, results: list[str],
     if runner is None and bundle is not None and bundle.outputs is not None:
         out.write(f"mode: stored device output of {recorded_runner} from {bundle.path}; "
                   "golden recomputed here\n")
-        truth, baseline = golden_pair(case.call())
+        truth, baseline = golden_pair(case.call(), case.rules)
         row = {"outcome": "ok", **judge_outputs(case, bundle.outputs, truth, baseline)}
     else:
         from fia_fuzz.runners import get_runner

@@ -143,7 +143,7 @@ def _search(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str, fo
               phases=[Phase.reuse, Phase.shrink],
               suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
               report_multiple_bugs=False, print_blob=False)
-    @given(recorded_cases(profile=cfg.profile, **cfg.filters))
+    @given(recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters))
     def must_not_fail(drawn: tuple[Case, tuple[int, ...]]) -> None:
         case = steered(drawn[0], found.seed_xor)
         if fails(case, drawn[1]):

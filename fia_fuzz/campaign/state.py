@@ -104,7 +104,8 @@ def steered(case: Case, space: int) -> Case:
     """The case with its data seed moved into this partition's private seed space."""
     if not space:
         return case
-    return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF)
+    return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF,
+                rules=case.rules)
 
 
 def choices_hex(choices: tuple[int, ...]) -> str:

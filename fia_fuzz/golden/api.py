@@ -23,8 +23,10 @@ from fia_fuzz.spec import require_legal
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.geometry import from_bnsd, pack, query_window, to_bnsd, unpack
 from fia_fuzz.spec.params import V2_TO_CANONICAL
+from fia_fuzz.spec.profiles import DEFAULT
+from fia_fuzz.spec.profiles.atlas_a2 import TREE_SPARSE
 from fia_fuzz.spec.tensors import NUMPY_DTYPES
-from fia_fuzz.spec.validate import output_specs
+from fia_fuzz.spec.validate import check_view, output_specs
 
 #: How rows whose every key is masked come out [SEM §4 "Fully masked row"]:
 #: "reference" zeroes them always (out 0, lse +inf), as the vendor's CPU
@@ -41,8 +43,10 @@ FILL = -1.7e38
 def npu_fused_infer_attention_score(query: Any, key: Any, value: Any, *,
                                     precision: str = "device", row_invalid: str = "reference",
                                     post_quant_order: str = "round_then_offset",
+                                    rules: str = DEFAULT,
                                     **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(attention_out, softmax_lse) of a legal call; IllegalCall otherwise.
+    """(attention_out, softmax_lse) of a call legal under the rule profile `rules`
+    (`fia_fuzz.spec.profiles`); IllegalCall otherwise.
 
     precision="device" (default) returns the dtypes the device returns (lse
     float32) computed in the device's precision flow; precision="fp64"
@@ -59,9 +63,31 @@ def npu_fused_infer_attention_score(query: Any, key: Any, value: Any, *,
     if post_quant_order not in POST_QUANT_ORDERS:
         raise ValueError(f"post_quant_order={post_quant_order!r}, expected one of "
                          f"{POST_QUANT_ORDERS}")
-    view = require_legal(query, key, value, **kwargs)
+    view = require_legal(query, key, value, rules=rules, **kwargs)
+    why = _undefined(view, rules)
+    if why:
+        raise NotImplementedError(why)
     call = {"query": query, "key": key, "value": value, **kwargs}
     return _compute(view, call, precision, row_invalid, post_quant_order)
+
+
+def _undefined(view: CallView, rules: str) -> str | None:
+    """Why a call a device profile accepts has no defined result, or None.
+
+    Everything else a profile accepts is computed with the documented arithmetic.
+    """
+    if rules == DEFAULT:
+        return None
+    if view.attrs["sparse_mode"] == TREE_SPARSE:
+        return ("sparse_mode 9 (the A2 tree mask, device-a2.md row 3) has no documented "
+                "arithmetic: the golden model does not guess it")
+    kv = view.spec_list("key") + view.spec_list("value")
+    broken = [v.rule for v in check_view(view)] if all(t.numel == 0 for t in kv) else []
+    if broken:
+        return (f"every key/value tensor is empty, so rules={rules!r} accepts the call "
+                f"without further checks (the device returns early, device-a2.md row 11); "
+                f"its outputs are undocumented (the docs' rules broken: {broken})")
+    return None
 
 
 def _compute(view: CallView, call: dict[str, Any], precision: str, row_invalid: str,

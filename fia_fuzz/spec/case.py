@@ -4,8 +4,9 @@ A Case is what strategies draw, campaigns record, bundles store and users
 paste into bug reports. It holds the canonical keyword arguments with
 TensorSpecs in place of tensors (so `validate(**case.specs())` works as is),
 a fill recipe per tensor (for a value argument: an optional dtype to pass it
-in) and a seed. `call()` materialises it
-deterministically; `case_id` is a hash of its canonical JSON, stable across
+in), a seed and the rule profile it is legal under (`rules`, "docs" unless a
+device profile drew it; kept out of the JSON when "docs", so ids stay stable).
+`call()` materialises it deterministically; `case_id` is a hash of its canonical JSON, stable across
 machines and runs.
 """
 
@@ -18,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.spec import profiles
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
-from fia_fuzz.spec.rules import Undetermined
+from fia_fuzz.spec.rules import Undetermined, Violation
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
+from fia_fuzz.spec.validate import check_view
 from fia_fuzz.spec.values import default_fill, materialise
 
 #: dtype of the value-carrying arguments when passed as tensors (torch_npu schema).
@@ -56,26 +59,31 @@ def _decode(name: str, value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Case:
-    """Canonical kwargs (TensorSpec for tensors), fill recipes and a data seed."""
+    """Canonical kwargs (TensorSpec for tensors), fill recipes, a data seed, a rule profile."""
 
     params: dict[str, Any]
     fills: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed: int = 0
+    rules: str = profiles.DEFAULT
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.params) - set(ALL_ARGS))
         if unknown:
             raise ValueError(f"Case has unknown parameter(s) {unknown}")
+        profiles.get(self.rules)
 
     # ---- identity and serialisation -------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "version": SCHEMA_VERSION,
             "params": {k: _encode(k, v) for k, v in sorted(self.params.items())
                        if v is not None},
             "fills": {k: dict(sorted(v.items())) for k, v in sorted(self.fills.items())},
             "seed": int(self.seed),
         }
+        if self.rules != profiles.DEFAULT:
+            out["rules"] = self.rules
+        return out
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, indent=indent,
@@ -85,7 +93,7 @@ class Case:
     def from_dict(cls, d: dict[str, Any]) -> Case:
         params = {k: _decode(k, v) for k, v in d["params"].items()}
         return cls(params=params, fills={k: dict(v) for k, v in d.get("fills", {}).items()},
-                   seed=int(d.get("seed", 0)))
+                   seed=int(d.get("seed", 0)), rules=d.get("rules", profiles.DEFAULT))
 
     @classmethod
     def from_json(cls, text: str) -> Case:
@@ -158,6 +166,10 @@ class Case:
 
     def view(self) -> CallView:
         return CallView(self.specs())
+
+    def violations(self) -> list[Violation]:
+        """Every rule of the case's profile that its call breaks (empty: legal)."""
+        return check_view(self.view(), self.rules)
 
     def attr(self, name: str) -> Any:
         return self.params.get(name, ATTR_DEFAULTS.get(name))

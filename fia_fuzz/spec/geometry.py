@@ -34,7 +34,11 @@ LAYOUTS: dict[str, tuple[str, str]] = {
     "BSH_NBSD": ("BSH", "NBSD"),
     "BSND_NBSD": ("BSND", "NBSD"),
     "BNSD_NBSD": ("BNSD", "NBSD"),
+    "BSH_BNSD": ("BSH", "BNSD"),
+    "BSND_BNSD": ("BSND", "BNSD"),
 }
+#: layouts only a device profile knows (device-a2.md row 4); the docs' rule rejects them
+DEVICE_ONLY_LAYOUTS = ("BSH_BNSD", "BSND_BNSD")
 #: Layouts that pack variable-length batches back to back (T = sum of lengths).
 PACKED_LAYOUTS = ("TND", "NTD")
 #: Batched input layouts (a B axis, every batch padded to the same S).

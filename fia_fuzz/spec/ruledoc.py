@@ -6,7 +6,7 @@ committed file with this output.
 
 from __future__ import annotations
 
-import fia_fuzz.spec.rulebook  # noqa: F401  (registers every rule)
+from fia_fuzz.spec.profiles import PROFILES, Profile
 from fia_fuzz.spec.rules import RULES, SEEDS
 
 HEADER = """# FusedInferAttentionScore legality rules
@@ -165,10 +165,31 @@ def render() -> str:
     """The whole docs/rules.md text."""
     sources = ", ".join(f"{k} = `{v}`" for k, v in SEEDS.items())
     lines = [HEADER.format(sources=sources), f"## Rules ({len(RULES)})", "",
-             "| id | rule | source |", "| --- | --- | --- |"]
+             "Column *profiles*: the rule profiles (`validate(..., rules=NAME)`) that hold "
+             "the rule; a profile that does not names what it does instead below.", "",
+             "| id | rule | source | profiles |", "| --- | --- | --- | --- |"]
     for r in RULES.values():
-        lines.append(f"| `{r.id}` | {_cell(r.summary)} | {_cell(r.source)} |")
+        held = ", ".join(p.name for p in PROFILES.values() if p.holds(r.id))
+        lines.append(f"| `{r.id}` | {_cell(r.summary)} | {_cell(r.source)} | {held} |")
+    for p in PROFILES.values():
+        if p.own:
+            lines += ["", *_profile_section(p)]
     return "\n".join(lines) + "\n\n" + NOTES
+
+
+def _profile_section(p: Profile) -> list[str]:
+    """A device profile's own rules, what each replaces, and the rules it drops."""
+    lines = [f"## Profile `{p.name}` ({len(p.own)} rules of its own)", "", p.summary + ".", "",
+             "| id | rule | source | in place of |", "| --- | --- | --- | --- |"]
+    for r in p.own.values():
+        instead = ", ".join(f"`{d}`" for d in p.replaces(r.id))
+        if r.id == p.accept_when:
+            instead = "(accepts the call: later rules skipped)"
+        elif not instead:
+            instead = "(added)"
+        lines.append(f"| `{r.id}` | {_cell(r.summary)} | {_cell(r.source)} | {instead} |")
+    lines += [""] + [f"Not held: `{rid}`: {why}." for rid, why in p.removed.items()]
+    return lines + ["", p.notes.strip()] if p.notes else lines
 
 
 def _cell(text: str) -> str:

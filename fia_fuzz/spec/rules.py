@@ -56,13 +56,19 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(id: str, summary: str, source: str) -> Callable[[Check], Check]:
-    """Register a check function as the rule `id`; registration order is evaluation order."""
+def rule(id: str, summary: str, source: str, registry: dict[str, Rule] | None = None
+         ) -> Callable[[Check], Check]:
+    """Register a check function as the rule `id`; registration order is evaluation order.
+
+    `registry` defaults to RULES, the documented rules; a device rule profile
+    (`fia_fuzz.spec.profiles`) registers its own rules in its own registry.
+    """
+    into = RULES if registry is None else registry
 
     def register(fn: Check) -> Check:
-        if id in RULES:
+        if id in into or id in RULES:
             raise RuntimeError(f"rule id {id!r} registered twice")
-        RULES[id] = Rule(id, summary, source, fn)
+        into[id] = Rule(id, summary, source, fn)
         return fn
 
     return register
@@ -77,6 +83,13 @@ SEEDS: dict[str, str] = {
     "SEM": "fia-semantics.md",
     "TNPU": "torch_npu-2.13.0 wheel, torch_npu/_op_plugin_docs.py "
             "(npu_fused_infer_attention_score_v2)",
+    "A2-V3": "device-a2.md; ops-transformer fused_infer_attention_score/op_host/"
+             "checkers/*.cpp (FIAChecker; V3 tiling arch22/..._tiling_v3.cpp RouteToFia)",
+    "A2-FAI": "device-a2.md; ops-transformer fused_infer_attention_score/op_host/arch22/"
+              "..._tiling_v3.cpp CheckSpecConditions, fused_infer_attention_score_tiling.cpp "
+              "(TND split-fuse)",
+    "A2-IFA": "device-a2.md; ops-transformer incre_flash_attention op_host tiling "
+              "(older decode route)",
 }
 
 

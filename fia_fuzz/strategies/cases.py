@@ -17,6 +17,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.profiles import DEFAULT
+from fia_fuzz.spec.profiles import get as get_rules
+from fia_fuzz.strategies import device_a2
 from fia_fuzz.strategies.axes import AXES
 from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, RandomChooser
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
@@ -27,6 +30,13 @@ __all__ = ["PROFILES", "Profile", "build", "cases", "families_for", "recorded_ca
 #: Draw weight per family: dense carries most optional inputs, so it gets the most draws.
 FAMILY_WEIGHTS = {"dense": 4, "antiquant": 2, "full_quant": 1, "packed": 1, "mla": 1,
                   "gqa_nz": 1}
+#: Per rule profile: its extra families (name -> (builder, weight)) and the adapter that
+#: turns a documented draw into the profile's form (the draw is rejected if still illegal).
+DEVICE_FAMILIES: dict[str, dict[str, tuple[Any, int]]] = {
+    device_a2.NAME: {"device_a2": (device_a2.device_a2, 4)}}
+ADAPTERS: dict[str, Any] = {device_a2.NAME: device_a2.adapt}
+#: Per rule profile: the regions its families exist to reach, each a predicate over a case.
+DEVICE_REGIONS: dict[str, dict[str, Any]] = {device_a2.NAME: device_a2.REGIONS}
 #: Decisions every draw makes at least: the simplest dense case needs ~33, shorter paths
 #: of other families are padded to this so shrinking ends at that case (choices.pad).
 MIN_PATH = 36
@@ -40,14 +50,26 @@ def families_for(pins: dict[str, Any]) -> list[str]:
             if all(pins[k] in scope[k] for k in pins if k in scope)]
 
 
-def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any]) -> Case:
-    """One case from the decisions of `ch`; raises Dead when a pin cannot be met on this path."""
-    weighted = [f for f in families for _ in range(FAMILY_WEIGHTS[f])]
+def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
+          rules: str = DEFAULT) -> Case:
+    """One case from the decisions of `ch`; raises Dead when a pin cannot be met on this path.
+
+    Under a device rule profile `rules`, documented draws are adapted to it
+    (ADAPTERS), its own families join, and a draw still illegal under it is Dead.
+    """
+    extra = DEVICE_FAMILIES.get(rules, {})
+    weights = {**FAMILY_WEIGHTS, **{f: w for f, (_, w) in extra.items()}}
+    weighted = [f for f in families for _ in range(weights[f])]
     family = ch.one(weighted if len(families) > 1 else families)
     dr = Draft(prof=prof, ch=ch)
-    FAMILIES[family](dr)
+    (extra[family][0] if family in extra else FAMILIES[family])(dr)
     ch.pad(MIN_PATH)
     case = Case(params=dr.params, fills=dr.fills, seed=ch.int(0, 2**32 - 1))
+    if rules != DEFAULT:
+        case = ADAPTERS[rules](case)
+        broken = case.violations()
+        if broken:
+            raise Dead(f"{family} draw breaks {[v.rule for v in broken]} under {rules}")
     if pins:
         feats = case.features()
         wrong = {k: feats.get(k) for k, v in pins.items() if feats.get(k) != v}
@@ -69,41 +91,51 @@ def _check_filters(profile: str, filters: dict[str, Any]) -> None:
                                   f"expected one of {list(allowed)}")
 
 
-def _feasible(prof: Profile, family: str, pins: dict[str, Any]) -> bool:
+def _feasible(prof: Profile, family: str, pins: dict[str, Any], rules: str = DEFAULT) -> bool:
     """Random walks of the same construction, to prove a family can carry the filters."""
     rng = random.Random(0)
     for _ in range(FEASIBILITY_WALKS):
         try:
-            build(RandomChooser(rng, pins), prof, [family], pins)
+            build(RandomChooser(rng, pins), prof, [family], pins, rules)
             return True
         except Dead:
             continue
     return False
 
 
-def cases(profile: str = "smoke", **filters: Any) -> st.SearchStrategy[Case]:
-    """Legal cases (every draw passes `validate`); `filters` pin `case.features()` values.
+def cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
+          ) -> st.SearchStrategy[Case]:
+    """Legal cases (every draw passes `validate(rules=rules)`); `filters` pin
+    `case.features()` values.
 
-    `profile` ("smoke", "nightly", "stress") sets the size budget. Raises
-    InvalidArgument for an unknown filter or value, and for a combination of
-    filters that no legal case can carry.
+    `profile` ("smoke", "nightly", "stress") sets the size budget; `rules` the
+    rule profile ("docs", "atlas-a2": the device's legal space, its own regions
+    included; see `fia_fuzz.strategies.device_a2`). Raises InvalidArgument for
+    an unknown filter, value or rule profile, and for a combination of filters
+    that no legal case can carry.
     """
-    return _cases(*_plan(profile, filters), dict(filters))
+    return _cases(*_plan(profile, filters, rules), dict(filters), rules)
 
 
-def recorded_cases(profile: str = "smoke", **filters: Any
+def recorded_cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
                    ) -> st.SearchStrategy[tuple[Case, tuple[int, ...]]]:
-    """`cases(profile, **filters)` drawing (case, its choice sequence): the same draws in the
-    same order, so the sequence replayed through this strategy (e.g. from a Hypothesis
-    example database) rebuilds the case, and Hypothesis can shrink from it."""
-    return _recorded(*_plan(profile, filters), dict(filters))
+    """`cases(profile, rules, **filters)` drawing (case, its choice sequence): the same draws
+    in the same order, so the sequence replayed through this strategy (e.g. from a
+    Hypothesis example database) rebuilds the case, and Hypothesis can shrink from it."""
+    return _recorded(*_plan(profile, filters, rules), dict(filters), rules)
 
 
-def _plan(profile: str, filters: dict[str, Any]) -> tuple[Profile, tuple[str, ...]]:
+def _plan(profile: str, filters: dict[str, Any], rules: str = DEFAULT
+          ) -> tuple[Profile, tuple[str, ...]]:
     """(size budget, families that can carry the filters), or InvalidArgument."""
     _check_filters(profile, filters)
+    try:
+        get_rules(rules)
+    except ValueError as exc:
+        raise InvalidArgument(str(exc)) from None
     prof = PROFILES[profile]
-    families = [f for f in families_for(filters) if not filters or _feasible(prof, f, filters)]
+    candidates = families_for(filters) + list(DEVICE_FAMILIES.get(rules, {}))
+    families = [f for f in candidates if not filters or _feasible(prof, f, filters, rules)]
     if not families:
         raise InvalidArgument(f"no legal case has all of {filters}: the filtered features "
                               f"exclude each other (see fia-semantics.md and axes.AXES)")
@@ -111,22 +143,22 @@ def _plan(profile: str, filters: dict[str, Any]) -> tuple[Profile, tuple[str, ..
 
 
 def _build_recorded(draw: st.DrawFn, prof: Profile, families: tuple[str, ...],
-                    pins: dict[str, Any]) -> tuple[Case, tuple[int, ...]]:
+                    pins: dict[str, Any], rules: str) -> tuple[Case, tuple[int, ...]]:
     ch = HypothesisChooser(draw, pins)
     try:
-        return build(ch, prof, list(families), pins), tuple(ch.choices)
+        return build(ch, prof, list(families), pins, rules), tuple(ch.choices)
     except Dead:
         reject()
         raise AssertionError("unreachable") from None
 
 
 @st.composite
-def _cases(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any]
-           ) -> Case:
-    return _build_recorded(draw, prof, families, pins)[0]
+def _cases(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any],
+           rules: str = DEFAULT) -> Case:
+    return _build_recorded(draw, prof, families, pins, rules)[0]
 
 
 @st.composite
-def _recorded(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any]
-              ) -> tuple[Case, tuple[int, ...]]:
-    return _build_recorded(draw, prof, families, pins)
+def _recorded(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any],
+              rules: str = DEFAULT) -> tuple[Case, tuple[int, ...]]:
+    return _build_recorded(draw, prof, families, pins, rules)

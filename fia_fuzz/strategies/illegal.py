@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import RULES, Case, TensorSpec, validate
+from fia_fuzz.spec.profiles import DEFAULT
+from fia_fuzz.spec.profiles import get as get_rules
 from fia_fuzz.strategies.breaker import Breaker
 from fia_fuzz.strategies.breaker_table import BREAKER_TABLE
 from fia_fuzz.strategies.breakers_features import FEATURE_BREAKERS
@@ -270,8 +272,17 @@ for _rid, (_base, _mutation) in BREAKER_TABLE.items():
         BREAKERS[_rid] = Breaker(_searched(_mutation), _base)
 
 
-def illegal_cases(rule: str | None = None) -> st.SearchStrategy[Case]:
-    """Cases whose only violation is `rule` (None: any rule with a materialisable breaker)."""
+def illegal_cases(rule: str | None = None, rules: str = DEFAULT) -> st.SearchStrategy[Case]:
+    """Cases whose only violation is `rule` (None: any rule with a materialisable breaker)
+    under the rule profile `rules` (see `illegal_profiles` for a device profile)."""
+    if rules != DEFAULT:
+        from fia_fuzz.strategies.illegal_profiles import profile_illegal_cases
+
+        try:
+            profile = get_rules(rules)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc)) from None
+        return profile_illegal_cases(profile, rule, BREAKERS, NOT_MATERIALISABLE)
     if rule is not None and rule not in RULES:
         raise InvalidArgument(f"rule={rule!r} is not a rule id; see fia_fuzz.spec.RULES")
     if rule in INEXPRESSIBLE:

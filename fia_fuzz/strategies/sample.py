@@ -8,18 +8,20 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
 
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.profiles import DEFAULT
 from fia_fuzz.strategies.cases import cases
 
 
-def draw_cases(n: int, seed: int = 0, profile: str = "smoke", **filters: Any) -> list[Case]:
-    """`n` cases of `cases(profile, **filters)` drawn under `seed` (generation only, no
-    example database), in draw order: the `fia-fuzz coverage` sample and test fixtures."""
+def draw_cases(n: int, seed: int = 0, profile: str = "smoke", rules: str = DEFAULT,
+               **filters: Any) -> list[Case]:
+    """`n` cases of `cases(profile, rules, **filters)` drawn under `seed` (generation only,
+    no example database), in draw order: the `fia-fuzz coverage` sample and test fixtures."""
     drawn: list[Case] = []
 
     @hseed(seed)
     @settings(max_examples=n, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(cases(profile=profile, **filters))
+    @given(cases(profile=profile, rules=rules, **filters))
     def collect(case: Case) -> None:
         drawn.append(case)
 

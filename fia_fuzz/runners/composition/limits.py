@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.profiles.atlas_a2 import TREE_SPARSE
 
 
 def refusal(view: CallView) -> str | None:
@@ -17,7 +18,7 @@ def refusal(view: CallView) -> str | None:
     if view.packed and view.has("atten_mask") and view.attrs["sparse_mode"] in (0, 1):
         return ("a user atten_mask with a packed (TND/NTD) layout: its coordinates are "
                 "undocumented (V4 §TND allows sparse_mode 0 without mask, or 3)")
-    if view.packed and view.has("pse_shift"):
-        return "pse_shift with a packed (TND/NTD) layout: undocumented (V4 §TND excludes pse)"
+    if view.attrs["sparse_mode"] == TREE_SPARSE:
+        return "sparse_mode 9 (the A2 tree mask, device-a2.md row 3): no documented arithmetic"
     return None
 

@@ -1,0 +1,59 @@
+"""`illegal_cases(rules=PROFILE)`: cases that break exactly one rule of a device profile.
+
+A documented rule the profile holds is broken by its documented breaker and
+kept when the profile reports exactly that rule; a profile's own rule is
+broken by its worked examples (`atlas_a2_examples.NEGATIVE`, one call per
+device check, drawn with a fresh data seed). Rules the profile does not hold
+(removed or replaced) cannot be asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import reject
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from fia_fuzz.spec import RULES, Case
+from fia_fuzz.spec.profiles import Profile
+from fia_fuzz.spec.profiles import atlas_a2_examples as a2
+from fia_fuzz.strategies.breaker import Breaker
+from fia_fuzz.strategies.mutations import apply
+
+#: Per profile: its own rule id -> calls breaking exactly that rule (and nothing else).
+EXAMPLES: dict[str, dict[str, list[dict[str, Any]]]] = {"atlas-a2": {}}
+for _row, _rid, _call in a2.NEGATIVE:
+    if _rid.startswith("a2."):
+        EXAMPLES["atlas-a2"].setdefault(_rid, []).append(_call)
+
+
+def profile_illegal_cases(profile: Profile, rule: str | None, breakers: dict[str, Breaker],
+                          skip: set[str]) -> st.SearchStrategy[Case]:
+    """Cases of `profile` whose only violation under it is `rule` (None: any breakable rule)."""
+    own = EXAMPLES.get(profile.name, {})
+    if rule is not None and not profile.holds(rule):
+        raise InvalidArgument(f"rule={rule!r} is not held by rules={profile.name!r} (see "
+                              f"docs/rules.md, profile {profile.name})")
+    if rule is not None and rule not in own and rule not in breakers:
+        raise InvalidArgument(f"rule={rule!r} has no breaker under rules={profile.name!r}")
+    ids = [rule] if rule else sorted(
+        [r for r in breakers if r in RULES and r not in skip and profile.holds(r)] + list(own))
+    bases = {r: breakers[r].cases() for r in ids if r not in own}
+
+    @st.composite
+    def broken(draw: st.DrawFn) -> Case:
+        rid = draw(st.sampled_from(ids))
+        if rid in own:
+            params = draw(st.sampled_from(own[rid]))
+            case = Case(params=params, seed=draw(st.integers(0, 2**32 - 1)), rules=profile.name)
+        else:
+            base = draw(bases[rid])
+            case = apply(base, breakers[rid].change(draw, base))
+            case = Case(params=case.params, fills=case.fills, seed=case.seed,
+                        rules=profile.name)
+        if [v.rule for v in case.violations()] != [rid]:
+            reject()
+        return case
+
+    return broken()
