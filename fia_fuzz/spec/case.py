@@ -21,7 +21,7 @@ import numpy as np
 
 from fia_fuzz.spec import profiles
 from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND
+from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND, blocks_needed
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined, Violation
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
@@ -334,7 +334,7 @@ def _table_features(case: Case) -> dict[str, bool]:
     used: list[int] = []
     unused = False
     for row, n_kv in zip(table, lens, strict=False):
-        need = -(-max(0, n_kv) // bs) if bs else 0
+        need = blocks_needed(n_kv, bs) if bs else 0
         used.extend(row[:need])
         unused = unused or len(row) > need
     block_num = k.shape[0] if hasattr(k, "shape") else 0

@@ -269,6 +269,11 @@ def paged_bnsd(cache: np.ndarray, kv_heads: int, block_table: np.ndarray,
     return gather(cache_tokens(cache, kv_heads), block_table, lengths).transpose(0, 2, 1, 3)
 
 
+def blocks_needed(length: int, block_size: int) -> int:
+    """Table entries a batch of `length` KV tokens reads: ceil(length / block_size) [V4]."""
+    return -(-max(length, 0) // block_size)
+
+
 def page(x: np.ndarray, lengths: Sequence[int], table: np.ndarray, block_size: int,
          filler: np.ndarray) -> np.ndarray:
     """BNSD KV (B, KV_N, S, D) written into a copy of the paged cache `filler`.
@@ -280,7 +285,7 @@ def page(x: np.ndarray, lengths: Sequence[int], table: np.ndarray, block_size: i
     _, kv_n, _, d = x.shape
     cache = filler.copy()
     for b, n in enumerate(lengths):
-        for j in range(-(-n // block_size)):
+        for j in range(blocks_needed(n, block_size)):
             lo, hi = j * block_size, min((j + 1) * block_size, n)
             blk = int(table[b, j])
             rows = x[b, :, lo:hi, :]  # (KV_N, rows, D)
