@@ -18,8 +18,8 @@ from hypothesis.errors import InvalidArgument
 from fia_fuzz.spec import RULES, Case
 from fia_fuzz.spec.profiles import Profile
 from fia_fuzz.spec.profiles import atlas_a2_examples as a2
-from fia_fuzz.strategies.breaker import Breaker
-from fia_fuzz.strategies.mutations import apply
+from fia_fuzz.strategies.edits import apply
+from fia_fuzz.strategies.illegal.breaker import Breaker
 
 #: Per profile: its own rule id -> calls breaking exactly that rule (and nothing else).
 EXAMPLES: dict[str, dict[str, list[dict[str, Any]]]] = {"atlas-a2": {}}

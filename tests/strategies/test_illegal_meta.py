@@ -8,13 +8,14 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import RULES, Case, TensorSpec, validate
-from fia_fuzz.strategies import illegal_cases
-from fia_fuzz.strategies.breakers_features import FEATURE_BREAKERS
-from fia_fuzz.strategies.breakers_kv import KV_BREAKERS
-from fia_fuzz.strategies.illegal import BREAKERS, INEXPRESSIBLE, NOT_MATERIALISABLE
-from fia_fuzz.strategies.mutations import apply
+from fia_fuzz.strategies import INEXPRESSIBLE, NOT_MATERIALISABLE, illegal_cases
+from fia_fuzz.strategies.edits import apply
+from fia_fuzz.strategies.illegal import BREAKERS, MODULES
+from fia_fuzz.strategies.illegal.search import proposals
 
 COVERED = sorted(r for r in BREAKERS if r in RULES)
+#: Written breakers (a change function, not a replayed searched mutation).
+WRITTEN = sorted(r for r, b in BREAKERS.items() if b.mutation is None)
 #: Rules whose legal neighbourhood the strategies do not draw yet, so they have no
 #: breaker for now; drop an id here when its breaker lands.
 PENDING: set[str] = set()
@@ -22,7 +23,7 @@ PENDING: set[str] = set()
 
 @pytest.mark.parametrize("rule", COVERED)
 def test_breaker_violates_exactly_its_rule(rule: str) -> None:
-    # searched breakers land on their rule alone in a share of draws (see breaker_table);
+    # searched breakers land on their rule alone in a share of draws (illegal/search.py);
     # the rest are discarded, so filtering is expected, but a rule that never lands fails
     @settings(max_examples=4, phases=[Phase.generate],
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -34,7 +35,7 @@ def test_breaker_violates_exactly_its_rule(rule: str) -> None:
     check()
 
 
-@pytest.mark.parametrize("rule", sorted({**KV_BREAKERS, **FEATURE_BREAKERS}))
+@pytest.mark.parametrize("rule", WRITTEN)
 def test_written_breaker_lands_whenever_it_applies(rule: str) -> None:
     # these breakers reject() themselves where their change cannot apply; every change
     # they do make must break exactly their rule, so a rulebook or strategy change that
@@ -53,7 +54,7 @@ def test_written_breaker_lands_whenever_it_applies(rule: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rule", sorted({**KV_BREAKERS, **FEATURE_BREAKERS}))
+@pytest.mark.parametrize("rule", WRITTEN)
 def test_written_breaker_lands_in_most_draws(rule: str) -> None:
     # the figure behind "single-violation rate": 200 draws, every applied change exact,
     # and the change applies (does not reject) in at least half of the base draws
@@ -77,8 +78,7 @@ def test_written_breaker_lands_in_most_draws(rule: str) -> None:
 MATERIALISE_MAX = 1 << 21
 
 
-@pytest.mark.parametrize("rule", sorted((set(KV_BREAKERS) | set(FEATURE_BREAKERS))
-                                        - NOT_MATERIALISABLE))
+@pytest.mark.parametrize("rule", sorted(set(WRITTEN) - NOT_MATERIALISABLE))
 def test_written_breaker_cases_materialise(rule: str) -> None:
     # `fia-fuzz campaign --negative` sends these to backends: Case.call() must build them
     @settings(max_examples=2, phases=[Phase.generate],
@@ -95,7 +95,8 @@ def test_written_breaker_cases_materialise(rule: str) -> None:
 
 def test_every_rule_has_a_breaker() -> None:
     missing = sorted(set(RULES) - set(BREAKERS) - set(INEXPRESSIBLE) - PENDING)
-    assert not missing, f"rules without a breaker in fia_fuzz.strategies.illegal.BREAKERS " \
+    assert not missing, f"rules without a breaker in fia_fuzz.strategies.illegal.<prefix>." \
+                        f"BREAKERS " \
                         f"(add one, or say in INEXPRESSIBLE why a Case cannot break it): {missing}"
     stale = sorted(PENDING & set(BREAKERS))
     assert not stale, f"rules in PENDING that now have a breaker, drop them: {stale}"
@@ -122,3 +123,22 @@ def test_inexpressible_rules_say_why() -> None:
     for rule in INEXPRESSIBLE:
         with pytest.raises(InvalidArgument, match="cannot be broken by a Case"):
             illegal_cases(rule)
+
+
+def test_breakers_live_in_the_module_of_their_prefix() -> None:
+    """From a rule id to its breaker in one hop: `gqa.divisible` in `illegal/gqa.py`."""
+    for m in MODULES:
+        prefix = m.__name__.rsplit(".", 1)[1]
+        for rid in (*m.BREAKERS, *getattr(m, "INEXPRESSIBLE", ()),
+                    *getattr(m, "NOT_MATERIALISABLE", ())):
+            assert rid.split(".")[0] == prefix, (rid, m.__name__)
+    assert not set(INEXPRESSIBLE) & set(BREAKERS)
+    assert len(BREAKERS) == sum(len(m.BREAKERS) for m in MODULES)
+
+
+def test_search_proposes_nothing_for_written_breakers() -> None:
+    # a written breaker serves its rule, so the search never emits a shadowed entry
+    written, searched = WRITTEN[0], next(r for r, b in BREAKERS.items() if b.mutation)
+    best = {written: (0, "attr:sparse_mode", 1.0), searched: (0, "attr:sparse_mode", 0.5)}
+    text = "\n".join(proposals(best, BREAKERS))
+    assert f'"{searched}": searched(' in text and written not in text

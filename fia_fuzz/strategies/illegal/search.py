@@ -1,15 +1,17 @@
 """Find, per rule id, a (base filters, mutation) that breaks that rule and no other.
 
 Random walks draw legal cases under each base filter set, every applicable
-mutation is applied, and `validate` says which rules fire. A pair whose
-result violates exactly one rule most often becomes that rule's breaker.
-`python -m fia_fuzz.strategies.breaker_search` prints the table that
-`breaker_table.py` holds; a slow test re-checks that table against the
-current rulebook.
+mutation of `strategies/edits.py` is applied, and `validate` says which rules
+fire. A pair whose result violates exactly one rule most often becomes that
+rule's searched breaker. `python -m fia_fuzz.strategies.illegal.search`
+prints, per `illegal/<prefix>.py`, the `searched(...)` entries for the rules
+that have no written breaker (a written breaker serves its rule; the search
+proposes nothing for it), to paste into that module's `BREAKERS`.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from collections import Counter, defaultdict
@@ -18,7 +20,7 @@ from typing import Any
 from fia_fuzz.spec import RULES, validate
 from fia_fuzz.strategies.cases import PROFILES, build, families_for
 from fia_fuzz.strategies.choices import Dead, RandomChooser
-from fia_fuzz.strategies.mutations import MUTATIONS, apply
+from fia_fuzz.strategies.edits import MUTATIONS, apply
 
 #: Base filter sets: one per family and per optional feature, so every rule has a
 #: legal neighbourhood in which it applies.
@@ -93,14 +95,45 @@ def search(walks: int = 6, seed: int = 0, out=sys.stdout) -> dict[str, tuple[int
     return best
 
 
-def main() -> None:
-    best = search()
-    print("BREAKER_TABLE: dict[str, tuple[dict[str, Any], str]] = {")
+def _py(obj: Any) -> str:
+    """A filter dict as Python source in the project's style (double quotes)."""
+    if isinstance(obj, dict):
+        return "{" + ", ".join(f"{_py(k)}: {_py(v)}" for k, v in obj.items()) + "}"
+    if isinstance(obj, str):
+        return json.dumps(obj, ensure_ascii=False)
+    return repr(obj)
+
+
+def render_entry(rid: str, base: dict[str, Any], mutation: str, rate: str) -> str:
+    """One `BREAKERS` entry of a searched breaker, within 100 columns."""
+    one = f"    {_py(rid)}: searched({_py(base)}, {_py(mutation)}),  # {rate}"
+    if len(one) <= 100:
+        return one
+    two = f"        {_py(base)}, {_py(mutation)}),  # {rate}"
+    if len(two) <= 100:
+        return f"    {_py(rid)}: searched(\n{two}"
+    return f"    {_py(rid)}: searched(\n        {_py(base)},\n        {_py(mutation)}),  # {rate}"
+
+
+def proposals(best: dict[str, tuple[int, str, float]], breakers: dict[str, Any]) -> list[str]:
+    """The entries to paste, under a comment naming each module: one per rule the search
+    broke that has no written breaker (a written breaker always serves its rule)."""
+    written = {rid for rid, b in breakers.items() if b.mutation is None}
+    lines, prefix = [], ""
     for rid in RULES:
-        if rid in best:
+        if rid in best and rid not in written:
+            if rid.split(".")[0] != prefix:
+                prefix = rid.split(".")[0]
+                lines.append(f"# fia_fuzz/strategies/illegal/{prefix}.py")
             bi, name, rate = best[rid]
-            print(f"    {rid!r}:  # {rate:.0%}\n        ({BASES[bi]!r},\n         {name!r}),")
-    print("}")
+            lines.append(render_entry(rid, BASES[bi], name, f"{rate:.0%}"))
+    return lines
+
+
+def main() -> None:
+    from fia_fuzz.strategies.illegal import BREAKERS
+
+    print("\n".join(proposals(search(), BREAKERS)))
 
 
 if __name__ == "__main__":

@@ -7,8 +7,7 @@ from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, validate
 from fia_fuzz.strategies import cases
-from fia_fuzz.strategies.case_edits import grow_blocks, repage, split_blocks
-from fia_fuzz.strategies.mutations import apply
+from fia_fuzz.strategies.edits import apply, grow_blocks, repage, split_blocks
 
 #: Paged decode with PA-managed scales (mode 4/5 follow the block size) or plain float KV.
 #: No mask or pse: growing blocks or compacting the table moves S2, which their last dim spans.

@@ -1,10 +1,15 @@
-"""Small, named changes to a legal case, the raw material of `illegal_cases`.
+"""Changes to a legal case: the `Change` type, consistent edits and named mutations.
 
-Each mutation changes one argument (an attribute value, one tensor's dtype or
-one axis, one optional input added or dropped, one length value) and returns
-the changed parameters, or None where it does not apply. `breaker_table.py`
-records, per rule id, which (base filters, mutation) breaks that rule alone;
-`illegal_cases` replays it and checks the result against `validate`.
+A breaker must change exactly the quantity its rule is about; a block size
+lives in the attribute, in every cache's block axis and in the PA-managed
+antiquant scales, a head dim in every tensor's last axis, and so on. The
+consistent edits return a `Change` that moves one quantity in all of those
+places at once, so the case stays legal for every other rule (fia-semantics.md
+§2 for the layouts and cache forms). The mutations (`MUTATIONS`) each change
+one argument (an attribute value, one tensor's dtype or one axis, one
+optional input added or dropped, one length value), or return None where they
+do not apply: the raw material of the breaker search
+(`fia_fuzz.strategies.illegal.search`), whose entries `illegal_cases` replays.
 """
 
 from __future__ import annotations
@@ -14,14 +19,187 @@ from typing import Any
 
 from fia_fuzz.spec import Case, TensorSpec
 from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.params import TENSOR_ARGS
+from fia_fuzz.spec.geometry import BLOCK_AXIS, SEQ_AXIS
+from fia_fuzz.spec.params import ATTR_DEFAULTS, TENSOR_ARGS
 from fia_fuzz.spec.rules import Undetermined
 from fia_fuzz.strategies.choices import Chooser
 
 Change = dict[str, Any]
-Mutation = Callable[[Chooser, Case], "Change | None"]
 DELETE = object()
+#: Key of a Change that sets fill recipes (e.g. a value argument's dtype) rather than params.
+FILLS = "fills"
 
+
+def apply(case: Case, change: Change) -> Case:
+    """The case with `change` applied (DELETE drops a parameter, FILLS merges fill recipes)."""
+    params = {k: v for k, v in {**case.params, **change}.items()
+              if v is not DELETE and k != FILLS}
+    fills = {**case.fills, **change.get(FILLS, {})}
+    return Case(params=params, fills={k: v for k, v in fills.items() if k in params},
+                seed=case.seed)
+
+
+# ---- consistent edits: one quantity moved everywhere it appears ---------------------------
+#: Tensors held in the paged cache form.
+CACHED = ("key", "value", "key_rope")
+SEP_SCALES = ("key_antiquant_scale", "value_antiquant_scale", "key_antiquant_offset",
+              "value_antiquant_offset")
+
+
+def layout(case: Case) -> str:
+    """The input_layout attribute (the op's default when absent)."""
+    return case.params.get("input_layout") or ATTR_DEFAULTS["input_layout"]
+
+
+def q_layout(case: Case) -> str:
+    """Layout of query (and contiguous key/value): the part before '_'."""
+    return layout(case).split("_")[0]
+
+
+def with_axis(t: TensorSpec, pos: int, value: int) -> TensorSpec:
+    shp = list(t.shape)
+    shp[pos] = value
+    return TensorSpec(tuple(shp), t.dtype)
+
+
+def with_dtype(t: Any, dtype: str) -> Any:
+    """A tensor (or tensor list) with another dtype, shapes unchanged."""
+    if isinstance(t, list):
+        return [TensorSpec(x.shape, dtype) for x in t]
+    return TensorSpec(t.shape, dtype)
+
+
+def query_seq(case: Case, s: int) -> Change:
+    """query (and query_rope) with S (packed: T) set to `s`."""
+    ax = SEQ_AXIS[q_layout(case)]
+    return {n: with_axis(case.params[n], ax, s) for n in ("query", "query_rope")
+            if case.params.get(n) is not None}
+
+
+def head_dim(t: TensorSpec, lay: str, heads: int, d: int) -> TensorSpec:
+    """A query/key/value tensor of `lay` with head dim `d` (BSH: H = heads * d)."""
+    return with_axis(t, -1, heads * d if lay == "BSH" else d)
+
+
+def modes(case: Case) -> tuple[int, int]:
+    return (int(case.params.get("key_antiquant_mode") or 0),
+            int(case.params.get("value_antiquant_mode") or 0))
+
+
+def _pa_scales(case: Case, blocks: int | None, bs: int) -> Change:
+    """Antiquant modes 4/5 hold scales per (block, [head,] slot): follow the cache."""
+    out: Change = {}
+    if not any(m in (4, 5) for m in modes(case)):
+        return out
+    for name in SEP_SCALES:
+        t = case.params.get(name)
+        if t is None:
+            continue
+        t = with_axis(t, -1, bs)
+        out[name] = with_axis(t, 0, blocks) if blocks is not None else t
+    return out
+
+
+def grow_blocks(case: Case, bs: int) -> Change:
+    """Block size `bs` (larger than the case's): the same table, larger blocks.
+
+    S2 (= table width * block size) grows, so only for cases without a full mask or pse.
+    """
+    out: Change = {"block_size": bs}
+    for name in CACHED:
+        t = case.params.get(name)
+        if t is not None:
+            out[name] = with_axis(t, BLOCK_AXIS[len(t.shape)], bs)
+    return {**out, **_pa_scales(case, None, bs)}
+
+
+def split_blocks(case: Case, k: int) -> Change:
+    """Block size divided by `k`: every block becomes k consecutive ones, same token layout.
+
+    Physical block x turns into blocks x*k .. x*k+k-1, so each batch still reads
+    the same tokens in the same order and the table stays wide enough.
+    """
+    bs = int(case.params["block_size"])
+    assert bs % k == 0, (bs, k)
+    rows = [[x * k + j if x >= 0 else x for x in row for j in range(k)]
+            for row in case.params["block_table"]]
+    out: Change = {"block_size": bs // k, "block_table": rows}
+    blocks = 0
+    for name in CACHED:
+        t = case.params.get(name)
+        if t is not None:
+            blocks = t.shape[0] * k
+            out[name] = with_axis(with_axis(t, BLOCK_AXIS[len(t.shape)], bs // k), 0, blocks)
+    return {**out, **_pa_scales(case, blocks, bs // k)}
+
+
+def repage(case: Case) -> Change:
+    """The fewest blocks the KV lengths need: block b..., one table row each, no spares.
+
+    Changes S2 (= table width * block size), so only for cases without a mask or pse.
+    """
+    bs = int(case.params["block_size"])
+    kv = case.view().act_kv
+    need = [max(1, -(-max(a, 0) // bs)) for a in kv]
+    width = max(need)
+    rows, at = [], 0
+    for k in need:
+        rows.append(list(range(at, at + k)) + [-1] * (width - k))
+        at += k
+    out: Change = {"block_table": rows}
+    for name in CACHED:
+        t = case.params.get(name)
+        if t is not None:
+            out[name] = with_axis(t, 0, at)
+    return {**out, **_pa_scales(case, at, bs)}
+
+
+# ---- edits shared by several rules' breakers ----------------------------------------------
+def bnsd(case: Case) -> tuple[int, int, int, int, int, int, str]:
+    """(B, N, S1, D, KV_N, S2, dtype) of a plain BNSD case."""
+    b, n, s1, d = case.params["query"].shape
+    _, kv_n, s2, _ = case.params["key"].shape
+    return b, n, s1, d, kv_n, s2, case.params["query"].dtype
+
+
+def bnsd_qkv(b: int, n: int, s1: int, d: int, kv_n: int, s2: int, dtype: str,
+             dv: int | None = None) -> Change:
+    """BNSD query/key/value of these sizes, with the head counts to match."""
+    return {"query": TensorSpec((b, n, s1, d), dtype),
+            "key": TensorSpec((b, kv_n, s2, d), dtype),
+            "value": TensorSpec((b, kv_n, s2, dv or d), dtype),
+            "num_heads": n, "num_key_value_heads": kv_n}
+
+
+def kv_dtype(case: Case, dtype: str) -> Change:
+    """key, value (and a shared prefix) in `dtype`; int32 packs 8 int4 values, so its last
+    axis is 1/8."""
+    out: Change = {}
+    for n in ("key", "value", "key_shared_prefix", "value_shared_prefix"):
+        t = case.params.get(n)
+        if t is None:
+            continue
+        out[n] = with_axis(t, -1, t.shape[-1] // 8) if dtype == "int32" else t
+        out[n] = with_dtype(out[n], dtype)
+    return out
+
+
+def follow_dsq(case: Case, tokens: int | None = None, n: int | None = None) -> Change:
+    """MLA full quant's dequant_scale_query (tokens, N, 1) following a change of S or N."""
+    t = case.params.get("dequant_scale_query")
+    if t is None:
+        return {}
+    return {"dequant_scale_query": TensorSpec((tokens or t.shape[0], n or t.shape[1], 1),
+                                              t.dtype)}
+
+
+def block_size(case: Case) -> int:
+    """The block_size attribute of a paged case."""
+    return int(case.params["block_size"])
+
+
+# ---- mutations: one argument changed, for the breaker search --------------------------
+Mutation = Callable[[Chooser, Case], "Change | None"]
 ATTR_VALUES: dict[str, tuple[Any, ...]] = {
     "sparse_mode": (5, 6, 9, -1, 0, 1, 2, 3, 4),
     "inner_precise": (4, -1, 2, 3, 0),
@@ -270,15 +448,3 @@ def _build() -> dict[str, Mutation]:
 
 
 MUTATIONS: dict[str, Mutation] = _build()
-
-
-#: Key of a Change that sets fill recipes (e.g. a value argument's dtype) rather than params.
-FILLS = "fills"
-
-
-def apply(case: Case, change: Change) -> Case:
-    params = {k: v for k, v in {**case.params, **change}.items()
-              if v is not DELETE and k != FILLS}
-    fills = {**case.fills, **change.get(FILLS, {})}
-    return Case(params=params, fills={k: v for k, v in fills.items() if k in params},
-                seed=case.seed)

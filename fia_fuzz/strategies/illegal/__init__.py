@@ -1,0 +1,101 @@
+"""`illegal_cases(rule)`: cases that break exactly one named rule, for negative testing.
+
+The breakers of rule `p.x` are in `illegal/p.py`, named like its rules'
+module `fia_fuzz/spec/rulebook/p.py`. Which breaker serves a rule: the one
+entry for its id in that module's `BREAKERS`, either a written change (where
+one exists the search proposes nothing for the rule) or `searched(base,
+mutation)`, a named mutation of `strategies/edits.py` found by
+`python -m fia_fuzz.strategies.illegal.search`. Each starts from a legal case
+drawn by `cases(**base)` (the base filters put the case where the rule
+applies) and changes it just enough to violate its rule. The result is
+checked against `validate`: a draw whose violations are not exactly `[rule]`
+is discarded, and the meta-tests assert such discards stay rare. Rules a
+`Case` cannot express (`INEXPRESSIBLE`) and rules without a breaker yet
+raise InvalidArgument naming the rule.
+"""
+
+from __future__ import annotations
+
+from hypothesis import reject
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from fia_fuzz.spec import RULES, Case, validate
+from fia_fuzz.spec.profiles import DEFAULT
+from fia_fuzz.spec.profiles import get as get_rules
+from fia_fuzz.strategies.edits import apply
+
+# isort: off
+from fia_fuzz.strategies.illegal import (
+    args,
+    dtype,
+    layout,
+    gqa,
+    dims,
+    lengths,
+    mask,
+    pse,
+    padding,
+    kvlist,
+    paged,
+    prefix,
+    antiquant,
+    quant,
+    rope,
+    mla,
+    tnd,
+    nz,
+    precise,
+    sink,
+)
+# isort: on
+from fia_fuzz.strategies.illegal.breaker import Breaker
+
+#: One module per rule-id prefix, in the rulebook's order.
+MODULES = (args, dtype, layout, gqa, dims, lengths, mask, pse, padding, kvlist, paged, prefix,
+           antiquant, quant, rope, mla, tnd, nz, precise, sink)
+
+BREAKERS: dict[str, Breaker] = {rid: b for m in MODULES for rid, b in m.BREAKERS.items()}
+
+#: Rules that a Case (JSON-serialisable TensorSpecs and int lists) cannot violate.
+INEXPRESSIBLE: dict[str, str] = dict(args.INEXPRESSIBLE)
+
+#: Rules whose breaking cases cannot be sent to a backend as a call;
+#: illegal_cases() without a rule leaves them out, illegal_cases(rule) still draws them
+#: for validate-level tests.
+NOT_MATERIALISABLE: set[str] = (args.NOT_MATERIALISABLE | dims.NOT_MATERIALISABLE
+                                | tnd.NOT_MATERIALISABLE | paged.NOT_MATERIALISABLE)
+
+
+def illegal_cases(rule: str | None = None, rules: str = DEFAULT) -> st.SearchStrategy[Case]:
+    """Cases whose only violation is `rule` (None: any rule with a materialisable breaker)
+    under the rule profile `rules` (see `illegal_profiles` for a device profile)."""
+    if rules != DEFAULT:
+        from fia_fuzz.strategies.illegal_profiles import profile_illegal_cases
+
+        try:
+            profile = get_rules(rules)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc)) from None
+        return profile_illegal_cases(profile, rule, BREAKERS, NOT_MATERIALISABLE)
+    if rule is not None and rule not in RULES:
+        raise InvalidArgument(f"rule={rule!r} is not a rule id; see fia_fuzz.spec.RULES")
+    if rule in INEXPRESSIBLE:
+        raise InvalidArgument(f"rule={rule!r} cannot be broken by a Case: {INEXPRESSIBLE[rule]}")
+    if rule is not None and rule not in BREAKERS:
+        raise InvalidArgument(f"rule={rule!r} has no breaker yet in "
+                              f"fia_fuzz.strategies.illegal.{rule.split('.')[0]}.BREAKERS")
+    ids = [rule] if rule else sorted(r for r in BREAKERS
+                                     if r in RULES and r not in NOT_MATERIALISABLE)
+    bases = {r: BREAKERS[r].cases() for r in ids}
+
+    @st.composite
+    def broken(draw: st.DrawFn) -> Case:
+        rid = draw(st.sampled_from(ids))
+        base = draw(bases[rid])
+        case = apply(base, BREAKERS[rid].change(draw, base))
+        if [v.rule for v in validate(**case.specs())] != [rid]:
+            reject()
+        return case
+
+    return broken()

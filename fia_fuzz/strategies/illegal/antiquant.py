@@ -1,0 +1,120 @@
+"""Breakers of the `antiquant.*` rules: int8/int4 KV with a float query (rulebook/antiquant.py).
+
+Each `BREAKERS` entry serves one rule: a written change, or a searched one
+(`searched(base filters, mutation)`, from `python -m fia_fuzz.strategies.illegal.search`).
+"""
+
+from __future__ import annotations
+
+from hypothesis import reject
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.strategies.edits import (
+    SEP_SCALES,
+    Change,
+    kv_dtype,
+    with_dtype,
+)
+from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+
+
+def _int4_combined(draw: st.DrawFn, case: Case) -> Change:
+    _int4_d(case)
+    return kv_dtype(case, draw(st.sampled_from(["int4", "int32"])))
+
+
+def _int4_d(case: Case) -> None:
+    if case.view().D % 64:
+        reject()    # int4 needs D % 64 == 0 (dims.d_align_int4): not this breaker's rule
+
+
+def _combined_prefill_query(draw: st.DrawFn, case: Case) -> Change:
+    return {"query": with_dtype(case.params["query"], "bfloat16")}
+
+
+def _sep_mode_range(draw: st.DrawFn, case: Case) -> Change:
+    """Modes outside 0..5 (decode) or 0..1 (prefill), both sides alike."""
+    top = 5 if case.view().decode else 1
+    m = draw(st.sampled_from([top + 1, 6, -1]))
+    return {"key_antiquant_mode": m, "value_antiquant_mode": m}
+
+
+def _int8_only_forms(draw: st.DrawFn, case: Case) -> Change:
+    """int4 KV with per-tensor (1,) scales and offsets."""
+    return {n: TensorSpec((1,), case.params[n].dtype) for n in SEP_SCALES
+            if case.params.get(n) is not None}
+
+
+def _int4_modes(draw: st.DrawFn, case: Case) -> Change:
+    """Mode 2 (per-tensor + per-head) scales are int8-only: the same call with int4 KV."""
+    _int4_d(case)
+    return kv_dtype(case, draw(st.sampled_from(["int4", "int32"])))
+
+
+def _paged_modes(draw: st.DrawFn, case: Case) -> Change:
+    m = draw(st.sampled_from([4, 5]))
+    return {"key_antiquant_mode": m, "value_antiquant_mode": m}
+
+
+BREAKERS: dict[str, Breaker] = {
+    "antiquant.int4_separate_only": Breaker(_int4_combined, {"antiquant": "combined:0",
+                                                             "branch": "decode",
+                                                             "paged": False},
+                                            alt=({"antiquant": "combined:0",
+                                                  "branch": "decode", "paged": False,
+                                                  "d_class": "129-256"},)),
+    "antiquant.combined_prefill_query": Breaker(_combined_prefill_query,
+                                                {"antiquant": "combined:0",
+                                                 "branch": "prefill", "pse": False}),
+    "antiquant.sep_mode_range": Breaker(_sep_mode_range, {"antiquant": "separate:0/0",
+                                                          "kv_dtype": "int8", "paged": False},
+                                        alt=({"antiquant": "separate:0/0", "kv_dtype": "int8",
+                                              "cache": "BnBsH"},)),
+    "antiquant.int8_only_forms": Breaker(_int8_only_forms, {"antiquant": "separate:0/0",
+                                                            "kv_dtype": "int4"},
+                                         alt=({"antiquant": "separate:0/0",
+                                               "kv_dtype": "int32"},)),
+    "antiquant.int4_modes": Breaker(_int4_modes, {"antiquant": "separate:2/2",
+                                                  "paged": False},
+                                    alt=({"antiquant": "separate:2/2", "paged": False,
+                                          "d_class": "129-256"},)),
+    "antiquant.paged_modes": Breaker(_paged_modes, {"antiquant": "separate:1/1",
+                                                    "paged": False, "kv_dtype": "int8",
+                                                    "branch": "decode"}),
+    "antiquant.needs_int_kv": searched(
+        {"plain": True, "branch": "decode"}, "add:antiquant_scale"),  # 100%
+    "antiquant.scale_needed": searched(
+        {"antiquant": "combined:0", "branch": "decode"}, "drop:antiquant_scale"),  # 67%
+    "antiquant.offset_needs_scale": searched(
+        {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
+        "add:antiquant_offset"),  # 100%
+    "antiquant.offset_matches_scale": searched(
+        {"pse": True, "branch": "decode"}, "dtype:key_antiquant_offset"),  # 100%
+    "antiquant.combined_mode": searched(
+        {"antiquant": "combined:0", "branch": "decode"}, "attr:antiquant_mode"),  # 50%
+    "antiquant.combined_shape": searched(
+        {"antiquant": "combined:0", "branch": "decode"}, "rank_up:antiquant_scale"),  # 67%
+    "antiquant.combined_dtype": searched(
+        {"antiquant": "combined:0", "branch": "decode"}, "dtype:antiquant_scale"),  # 50%
+    "antiquant.sep_scale_pair": searched(
+        {"mask": "bool", "branch": "decode"}, "drop:key_antiquant_scale"),  # 100%
+    "antiquant.sep_offset_pair": searched(
+        {"pse": True, "branch": "decode"}, "drop:key_antiquant_offset"),  # 100%
+    "antiquant.sep_mode_pair": searched(
+        {"antiquant": "separate:5/5"}, "attr:value_antiquant_mode"),  # 100%
+    "antiquant.sep_shape": searched(
+        {"mask": "bool", "branch": "decode"}, "pair_axis:key_antiquant_scale:0:+1"),  # 100%
+    "antiquant.sep_dtype": searched(
+        {"mask": "bool", "branch": "decode"}, "dtype:key_antiquant_scale"),  # 100%
+    "antiquant.sep_shapes_match": searched(
+        {"antiquant": "separate:3/3"}, "axis:key_antiquant_scale:-1:+1"),  # 67%
+    "antiquant.mixed_query_fp16": searched(
+        {"antiquant": "separate:0/1", "kv_dtype": "int8"}, "add:quant_scale2"),  # 100%
+    "antiquant.sep_prefill_dtypes": searched(
+        {"antiquant": "separate:1/1", "branch": "prefill"}, "add:quant_scale2"),  # 100%
+    "antiquant.sep_prefill_seq": searched(
+        {"antiquant": "separate:0/0", "branch": "prefill"}, "axis:query:1:+16"),  # 33%
+    "antiquant.sep_prefill_features": searched(
+        {"antiquant": "separate:1/1", "branch": "prefill"}, "add:query_padding_size"),  # 100%
+}

@@ -1,0 +1,56 @@
+"""What a breaker is: a legal neighbourhood where a rule applies, and the change that breaks it.
+
+A breaker is written (a `change` function in `illegal/<prefix>.py`) or
+searched: `searched(base, mutation)` replays one named mutation of
+`strategies/edits.py` that the breaker search found to break the rule alone
+from `cases(**base)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import reject
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case
+from fia_fuzz.strategies.cases import cases
+from fia_fuzz.strategies.choices import HypothesisChooser
+from fia_fuzz.strategies.edits import MUTATIONS, Change
+
+#: Base filters shared by several prefixes' breakers.
+PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
+#: Paged bases; breakers whose change a 5-D NZ cache's own rules would also catch pin
+#: the cache form (gqa_nz draws NZ without rope).
+PAGED = {"paged": True, "rope": False}
+
+
+@dataclass(frozen=True)
+class Breaker:
+    """How to break one rule: a legal base case, then a change drawn from it.
+
+    The base is `cases(**base)` or any of `cases(**alt[i])` (filters cannot say
+    "one of these layouts"). `mutation` names the replayed mutation of a
+    searched breaker (None: a written one).
+    """
+
+    change: Callable[[st.DrawFn, Case], Change]
+    base: dict[str, Any] = field(default_factory=dict)
+    alt: tuple[dict[str, Any], ...] = ()
+    mutation: str | None = None
+
+    def cases(self) -> st.SearchStrategy[Case]:
+        """The legal cases this breaker starts from."""
+        return st.one_of([cases(**b) for b in (self.base, *self.alt)])
+
+
+def searched(base: dict[str, Any], mutation: str) -> Breaker:
+    """A breaker found by the search: replay the named mutation with Hypothesis draws."""
+    def change(draw: st.DrawFn, case: Case) -> Change:
+        out = MUTATIONS[mutation](HypothesisChooser(draw, {}), case)
+        if out is None:
+            reject()
+        return out
+    return Breaker(change, base, mutation=mutation)

@@ -1,0 +1,71 @@
+"""Breakers of the `dims.*` rules: D alignment and the B/N/S/D limits (rulebook/dims.py).
+
+Each `BREAKERS` entry serves one rule: a written change, or a searched one
+(`searched(base filters, mutation)`, from `python -m fia_fuzz.strategies.illegal.search`).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.spec.rulebook.dims import S_MAX
+from fia_fuzz.strategies.edits import (
+    Change,
+    bnsd,
+    bnsd_qkv,
+    kv_dtype,
+)
+from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker, searched
+
+
+def _d_align(draw: st.DrawFn, case: Case) -> Change:
+    b, n, s1, _, kv_n, s2, dt = bnsd(case)
+    return bnsd_qkv(b, n, s1, draw(st.sampled_from([24, 40, 72, 100])), kv_n, s2, dt)
+
+
+def _d_max(draw: st.DrawFn, case: Case) -> Change:
+    b, n, s1, _, kv_n, s2, dt = bnsd(case)
+    return bnsd_qkv(1, 1, min(s1, 2), draw(st.sampled_from([528, 544, 1024])), 1, min(s2, 2), dt)
+
+
+def _n_max(draw: st.DrawFn, case: Case) -> Change:
+    b, _, _, _, _, _, dt = bnsd(case)
+    kv_n = draw(st.sampled_from([5, 8, 16]))
+    g = -(-257 // kv_n)
+    return bnsd_qkv(1, kv_n * g, 2, 16, kv_n, 1, dt)
+
+
+def _b_max(draw: st.DrawFn, case: Case) -> Change:
+    _, _, _, _, _, _, dt = bnsd(case)
+    return bnsd_qkv(65537, 1, 2, 16, 1, 1, dt)
+
+
+def _d_align_int4(draw: st.DrawFn, case: Case) -> Change:
+    """D 32 key/value turned int4 (or int32-packed int4)."""
+    return kv_dtype(case, draw(st.sampled_from(["int4", "int32"])))
+
+
+def _s_max(draw: st.DrawFn, case: Case) -> Change:
+    """One head of D 16 with query S or key/value S just above 20M (prefill, S_MAX)."""
+    dt = case.params["query"].dtype
+    big = S_MAX + draw(st.integers(1, 64))
+    s1, s2 = (big, 16) if draw(st.booleans()) else (16, big)
+    return {"query": TensorSpec((1, 1, s1, 16), dt), "key": TensorSpec((1, 1, s2, 16), dt),
+            "value": TensorSpec((1, 1, s2, 16), dt), "num_heads": 1, "num_key_value_heads": 1}
+
+
+#: Host-sized: S above 20M tokens.
+NOT_MATERIALISABLE = {"dims.s_max"}
+
+BREAKERS: dict[str, Breaker] = {
+    "dims.d_align_float": Breaker(_d_align, {**PLAIN_BNSD, "branch": "prefill"}),
+    "dims.d_max": Breaker(_d_max, PLAIN_BNSD),
+    "dims.n_max": Breaker(_n_max, PLAIN_BNSD),
+    "dims.b_max": Breaker(_b_max, PLAIN_BNSD),
+    "dims.d_align_int4": Breaker(_d_align_int4, {"antiquant": "separate:1/1", "paged": False,
+                                                 "branch": "decode",
+                                                 "kv_dtype": "int8", "d_class": "<64"}),
+    "dims.s_max": Breaker(_s_max, {"plain": True, "layout": "BNSD"}),
+    "dims.d_align_int8": searched({"q_padding": True}, "add:quant_scale2"),  # 67%
+}

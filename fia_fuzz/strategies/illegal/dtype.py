@@ -1,0 +1,103 @@
+"""Breakers of the `dtype.*` rules: input dtypes and their combinations (rulebook/dtype.py).
+
+Each `BREAKERS` entry serves one rule: a written change, or a searched one
+(`searched(base filters, mutation)`, from `python -m fia_fuzz.strategies.illegal.search`).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.spec.case import VALUE_DTYPE_KEY
+from fia_fuzz.strategies.edits import (
+    FILLS,
+    VALUE_ARGS_INT,
+    Change,
+    layout,
+    query_seq,
+    with_dtype,
+)
+from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker, searched
+
+#: Separate per-token antiquant decode: int8 KV behind a float query.
+AQ_DECODE = {"antiquant": "separate:1/1", "kv_dtype": "int8", "branch": "decode", "pse": False}
+
+
+def _dtype_query(draw: st.DrawFn, case: Case) -> Change:
+    """An int-KV (antiquant) case, so no float-KV-matches-query rule fires alongside; a
+    uint8 query gets integer data (a float fill does not materialise as uint8)."""
+    dt = draw(st.sampled_from(["float32", "uint8"]))
+    out: Change = {"query": TensorSpec(case.params["query"].shape, dt)}
+    if dt == "uint8":
+        out[FILLS] = {"query": {"dist": "int", "low": 0, "high": 255}}
+    return out
+
+
+def _kv_match(draw: st.DrawFn, case: Case) -> Change:
+    v = case.params["value"]
+    other = "bfloat16" if v.dtype == "float16" else "float16"
+    return {"value": TensorSpec(v.shape, other)}
+
+
+def _kv_float_match(draw: st.DrawFn, case: Case) -> Change:
+    k, v = case.params["key"], case.params["value"]
+    other = "bfloat16" if k.dtype == "float16" else "float16"
+    return {"key": TensorSpec(k.shape, other), "value": TensorSpec(v.shape, other)}
+
+
+def _dtype_kv(draw: st.DrawFn, case: Case) -> Change:
+    k, v = case.params["key"], case.params["value"]
+    dt = draw(st.sampled_from(["float32", "uint8"]))
+    return {"key": TensorSpec(k.shape, dt), "value": TensorSpec(v.shape, dt)}
+
+
+def _int8_query_kv(draw: st.DrawFn, case: Case) -> Change:
+    dt = draw(st.sampled_from(["float16", "bfloat16"]))
+    return {n: with_dtype(case.params[n], dt) for n in ("key", "value")}
+
+
+def _all_int8_decode(draw: st.DrawFn, case: Case) -> Change:
+    """The full-quant prefill with Q_S = 1.
+
+    A prefill-only inner_precise (2/3) or output layout (BNSD_BSND) is set back to
+    its decode form, so decode's own rules on those stay quiet.
+    """
+    out = query_seq(case, 1)
+    if case.params.get("inner_precise") in (2, 3):
+        out["inner_precise"] = case.params["inner_precise"] - 2
+    if layout(case) == "BNSD_BSND":
+        out["input_layout"] = "BNSD"
+    return out
+
+
+def _block_table_dtype(draw: st.DrawFn, case: Case) -> Change:
+    """block_table passed as an int64 array (the op takes int32) [Case.value_dtype]."""
+    return {FILLS: {"block_table": {VALUE_DTYPE_KEY: "int64"}}}
+
+
+def _int64_values(draw: st.DrawFn, case: Case) -> Change:
+    """One length or padding argument passed as an int32 array (the op takes int64)."""
+    name = draw(st.sampled_from([n for n in VALUE_ARGS_INT if case.params.get(n) is not None]))
+    return {FILLS: {name: {VALUE_DTYPE_KEY: "int32"}}}
+
+
+BREAKERS: dict[str, Breaker] = {
+    # not over 5-D NZ caches, whose own nz.dtypes rule would fire too
+    "dtype.query": Breaker(_dtype_query, {**AQ_DECODE, "cache": "none"},
+                           alt=({**AQ_DECODE, "cache": "BnBsH"}, {**AQ_DECODE, "cache": "BnNBsD"})),
+    "dtype.kv_match": Breaker(_kv_match, PLAIN_BNSD),
+    "dtype.kv_float_match_query": Breaker(_kv_float_match, PLAIN_BNSD),
+    "dtype.kv": Breaker(_dtype_kv, PLAIN_BNSD),
+    # rope: False keeps to the dense int8 family (MLA full quant has rules of its own)
+    "dtype.int8_query_kv": Breaker(_int8_query_kv, {"full_quant": True, "rope": False}),
+    "dtype.all_int8_decode": Breaker(_all_int8_decode, {"full_quant": True, "mask": "none",
+                                                        "pse": False, "actual_q": "absent",
+                                                        "rope": False}),
+    "dtype.block_table": Breaker(_block_table_dtype, {"paged": True}),
+    "dtype.int64_values": Breaker(_int64_values, {"actual_kv": "per_batch"},
+                                  alt=({"q_padding": True}, {"prefix_len": "given"})),
+    "dtype.mask": searched({"prefix": True, "branch": "decode"}, "dtype:atten_mask"),  # 100%
+    "dtype.pse": searched(
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "dtype:pse_shift"),  # 100%
+}

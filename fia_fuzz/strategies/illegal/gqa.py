@@ -1,0 +1,45 @@
+"""Breakers of the `gqa.*` rules: head counts and the GQA group (rulebook/gqa.py).
+
+Each `BREAKERS` entry serves one rule: a written change, or a searched one
+(`searched(base filters, mutation)`, from `python -m fia_fuzz.strategies.illegal.search`).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case
+from fia_fuzz.strategies.edits import (
+    Change,
+    bnsd,
+    bnsd_qkv,
+)
+from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker
+
+
+def _num_heads_positive(draw: st.DrawFn, case: Case) -> Change:
+    return {"num_heads": draw(st.sampled_from([0, -1]))}
+
+
+def _kv_heads_nonneg(draw: st.DrawFn, case: Case) -> Change:
+    return {"num_key_value_heads": draw(st.sampled_from([-1, -8]))}
+
+
+def _gqa_divisible(draw: st.DrawFn, case: Case) -> Change:
+    b, _, s1, d, _, s2, dt = bnsd(case)
+    kv_n = draw(st.sampled_from([3, 5, 7]))
+    return bnsd_qkv(b, kv_n * 2 + 1, s1, d, kv_n, s2, dt)
+
+
+def _gqa_ratio(draw: st.DrawFn, case: Case) -> Change:
+    """One KV head shared by more than 64 query heads."""
+    b, _, s1, d, _, s2, dt = bnsd(case)
+    return bnsd_qkv(b, draw(st.sampled_from([65, 96, 128])), s1, d, 1, s2, dt)
+
+
+BREAKERS: dict[str, Breaker] = {
+    "gqa.num_heads_positive": Breaker(_num_heads_positive, PLAIN_BNSD),
+    "gqa.kv_heads_nonnegative": Breaker(_kv_heads_nonneg, PLAIN_BNSD),
+    "gqa.divisible": Breaker(_gqa_divisible, PLAIN_BNSD),
+    "gqa.ratio_max_64": Breaker(_gqa_ratio, PLAIN_BNSD),
+}

@@ -1,0 +1,110 @@
+"""Breakers of the `layout.*` rules: layouts, ranks and the shapes they imply (rulebook/layout.py).
+
+Each `BREAKERS` entry serves one rule: a written change, or a searched one
+(`searched(base filters, mutation)`, from `python -m fia_fuzz.strategies.illegal.search`).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.strategies.edits import (
+    Change,
+    bnsd,
+    follow_dsq,
+    layout,
+    query_seq,
+)
+from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker
+
+
+def _layout_known(draw: st.DrawFn, case: Case) -> Change:
+    return {"input_layout": draw(st.sampled_from(["BHSD", "SBH", "bnsd", "NSD"]))}
+
+
+def _query_rank(draw: st.DrawFn, case: Case) -> Change:
+    b, n, s1, d, *_ = bnsd(case)
+    return {"query": TensorSpec((b, n, s1, d, 1), case.params["query"].dtype)}
+
+
+def _bsh_h_divisible(draw: st.DrawFn, case: Case) -> Change:
+    b, s1, h = case.params["query"].shape
+    n = case.params["num_heads"]
+    return {"query": TensorSpec((b, s1, h + draw(st.integers(1, n - 1))),
+                                case.params["query"].dtype)}
+
+
+def _query_heads(draw: st.DrawFn, case: Case) -> Change:
+    b, n, s1, d, kv_n, s2, dt = bnsd(case)
+    return {"query": TensorSpec((b, n + kv_n, s1, d), dt)}
+
+
+def _kv_rank(draw: st.DrawFn, case: Case) -> Change:
+    b, n, s1, d, kv_n, s2, dt = bnsd(case)
+    kv = TensorSpec((b, kv_n * s2, d), dt)
+    return {"key": kv, "value": kv}
+
+
+def _kv_batch(draw: st.DrawFn, case: Case) -> Change:
+    b, n, s1, d, kv_n, s2, dt = bnsd(case)
+    kv = TensorSpec((b + draw(st.integers(1, 3)), kv_n, s2, d), dt)
+    return {"key": kv, "value": kv}
+
+
+def _kv_heads(draw: st.DrawFn, case: Case) -> Change:
+    b, n, s1, d, kv_n, s2, dt = bnsd(case)
+    kv = TensorSpec((b, kv_n + 1, s2, d), dt)
+    return {"key": kv, "value": kv}
+
+
+def _kv_seq(draw: st.DrawFn, case: Case) -> Change:
+    b, n, s1, d, kv_n, s2, dt = bnsd(case)
+    return {"value": TensorSpec((b, kv_n, s2 + draw(st.integers(1, 4)), d), dt)}
+
+
+def _qk_d(draw: st.DrawFn, case: Case) -> Change:
+    b, n, s1, d, kv_n, s2, dt = bnsd(case)
+    kd = d + 16 * draw(st.integers(1, 2)) if d < 480 else d - 16
+    return {"key": TensorSpec((b, kv_n, s2, kd), dt)}
+
+
+def _v_d(draw: st.DrawFn, case: Case) -> Change:
+    b, n, s1, d, kv_n, s2, dt = bnsd(case)
+    return {"value": TensorSpec((b, kv_n, s2, d + 16 if d < 512 else d - 16), dt)}
+
+
+def _bnsd_bsnd(draw: st.DrawFn, case: Case) -> Change:
+    return {"input_layout": "BNSD_BSND"}
+
+
+def _nbsd_seq(draw: st.DrawFn, case: Case) -> Change:
+    """MLA NBSD output with Q_S = 1 (sparse 3 becomes 4: decode MLA takes 0 or 4)."""
+    out = {**query_seq(case, 1), **follow_dsq(case, tokens=case.params["query"].shape[0])}
+    if case.params.get("sparse_mode") == 3:
+        out["sparse_mode"] = 4
+    return out
+
+
+def _nbsd_rope(draw: st.DrawFn, case: Case) -> Change:
+    return {"input_layout": f"{layout(case)}_NBSD"}
+
+
+BREAKERS: dict[str, Breaker] = {
+    "layout.known": Breaker(_layout_known, PLAIN_BNSD),
+    "layout.query_rank": Breaker(_query_rank, PLAIN_BNSD),
+    "layout.bsh_h_divisible": Breaker(_bsh_h_divisible, {"plain": True, "layout": "BSH",
+                                                          "gqa": "gqa"}),
+    "layout.query_heads": Breaker(_query_heads, PLAIN_BNSD),
+    "layout.kv_rank": Breaker(_kv_rank, PLAIN_BNSD),
+    "layout.kv_batch": Breaker(_kv_batch, PLAIN_BNSD),
+    "layout.kv_heads": Breaker(_kv_heads, PLAIN_BNSD),
+    "layout.kv_seq_match": Breaker(_kv_seq, PLAIN_BNSD),
+    "layout.qk_head_dim": Breaker(_qk_d, PLAIN_BNSD),
+    "layout.value_head_dim": Breaker(_v_d, PLAIN_BNSD),
+    "layout.bnsd_bsnd_prefill": Breaker(_bnsd_bsnd, {"plain": True, "layout": "BNSD",
+                                                     "branch": "decode"}),
+    "layout.nbsd_seq": Breaker(_nbsd_seq, {"layout": "BSND_NBSD"},
+                               alt=({"layout": "BSH_NBSD"},)),
+    "layout.nbsd_rope": Breaker(_nbsd_rope, {"plain": True, "q_seq": "2-16"}),
+}

@@ -1,0 +1,128 @@
+"""Breakers of the `nz.*` rules: GQA int8 antiquant over 5-D NZ caches (rulebook/nz.py).
+
+Each `BREAKERS` entry serves one rule: a written change, or a searched one
+(`searched(base filters, mutation)`, from `python -m fia_fuzz.strategies.illegal.search`).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.spec.geometry import SEQ_AXIS, nz_c0
+from fia_fuzz.spec.rulebook.nz import NZ_D, NZ_HEADS, per_channel_shape
+from fia_fuzz.strategies.edits import (
+    Change,
+    block_size,
+    grow_blocks,
+    head_dim,
+    layout,
+    split_blocks,
+    with_axis,
+    with_dtype,
+)
+from fia_fuzz.strategies.illegal.breaker import Breaker
+
+#: Legal GQA int8-antiquant NZ calls: the gqa_nz family of cases().
+GQA_NZ = {"cache": "NZ", "rope": False}
+
+
+def _nz_dtypes(draw: st.DrawFn, case: Case) -> Change:
+    """Decode: a float16 query (prefill's own antiquant rule would fire too)."""
+    return {"query": with_dtype(case.params["query"], "float16")}
+
+
+def _nz_dims(draw: st.DrawFn, case: Case) -> Change:
+    """D = 256: query, both caches and the per-channel scales together."""
+    d = draw(st.sampled_from([64, 256]))
+    lay = layout(case)
+    n, kv_n = case.params["num_heads"], case.params["num_key_value_heads"]
+    out: Change = {"query": head_dim(case.params["query"], lay, n, d)}
+    for name in ("key", "value"):
+        out[name] = with_axis(case.params[name], 2, d // nz_c0("int8"))
+    if not case.params.get("key_antiquant_mode"):
+        for name in ("key_antiquant_scale", "value_antiquant_scale"):
+            out[name] = TensorSpec(per_channel_shape(lay, kv_n, d), "bfloat16")
+    return out
+
+
+def _nz_heads(draw: st.DrawFn, case: Case) -> Change:
+    """Same KV_N (so caches and scales stay), a query head count outside the table."""
+    kv_n = case.params["num_key_value_heads"]
+    n = draw(st.sampled_from([kv_n * g for g in (1, 2, 4) if (kv_n * g, kv_n) not in NZ_HEADS]))
+    q = case.params["query"]
+    lay = layout(case)
+    q = with_axis(q, {"BNSD": 1, "BSND": 2}[lay], n) if lay != "BSH" else q
+    return {"query": head_dim(q, lay, n, NZ_D), "num_heads": n}
+
+
+def _nz_layout(draw: st.DrawFn, case: Case) -> Change:
+    """The same BNSD prefill query declared BNSD_BSND."""
+    return {"input_layout": "BNSD_BSND"}
+
+
+def _nz_precise(draw: st.DrawFn, case: Case) -> Change:
+    return {"inner_precise": 0}
+
+
+def _nz_mask(draw: st.DrawFn, case: Case) -> Change:
+    s1 = case.params["query"].shape[SEQ_AXIS[layout(case)]]
+    if s1 == 1:
+        b, s2 = case.params["query"].shape[0], len(case.params["block_table"][0]) * block_size(case)
+        return {"atten_mask": TensorSpec(draw(st.sampled_from([(b, 1, s2), (b, 1, 1, s2)])),
+                                         "bool")}
+    return {"sparse_mode": draw(st.sampled_from([2, 4]))}
+
+
+def _nz_antiquant(draw: st.DrawFn, case: Case) -> Change:
+    """Asymmetric: offsets next to the scales."""
+    return {"key_antiquant_offset": case.params["key_antiquant_scale"],
+            "value_antiquant_offset": case.params["value_antiquant_scale"]}
+
+
+def _nz_scale_shape(draw: st.DrawFn, case: Case) -> Change:
+    s = case.params["key_antiquant_scale"]
+    if case.params.get("key_antiquant_mode"):
+        bad = TensorSpec((s.shape[0] + 1, s.shape[1]), s.dtype)
+    else:
+        bad = TensorSpec(draw(st.sampled_from([(s.numel, 1), (s.numel // 2,)])), s.dtype)
+    return {"key_antiquant_scale": bad, "value_antiquant_scale": bad}
+
+
+def _nz_block_size(draw: st.DrawFn, case: Case) -> Change:
+    """256 slots: larger blocks from 128, or 512 blocks split in two."""
+    if block_size(case) == 512:
+        return split_blocks(case, 2)
+    out = grow_blocks(case, 256)
+    if case.params.get("key_antiquant_mode"):    # per-token scales span the grown S2
+        s = case.params["key_antiquant_scale"]
+        s = with_axis(s, 1, len(case.params["block_table"][0]) * 256)
+        out.update(key_antiquant_scale=s, value_antiquant_scale=s)
+    return out
+
+
+def _nz_extras(draw: st.DrawFn, case: Case) -> Change:
+    q = case.params["query"]
+    lay = layout(case)
+    s1 = q.shape[SEQ_AXIS[lay]]
+    # int8 output breaks the prefill antiquant dtype rule too: post-quant in decode only
+    if s1 == 1 and draw(st.booleans()):
+        return {"quant_scale2": TensorSpec((1,), "float32")}
+    b = q.shape[0]
+    width = len(case.params["block_table"][0])
+    return {"pse_shift": TensorSpec((b, case.params["num_heads"], s1, width * block_size(case)),
+                                    "bfloat16")}
+
+
+BREAKERS: dict[str, Breaker] = {
+    "nz.dtypes": Breaker(_nz_dtypes, {**GQA_NZ, "q_seq": "1"}),
+    "nz.dims": Breaker(_nz_dims, GQA_NZ),
+    "nz.heads": Breaker(_nz_heads, GQA_NZ),
+    "nz.layout": Breaker(_nz_layout, {**GQA_NZ, "layout": "BNSD", "q_seq": "2-16"}),
+    "nz.inner_precise": Breaker(_nz_precise, GQA_NZ),
+    "nz.mask": Breaker(_nz_mask, GQA_NZ),
+    "nz.antiquant": Breaker(_nz_antiquant, GQA_NZ),
+    "nz.scale_shape": Breaker(_nz_scale_shape, GQA_NZ),
+    "nz.block_size": Breaker(_nz_block_size, GQA_NZ),
+    "nz.no_extras": Breaker(_nz_extras, GQA_NZ),
+}

@@ -1,0 +1,18 @@
+"""Breakers of the `padding.*` rules: left padding (rulebook/padding.py).
+
+Each `BREAKERS` entry serves one rule: a written change, or a searched one
+(`searched(base filters, mutation)`, from `python -m fia_fuzz.strategies.illegal.search`).
+"""
+
+from __future__ import annotations
+
+from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+
+BREAKERS: dict[str, Breaker] = {
+    "padding.shape": searched({"q_padding": True}, "values:query_padding_size:count"),  # 100%
+    "padding.not_paged": searched({"antiquant": "separate:4/4"}, "add:query_padding_size"),  # 100%
+    "padding.not_int4_kv": searched(
+        {"antiquant": "separate:3/3"}, "add:query_padding_size"),  # 100%
+    "padding.q_window": searched({"q_padding": True}, "values:query_padding_size:big"),  # 100%
+    "padding.kv_window": searched({"q_padding": True}, "values:kv_padding_size:big"),  # 100%
+}

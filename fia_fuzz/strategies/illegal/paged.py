@@ -1,0 +1,179 @@
+"""Breakers of the `paged.*` rules: block tables, block sizes and cache forms (rulebook/paged.py).
+
+Each `BREAKERS` entry serves one rule: a written change, or a searched one
+(`searched(base filters, mutation)`, from `python -m fia_fuzz.strategies.illegal.search`).
+"""
+
+from __future__ import annotations
+
+from hypothesis import reject
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.spec.geometry import dense_shape
+from fia_fuzz.strategies.edits import (
+    FILLS,
+    Change,
+    apply,
+    block_size,
+    grow_blocks,
+    head_dim,
+    q_layout,
+    repage,
+    split_blocks,
+    with_axis,
+    with_dtype,
+)
+from fia_fuzz.strategies.illegal.breaker import PAGED, Breaker, searched
+
+NO_FULL_MASK = {"mask": "none", "pse": False}
+#: Data of a tensor a breaker turns int8 (float fills do not materialise as int8).
+INT8_FILL = {"dist": "int", "low": -128, "high": 127}
+
+
+def _block_table_rank(draw: st.DrawFn, case: Case) -> Change:
+    """Rows of unequal length: one row gets extra unused slots (B = 1: a short second row).
+
+    A flat 1-D table breaks the rule too, but a Case stores block_table as rows.
+    """
+    rows = [list(r) for r in case.params["block_table"]]
+    if len(rows) == 1:
+        return {"block_table": [*rows, rows[0][:draw(st.integers(0, len(rows[0]) - 1))]]}
+    rows[draw(st.integers(0, len(rows) - 1))] += [-1] * draw(st.integers(1, 2))
+    return {"block_table": rows}
+
+
+def _block_size_max(draw: st.DrawFn, case: Case) -> Change:
+    """1024 slots (the packed layouts' own list allows it; the general limit is 512)."""
+    return grow_blocks(case, 1024)
+
+
+def _block_size_align(draw: st.DrawFn, case: Case) -> Change:
+    """Decode: blocks of 8 (float KV) or 16 (int8 KV) slots, the table split to match."""
+    unit = 16 if case.params["key"].dtype == "int8" else 8
+    return split_blocks(case, block_size(case) // unit)
+
+
+def _block_size_prefill(draw: st.DrawFn, case: Case) -> Change:
+    """Prefill: blocks of 64 or 32 slots (16-aligned, not 128-aligned)."""
+    return split_blocks(case, block_size(case) // draw(st.sampled_from([64, 32])))
+
+
+def _paged_kv_dtype(draw: st.DrawFn, case: Case) -> Change:
+    """int4 (true int4, the same shapes) in a paged cache behind a float query."""
+    if case.view().D % 64:
+        reject()    # int4 needs D % 64 == 0 (dims.d_align_int4)
+    return {n: with_dtype(case.params[n], "int4") for n in ("key", "value")}
+
+
+def _int8_query(draw: st.DrawFn, case: Case) -> Change:
+    """A paged float prefill made full-quant: int8 q/k/v with per-tensor dequant scales."""
+    if case.view().D % 32:
+        reject()    # int8 needs D % 32 == 0 (dims.d_align_int8)
+    f32 = TensorSpec((1,), "float32")
+    qkv = ("query", "key", "value")
+    return {**{n: with_dtype(case.params[n], "int8") for n in qkv},
+            "dequant_scale1": f32, "quant_scale1": f32, "dequant_scale2": f32,
+            FILLS: {n: INT8_FILL for n in qkv}}
+
+
+def _cache_rank(draw: st.DrawFn, case: Case) -> Change:
+    """Rank 6 or 7: trailing unit axes."""
+    rank = draw(st.sampled_from([6, 7]))
+    return {n: TensorSpec((*case.params[n].shape, *[1] * (rank - case.params[n].ndim)),
+                          case.params[n].dtype) for n in ("key", "value")}
+
+
+def _cache_layout_query(draw: st.DrawFn, case: Case) -> Change:
+    """A BnNBsD cache behind a BSND or BSH query (same B, S, N, D)."""
+    b, n, s, d = case.params["query"].shape
+    lay = draw(st.sampled_from(["BSND", "BSH"]))
+    return {"query": TensorSpec(dense_shape(lay, b, n, s, d), case.params["query"].dtype),
+            "input_layout": lay}
+
+
+def _bsh_kvn_d_max(draw: st.DrawFn, case: Case) -> Change:
+    """KV_N * D = 65536 (128 x 512 or 256 x 256) in a BnBsH cache; MHA so G stays 1.
+
+    KV lengths are capped at one block and the table compacted to those blocks,
+    which keeps the 65536-wide cache small enough to materialise.
+    """
+    kv_n, d = draw(st.sampled_from([(128, 512), (256, 256)]))
+    q = case.params["query"]
+    lay = q_layout(case)
+    kv = [min(a, block_size(case)) for a in case.params["actual_seq_lengths_kv"]]
+    short = apply(case, {"actual_seq_lengths_kv": kv})
+    out: Change = {**repage(short), "actual_seq_lengths_kv": kv,
+                   "query": head_dim(with_axis(q, 1 if lay == "BNSD" else 2, kv_n)
+                                     if lay != "BSH" else q, lay, kv_n, d),
+                   "num_heads": kv_n, "num_key_value_heads": kv_n}
+    for n in ("key", "value"):
+        out[n] = with_axis(out[n], 2, kv_n * d)
+    return out
+
+
+def _mask_last_dim(draw: st.DrawFn, case: Case) -> Change:
+    """Prefill: a full mask covering the KV lengths but not maxBlockNumPerSeq * blockSize."""
+    view = case.view()
+    top = max(view.act_kv)
+    need = view.max_blocks_per_seq * block_size(case)
+    if not 0 < top < need:
+        reject()
+    return {"atten_mask": with_axis(case.params["atten_mask"], -1, draw(st.integers(top,
+                                                                                     need - 1)))}
+
+
+#: A ragged block_table, which no tensor can hold.
+NOT_MATERIALISABLE = {"paged.block_table_rank"}
+
+BREAKERS: dict[str, Breaker] = {
+    "paged.block_table_rank": Breaker(_block_table_rank, {**PAGED, "branch": "decode"}),
+    "paged.block_size_max": Breaker(_block_size_max, {**PAGED, **NO_FULL_MASK,
+                                                      "antiquant": "none"}),
+    "paged.block_size_align": Breaker(_block_size_align, {**PAGED, "branch": "decode",
+                                                          "cache": "BnBsH"},
+                                      alt=({**PAGED, "branch": "decode", "cache": "BnNBsD"},)),
+    "paged.block_size_prefill": Breaker(_block_size_prefill, {**PAGED, "branch": "prefill",
+                                                              "q_dtype": "float16"}),
+    "paged.kv_dtype": Breaker(_paged_kv_dtype, {"cache": "BnBsH", "antiquant": "separate:1/1"},
+                              alt=({"cache": "BnNBsD", "antiquant": "separate:1/1"},
+                                   {"cache": "BnBsH", "antiquant": "separate:1/1",
+                                    "d_class": "129-256"})),
+    "paged.int8_query": Breaker(_int8_query, {**PAGED, "branch": "prefill", "pse": False,
+                                              "q_dtype": "float16", "d_class": "64-128",
+                                              "post_quant": False, "sink": False}),
+    "paged.cache_rank": Breaker(_cache_rank, PAGED),
+    "paged.cache_layout_query": Breaker(_cache_layout_query, {"cache": "BnNBsD",
+                                                              "layout": "BNSD",
+                                                              "antiquant": "none",
+                                                              "rope": False,
+                                                              "post_quant": False}),
+    "paged.bsh_kvn_d_max": Breaker(_bsh_kvn_d_max, {**PAGED, "cache": "BnBsH", "sink": False,
+                                                    "post_quant": False, **NO_FULL_MASK,
+                                                    "block_edge": "min",
+                                                    "antiquant": "none", "branch": "decode"}),
+    "paged.mask_last_dim": Breaker(_mask_last_dim, {**PAGED, "mask": "bool", "sparse_mode": 0,
+                                                    "branch": "prefill"}),
+    "paged.kv_lengths_required": searched(
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        "drop:actual_seq_lengths_kv"),  # 100%
+    "paged.block_table_batch": searched(
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        "table:extra_row"),  # 100%
+    "paged.block_table_width": searched(
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "table:narrow"),  # 50%
+    "paged.block_size_positive": searched({"antiquant": "separate:2/2"}, "add:block_table"),  # 100%
+    "paged.kv_shape_match": searched(
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        "rank_up:value"),  # 100%
+    "paged.cache_block_size": searched(
+        {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+        "pair_axis:key:1:+1"),  # 100%
+    "paged.cache_heads": searched(
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        "pair_axis:key:-1:=1"),  # 100%
+    "paged.block_count": searched(
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "pair_axis:key:0:=1"),  # 100%
+    "paged.pse_last_dim": searched(
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "axis:pse_shift:-1:=1"),  # 100%
+}

@@ -1,0 +1,69 @@
+"""Breakers of the `quant.*` rules: full int8 quantisation and post-quant (rulebook/quant.py).
+
+Each `BREAKERS` entry serves one rule: a written change, or a searched one
+(`searched(base filters, mutation)`, from `python -m fia_fuzz.strategies.illegal.search`).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case
+from fia_fuzz.strategies.edits import (
+    Change,
+    with_axis,
+    with_dtype,
+)
+from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+
+
+def _scale2_dtype(draw: st.DrawFn, case: Case) -> Change:
+    dt = draw(st.sampled_from(["bfloat16", "float16"]))
+    return {n: with_dtype(case.params[n], dt) for n in ("quant_scale2", "quant_offset2")
+            if case.params.get(n) is not None}
+
+
+def _scale2_shape(draw: st.DrawFn, case: Case) -> Change:
+    """Per-channel scale (and offset) covering half the channels."""
+    out: Change = {}
+    for n in ("quant_scale2", "quant_offset2"):
+        t = case.params.get(n)
+        if t is not None:
+            out[n] = with_axis(t, -1, t.shape[-1] // 2)
+    return out
+
+
+def _band_negative(draw: st.DrawFn, case: Case) -> Change:
+    side = draw(st.sampled_from(["pre_tokens", "next_tokens"]))
+    return {side: -draw(st.integers(1, 4))}
+
+
+def _rows_not_computed(draw: st.DrawFn, case: Case) -> Change:
+    """sparse 0 with a mask and next_tokens < 0: row 0 sees no key."""
+    return {"next_tokens": -draw(st.integers(1, 4))}
+
+
+BREAKERS: dict[str, Breaker] = {
+    "quant.scale2_dtype": Breaker(_scale2_dtype, {"post_quant": True, "q_dtype": "float16"}),
+    "quant.scale2_shape": Breaker(_scale2_shape, {"post_quant_form": "per_channel"}),
+    "quant.band_negative": Breaker(_band_negative, {"post_quant": True, "sparse_mode": 4,
+                                                    "post_quant_offset": False,
+                                                    "branch": "prefill"}),
+    "quant.rows_not_computed": Breaker(_rows_not_computed, {"post_quant_offset": True,
+                                                            "sparse_mode": 0, "mask": "bool",
+                                                            "branch": "prefill"}),
+    "quant.int8_query_needs_dequant": searched({"sparse_mode": 1}, "drop:dequant_scale1"),  # 100%
+    "quant.float_query_forbids_dequant": searched(
+        {"plain": True, "layout": "BNSD"}, "add:dequant_scale1"),  # 100%
+    "quant.dequant_dtype": searched(
+        {"full_quant": True, "post_quant": True}, "dtype:dequant_scale1"),  # 100%
+    "quant.dequant_per_tensor": searched({"sparse_mode": 1}, "axis:dequant_scale1:0:+1"),  # 100%
+    "quant.offset2_needs_scale2": searched(
+        {"plain": True, "layout": "BNSD"}, "add:quant_offset2"),  # 100%
+    "quant.offset2_matches": searched({"kv_list": True}, "rank_up:quant_offset2"),  # 100%
+    "quant.per_channel_no_left_padding": searched(
+        {"post_quant_form": "per_channel", "layout": "BSH"}, "add:query_padding_size"),  # 67%
+    "quant.int4_no_post": searched({"antiquant": "separate:3/3"}, "add:quant_scale2"),  # 100%
+    "quant.dequant_scale_query": searched(
+        {"plain": True, "layout": "BNSD"}, "add:dequant_scale_query"),  # 100%
+}

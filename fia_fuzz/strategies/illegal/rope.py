@@ -1,0 +1,25 @@
+"""Breakers of the `rope.*` rules: query_rope/key_rope (rulebook/rope.py).
+
+Each `BREAKERS` entry serves one rule: a written change, or a searched one
+(`searched(base filters, mutation)`, from `python -m fia_fuzz.strategies.illegal.search`).
+"""
+
+from __future__ import annotations
+
+from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+
+BREAKERS: dict[str, Breaker] = {
+    "rope.both_or_neither": searched({"plain": True, "layout": "BNSD"}, "add:key_rope"),  # 100%
+    "rope.dim_64": searched(
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        "axis:query_rope:-1:+1"),  # 100%
+    "rope.shapes": searched(
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        "rank_down:query_rope"),  # 100%
+    "rope.dtype": searched(
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        "dtype:query_rope"),  # 100%
+    "rope.query_d": searched(
+        {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
+        "add:query_rope"),  # 100%
+}
