@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fia_fuzz.spec.geometry import CACHE_FORMS
+
 BOOL = (False, True)
 
 AXES: dict[str, tuple[Any, ...]] = {
@@ -26,7 +28,7 @@ AXES: dict[str, tuple[Any, ...]] = {
     "dv": ("equal", "unequal"),
     "kv_list": BOOL,
     "paged": BOOL,
-    "cache": ("none", "BnBsH", "BnNBsD", "NZ"),
+    "cache": ("none", *CACHE_FORMS),
     "block_edge": ("none", "mid", "min", "max"),
     "table_unused": BOOL,
     "table_spare": BOOL,
