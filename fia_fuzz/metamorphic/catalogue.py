@@ -20,6 +20,7 @@ import numpy as np
 from fia_fuzz.metamorphic.equality import Tolerance
 from fia_fuzz.spec import Case, validate
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.profiles import DEFAULT
 from fia_fuzz.spec.values import raw_bits
 
 Outputs = tuple[np.ndarray, np.ndarray]
@@ -114,11 +115,12 @@ def permutation(seed: int, label: str, n: int) -> np.ndarray:
     return np.argsort(keys, kind="stable")
 
 
-def keep_legal(partners: list[Partner]) -> list[Partner]:
-    """The partners `validate` accepts; NotApplicable naming the broken rules if none is."""
+def keep_legal(partners: list[Partner], rules: str = DEFAULT) -> list[Partner]:
+    """The partners `validate` accepts under the source case's rule profile `rules`;
+    NotApplicable naming the broken rules if none is."""
     legal, dropped = [], []
     for p in partners:
-        broken = validate(**p.call)
+        broken = validate(**p.call, rules=rules)
         if broken:
             dropped.append(f"{p.variant}: {sorted({b.rule for b in broken})}")
         else:

@@ -33,6 +33,7 @@ from fia_fuzz.metamorphic.variants import variant_of
 from fia_fuzz.runners import Runner
 from fia_fuzz.spec import Case, output_specs
 from fia_fuzz.spec.params import TENSOR_ARGS, VALUE_ARGS
+from fia_fuzz.spec.profiles import DEFAULT
 from fia_fuzz.spec.tensors import describe
 
 
@@ -41,7 +42,7 @@ def partner_id(case: Case, relation: str, variant: str) -> str:
     return hashlib.sha256(f"{case.case_id}/{relation}/{variant}".encode()).hexdigest()[:16]
 
 
-def case_of(call: Call, seed: int = 0) -> Case:
+def case_of(call: Call, seed: int = 0, rules: str = DEFAULT) -> Case:
     """A data-free Case describing a materialised call (for `Runner.supports`)."""
     params: dict[str, Any] = {}
     for name, value in call.items():
@@ -53,7 +54,7 @@ def case_of(call: Call, seed: int = 0) -> Case:
             params[name] = arr.tolist() if arr.ndim == 2 else arr.reshape(-1).tolist()
         else:
             params[name] = value
-    return Case(params=params, seed=seed)
+    return Case(params=params, seed=seed, rules=rules)
 
 
 class BuildFailed(str):
@@ -167,7 +168,7 @@ def _check_partner(case: Case, runner: Runner, partner: Partner, source: Outputs
         if target is None:
             return {"outcome": "unsupported", "detail": why}
     assert target is not None
-    ok, why = target.supports(case_of(partner.call, case.seed))
+    ok, why = target.supports(case_of(partner.call, case.seed, case.rules))
     if not ok:
         return {"partner_runner": target.name, "outcome": "unsupported",
                 "detail": f"partner: {why}"}

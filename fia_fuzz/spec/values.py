@@ -22,7 +22,7 @@ import numpy as np
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
 
 FLOAT_DISTS = ("normal", "uniform", "const", "outlier", "large", "negative", "positive",
-               "const_rows")
+               "const_rows", "range")
 MASK_DISTS = ("bernoulli", "triu", "zeros", "ones", "nearly_full")
 INT_DISTS = ("int", "u64_scale")
 _SQRT3 = math.sqrt(3.0)
@@ -104,6 +104,12 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype
         x = x.reshape(-1) * scale
     elif dist == "const":
         x = np.full(raw.shape, float(fill.get("value", scale)))
+    elif dist == "range":
+        # uniform in [low, high] with both ends present: a dump's Min and Max, reproduced
+        lo, hi = float(fill["low"]), float(fill["high"])
+        x = lo + uniform01(raw) * (hi - lo)
+        if x.size:
+            x[0], x[-1] = lo, hi
     elif dist == "large":
         magnitude = min(scale, FINFO_MAX[dtype] * float(fill.get("fraction", 0.5)))
         sign = fill.get("sign")

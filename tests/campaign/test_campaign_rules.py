@@ -78,3 +78,12 @@ def test_negative_campaign_under_the_device_profile_classifies_rows(tmp_path: Pa
     assert set(df["outcome"]) <= {"accepted", "rejected", ACCEPTED_BY_PROFILE}
     device_ok = df[df["outcome"] == ACCEPTED_BY_PROFILE]
     assert (device_ok["profile_broken_rules"] == "").all()
+
+
+def test_golden_runner_computes_what_a_device_profile_admits() -> None:
+    from fia_fuzz.campaign.evaluate import evaluate
+    from fia_fuzz.runners import get_runner
+
+    case = Case(params=call(DECODE, inner_precise=2), rules="atlas-a2")
+    row = evaluate(case, get_runner("golden"))
+    assert row["outcome"] == "ok" and row["verdict"] == "pass"

@@ -133,4 +133,4 @@ def batch_permutation(case: Case, call: Call) -> list[Partner]:
         return _unpermute(o, inv, out_layout, flag, ends)
 
     label = "perm" + "".join(str(int(i)) for i in perm[:8])
-    return keep_legal([Partner(label, new, BATCH_TOLERANCE, partner_out=back)])
+    return keep_legal([Partner(label, new, BATCH_TOLERANCE, partner_out=back)], case.rules)

@@ -82,4 +82,4 @@ def decode_vs_prefill_row(case: Case, call: Call) -> list[Partner]:
             return out, lse
 
         partners.append(Partner(label, new, BRANCH_TOLERANCE, source_out=select))
-    return keep_legal(partners)
+    return keep_legal(partners, case.rules)

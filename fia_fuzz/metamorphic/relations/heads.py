@@ -107,4 +107,4 @@ def gqa_repeat(case: Case, call: Call) -> list[Partner]:
                                          int(v.attrs[mode_attr]), v.decode, kv_n,
                                          v.Dv if name.startswith("value") else v.Dk, r)
         partners.append(Partner(f"G{g}->G{g // r}", new, GQA_TOLERANCE))
-    return keep_legal(partners)
+    return keep_legal(partners, case.rules)

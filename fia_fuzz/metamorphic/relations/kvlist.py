@@ -48,7 +48,7 @@ def list_vs_batched(case: Case, call: Call) -> list[Partner]:
     require_absent(call, NOT_WITH_LIST, "not allowed with a tensor list")
     require_absent(call, ("key_rope",), "rope KV lists not modelled")
     if v.is_kv_list:
-        return keep_legal([_batched(call, v)])
+        return keep_legal([_batched(call, v)], case.rules)
     if v.B > 256:
         raise NotApplicable(f"B = {v.B} > 256, the tensor-list limit")
     act_kv = list(v.act_kv)
@@ -61,7 +61,7 @@ def list_vs_batched(case: Case, call: Call) -> list[Partner]:
         for name in ("key", "value"):
             new[name] = _split(call[name], v.in_layout, v.KV_N, cut)
         partners.append(Partner(label, new, tol))
-    return keep_legal(partners)
+    return keep_legal(partners, case.rules)
 
 
 def _batched(call: Call, v: CallView) -> Partner:

@@ -150,4 +150,4 @@ def layout_permutations(case: Case, call: Call) -> list[Partner]:
                 candidates.append(_dense_partner(call, target))
         except NotApplicable:
             continue
-    return keep_legal(candidates)
+    return keep_legal(candidates, case.rules)

@@ -104,7 +104,7 @@ def left_vs_right_padding(case: Case, call: Call) -> list[Partner]:
     if v.B > 1:  # documented shape (B); the vendor reference reads element 0 only [SEM §3]
         plans.append(("left-kv-per-batch", False, [1 + b % 2 for b in range(v.B)]))
     return keep_legal([_left_padded(case, call, v, w, label, pad_q, pads)
-                       for label, pad_q, pads in plans])
+                       for label, pad_q, pads in plans], case.rules)
 
 
 def _move_mask_and_pse(call: Call, new: Call, v: CallView, w: Windows, q_start: list[int],

@@ -122,7 +122,7 @@ def _to_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
     small, large = block_sizes(view, dtype_name(call["key"].dtype))
     plans = [(small, False, "BnBsH"), (small, True, "BnBsH"), (small, True, "BnNBsD"),
              (small, True, "NZ"), (large, True, "BnBsH")]
-    return keep_legal(_paged(case, call, view, kv, act_kv, plans))
+    return keep_legal(_paged(case, call, view, kv, act_kv, plans), case.rules)
 
 
 def _from_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
@@ -144,7 +144,7 @@ def _from_paged(case: Case, call: Call, view: CallView) -> list[Partner]:
     plans = [(bs, True, form) for form in CACHE_FORMS] + \
         [(b, True, "BnBsH") for b in (small, large) if b != bs]
     partners = [Partner("contiguous", new, PAGED_TOLERANCE)]
-    return keep_legal(partners + _paged(case, call, view, kv, act_kv, plans))
+    return keep_legal(partners + _paged(case, call, view, kv, act_kv, plans), case.rules)
 
 
 @relation("paged", "paged KV (any block size, ordered or shuffled table) equals contiguous KV",

@@ -87,7 +87,7 @@ def prefix_vs_concatenation(case: Case, call: Call) -> list[Partner]:
         raise NotApplicable("a shared prefix needs dense, non-list KV")
     require_absent(call, NOT_WITH_PREFIX, "not allowed with (or not modelled for) a prefix")
     if call.get("key_shared_prefix") is not None:
-        return keep_legal([_concatenate(call, v)])
+        return keep_legal([_concatenate(call, v)], case.rules)
     if call.get("pse_shift") is not None:
         raise NotApplicable("the docs do not say whether pse_shift columns count the prefix")
-    return keep_legal(_split(case, call, v))
+    return keep_legal(_split(case, call, v), case.rules)

@@ -88,4 +88,4 @@ def sinks_vs_extra_column(case: Case, call: Call) -> list[Partner]:
     if mask is not None:
         rows = np.stack([batch_mask(mask, i, b, v.decode)[:s1, :v.S2] for i in range(b)])
         new["atten_mask"] = _insert(rows[:, None], act_kv, False, axis=3)
-    return keep_legal([Partner("extra-column", new, SINK_TOLERANCE)])
+    return keep_legal([Partner("extra-column", new, SINK_TOLERANCE)], case.rules)

@@ -44,4 +44,4 @@ def sparse_vs_explicit_mask(case: Case, call: Call) -> list[Partner]:
     new.pop("next_tokens", None)
     label = f"mode{mode}->explicit" if call.get("atten_mask") is not None or mode else \
         "none->all-visible"
-    return keep_legal([Partner(label, new, MASK_TOLERANCE)])
+    return keep_legal([Partner(label, new, MASK_TOLERANCE)], case.rules)
