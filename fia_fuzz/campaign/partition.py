@@ -49,6 +49,7 @@ from fia_fuzz.campaign.state import (
     steered,
     wind_down,
 )
+from fia_fuzz.diff.signature import signature
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
@@ -119,7 +120,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     for k in drawn:
         row.pop(k, None)
     if kind:
-        row.update(drawn)
+        row.update(drawn, signature=signature(row))
         st.failing.setdefault(key_cell + (kind,), found)
         if bundle_dir is not None:
             st.bundles[key_cell] = st.bundles.get(key_cell, 0) + 1
