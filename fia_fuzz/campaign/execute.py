@@ -20,6 +20,8 @@ from fia_fuzz.spec.profiles import DEFAULT
 
 #: The negative outcome of a call the docs forbid but the campaign's device profile allows.
 ACCEPTED_BY_PROFILE = "accepted (device profile)"
+#: ... and of such a call the backend rejected: the device contradicts its rule profile.
+REJECTED_AGAINST_PROFILE = "rejected (device profile allows it)"
 
 
 def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
@@ -52,7 +54,9 @@ def negative_task(ref: tuple[str, str], case_json: str, rules: str = DEFAULT
     `rejected` (with the backend's message) is the good answer; `accepted`
     means it silently returned a result for a call the docs forbid, a finding
     unless the campaign's rule profile `rules` (the device's own checks)
-    holds the call legal: then it is `accepted (device profile)`, as expected.
+    holds the call legal: then it is `accepted (device profile)`, as expected,
+    and a rejection is `rejected (device profile allows it)`, a finding about
+    the profile.
     """
     case = Case.from_json(case_json)
     runner = resolve_runner(ref)
@@ -63,7 +67,9 @@ def negative_task(ref: tuple[str, str], case_json: str, rules: str = DEFAULT
     try:
         out, lse = runner.run(case.call())
     except Exception as exc:  # a clean rejection is what we hope for
-        row.update(outcome="rejected", error=f"{type(exc).__name__}: {exc}"[:2000])
+        contradicted = rules != DEFAULT and not profile_broken
+        row.update(outcome=REJECTED_AGAINST_PROFILE if contradicted else "rejected",
+                   error=f"{type(exc).__name__}: {exc}"[:2000])
         return row
     row.update(outcome=ACCEPTED_BY_PROFILE if not profile_broken else "accepted", error="",
                accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
