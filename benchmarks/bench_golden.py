@@ -1,100 +1,155 @@
 """Golden model speed and memory, measured against torch's SDPA in the same process.
 
-Speed: B=1, N=8, S1=S2=2048, D=128 fp16 BNSD prefill, golden in device
-precision vs torch.nn.functional.scaled_dot_product_attention in float32 on
-CPU on the same data (issue 5 target: ratio <= 2).
-Memory: B=1, N=1, S1=S2=32768, D=128 fp16 in a fresh subprocess, peak RSS
-from resource.getrusage (target < 2 GiB).
+Speed (issue 18): three fp16 BNSD shapes, full attention, the golden in device
+precision and at fp64, each as a ratio to
+torch.nn.functional.scaled_dot_product_attention in float32 on CPU on the same
+data (GQA through `enable_gqa`). Targets: device <= 1.0x, fp64 <= 2.0x.
+Memory: peak RSS of the golden pair
+(fp64 and device, what a campaign computes) on B=1 N=1 S1=S2=32768 D=128 and on
+the decode B=1 N=8 KV_N=1 S2=131072 D=128 in a fresh subprocess (VmHWM; target
+< 2 GiB each).
 
 Run: .venv/bin/python benchmarks/bench_golden.py [--repeat 3] [--skip-memory]
-Both timings are best-of-repeat; the load average is printed because a busy
-machine slows the two sides differently.
+     [--shape decode|gqa|prefill ...]
+Timings are best-of-repeat, the three sides interleaved; the load average is
+printed with each shape because a busy shared machine slows the sides differently.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.threads import tile_threads
 
+#: name -> (B, N, KV_N, S1, S2, D), the three shapes of issue 18.
+SHAPES = {
+    "decode": (16, 32, 8, 1, 8192, 128),
+    "gqa": (4, 32, 8, 512, 4096, 128),
+    "prefill": (1, 8, 8, 2048, 2048, 128),
+}
+#: name -> (B, N, KV_N, S1, S2, D) of the peak-RSS children.
+MEMORY_SHAPES = {
+    "prefill-32k": (1, 1, 1, 32768, 32768, 128),
+    "decode-128k": (1, 8, 1, 1, 131072, 128),
+}
+TARGETS = {"device": 1.0, "fp64": 2.0}
 
-def _data(b: int, n: int, s: int, d: int, seed: int = 0) -> tuple[np.ndarray, ...]:
+
+def data(b: int, n: int, kvn: int, s1: int, s2: int, d: int, seed: int = 0
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Standard-normal fp16 q (B,N,S1,D), k and v (B,KV_N,S2,D)."""
     rng = np.random.default_rng(seed)
-    return tuple(rng.standard_normal((b, n, s, d), np.float32).astype(np.float16)
-                 for _ in range(3))
+    return tuple(rng.standard_normal(shape, np.float32).astype(np.float16)
+                 for shape in ((b, n, s1, d), (b, kvn, s2, d), (b, kvn, s2, d)))
 
 
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+def best(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
+    """Best-of-`repeat` seconds of each function, run in turns after one warm-up each."""
+    for fn in fns.values():
         fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    times = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name] = min(times[name], time.perf_counter() - t0)
+    return times
 
 
-def speed(repeat: int) -> None:
+def sdpa_fp32(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float
+              ) -> Callable[[], Any]:
+    """torch SDPA in float32 on CPU over BNSD fp16 data (converted once, outside the timing)."""
     import torch
 
-    b, n, s, d = 1, 8, 2048, 128
-    q, k, v = _data(b, n, s, d)
-    scale = 1 / np.sqrt(d)
     tq, tk, tv = (torch.from_numpy(x.astype(np.float32)) for x in (q, k, v))
+    gqa = tq.shape[1] != tk.shape[1]
 
-    def golden() -> None:
-        npu_fused_infer_attention_score(q, k, v, num_heads=n, input_layout="BNSD", scale=scale)
-
-    def sdpa() -> None:
+    def run() -> Any:
         with torch.no_grad():
-            torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, scale=scale)
-
-    golden()
-    sdpa()
-    t_golden, t_sdpa = _best(golden, repeat), _best(sdpa, repeat)
-    print(f"speed  B={b} N={n} S1=S2={s} D={d} fp16 BNSD prefill, device precision")
-    print(f"  golden {t_golden:.3f} s   torch SDPA fp32 CPU {t_sdpa:.3f} s   "
-          f"ratio {t_golden / t_sdpa:.2f}x (target <= 2x)")
-    print(f"  golden tile threads {tile_threads()}, torch threads {torch.get_num_threads()}, "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+            return torch.nn.functional.scaled_dot_product_attention(
+                tq, tk, tv, scale=scale, enable_gqa=gqa)
+    return run
 
 
-def memory_child() -> None:
-    s, d = 32768, 128
-    q, k, v = _data(1, 1, s, d)
+def speed(names: list[str], repeat: int) -> None:
+    import torch
+
+    print(f"golden tile threads {tile_threads()}, torch threads {torch.get_num_threads()}, "
+          f"{os.cpu_count()} CPUs; best of {repeat}")
+    print(f"{'shape':<44} {'SDPA s':>8} {'device s':>9} {'ratio':>7} {'fp64 s':>8} "
+          f"{'ratio':>7}  load")
+    for name in names:
+        b, n, kvn, s1, s2, d = SHAPES[name]
+        q, k, v = data(b, n, kvn, s1, s2, d)
+        scale = 1 / np.sqrt(d)
+        kw = {"num_heads": n, "num_key_value_heads": kvn, "input_layout": "BNSD",
+              "scale": scale}
+        load = os.getloadavg()[0]
+        t = best({"sdpa": sdpa_fp32(q, k, v, scale),
+                  "device": functools.partial(npu_fused_infer_attention_score, q, k, v, **kw),
+                  "fp64": functools.partial(npu_fused_infer_attention_score, q, k, v,
+                                            precision="fp64", **kw)}, repeat)
+        load = max(load, os.getloadavg()[0])
+        label = f"{name} B{b} N{n} KV_N{kvn} S1={s1} S2={s2} D{d}"
+        print(f"{label:<44} {t['sdpa']:8.3f} {t['device']:9.3f} "
+              f"{t['device'] / t['sdpa']:6.2f}x {t['fp64']:8.3f} {t['fp64'] / t['sdpa']:6.2f}x"
+              f"  {load:.1f}")
+    print(f"targets: device <= {TARGETS['device']}x, fp64 <= {TARGETS['fp64']}x SDPA fp32")
+
+
+def peak_rss_kib() -> int:
+    """This process's peak RSS in KiB: VmHWM, which (unlike getrusage's ru_maxrss) does not
+    inherit the high-water mark of the parent that forked it."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def memory_child(name: str) -> None:
+    b, n, kvn, s1, s2, d = MEMORY_SHAPES[name]
+    q, k, v = data(b, n, kvn, s1, s2, d)
     t0 = time.perf_counter()
-    npu_fused_infer_attention_score(q, k, v, num_heads=1, input_layout="BNSD",
-                                    scale=1 / np.sqrt(d), softmax_lse_flag=True)
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"{peak_kib} {time.perf_counter() - t0:.1f}")
+    for precision in ("fp64", "device"):
+        npu_fused_infer_attention_score(q, k, v, num_heads=n, num_key_value_heads=kvn,
+                                        input_layout="BNSD", scale=1 / np.sqrt(d),
+                                        softmax_lse_flag=True, precision=precision)
+    print(f"{peak_rss_kib()} {time.perf_counter() - t0:.1f}")
 
 
 def memory() -> None:
-    res = subprocess.run([sys.executable, __file__, "--memory-child"], check=True,
-                         capture_output=True, text=True)
-    peak_kib, seconds = res.stdout.split()
-    gib = int(peak_kib) / (1 << 20)
-    print("memory B=1 N=1 S1=S2=32768 D=128 fp16 BNSD, device precision")
-    print(f"  peak RSS {gib:.3f} GiB (target < 2 GiB), {seconds} s")
+    print("peak RSS of the golden pair (fp64 + device) in a fresh process, target < 2 GiB")
+    for name, (b, n, kvn, s1, s2, d) in MEMORY_SHAPES.items():
+        res = subprocess.run([sys.executable, __file__, "--memory-child", name], check=True,
+                             capture_output=True, text=True)
+        peak_kib, seconds = res.stdout.split()
+        print(f"  {name} B{b} N{n} KV_N{kvn} S1={s1} S2={s2} D{d}: "
+              f"{int(peak_kib) / (1 << 20):.3f} GiB, {seconds} s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-memory", action="store_true")
-    parser.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--shape", action="append", choices=sorted(SHAPES))
+    parser.add_argument("--memory-child", choices=sorted(MEMORY_SHAPES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
-        memory_child()
+        memory_child(args.memory_child)
         return
-    speed(args.repeat)
+    speed(args.shape or list(SHAPES), args.repeat)
     if not args.skip_memory:
         memory()
 

@@ -1,4 +1,9 @@
-"""The `fia-fuzz` command line: campaign, report, repro, validate, coverage."""
+"""The `fia-fuzz` command line: campaign, report, repro, validate, coverage.
+
+Bad input (unreadable or malformed files, unknown names, bad sizes) ends with
+exit status 2 and one line saying what and where; `--debug` shows the
+traceback instead.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from fia_fuzz.spec.case import Case
+from fia_fuzz.spec.inputs import InputError, check_call, check_case, load_case, read_json
 from fia_fuzz.spec.params import TENSOR_ARGS
 from fia_fuzz.spec.tensors import TensorSpec
+
+#: Exit status of a command given bad input (argparse's own).
+USAGE_ERROR = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors on one line (no usage block), still exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(USAGE_ERROR, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _filters(items: list[str]) -> dict[str, Any]:
@@ -19,12 +35,60 @@ def _filters(items: list[str]) -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"--filter {item!r}: expected FEATURE=VALUE")
+            raise InputError(f"--filter {item!r}: expected FEATURE=VALUE")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
             out[key] = value
     return out
+
+
+def _runner(name: str) -> Any:
+    """The runner `name`, or InputError naming the known ones."""
+    from fia_fuzz.runners import RunnerSpecError, get_runner
+
+    try:
+        return get_runner(name)
+    except RunnerSpecError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _check_filters(profile: str, filters: dict[str, Any], rules: str) -> None:
+    """Unknown filter names or values fail here, before any process starts."""
+    from hypothesis.errors import InvalidArgument
+
+    from fia_fuzz.strategies import cases
+
+    try:
+        cases(profile=profile, rules=rules, **filters)
+    except InvalidArgument as exc:
+        raise InputError(f"--filter: {exc}") from None
+
+
+def _positive(flag: str, value: float | None) -> None:
+    if value is not None and value <= 0:
+        raise InputError(f"{flag} {value:g}: must be positive")
+
+
+def _seed_cases(directory: str) -> tuple[Case, ...]:
+    """The legal cases of DIR/*.json (with their stored tensors); illegal ones are named."""
+
+    d = Path(directory)
+    if not d.is_dir():
+        raise InputError(f"--seed-cases {directory}: no such directory")
+    files = sorted(d.glob("*.json"))
+    if not files:
+        raise InputError(f"--seed-cases {directory}: no case files (*.json) in it")
+    seeds = []
+    for f in files:
+        case = load_case(f)
+        illegal = case.violations()
+        if illegal:
+            print(f"seed case {f} is illegal, not run: "
+                  + "; ".join(f"[{v.rule}] {v.message}" for v in illegal), file=sys.stderr)
+            continue
+        seeds.append(case)
+    return tuple(seeds)
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
@@ -35,22 +99,33 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     from fia_fuzz.campaign.config import parse_devices, parse_duration, parse_shard, parse_size
 
     if args.max_cases is None and args.budget is None:
-        raise SystemExit("campaign: give --max-cases N or --budget DURATION (or both)")
-    if args.workers < 1:
-        raise SystemExit(f"campaign: --workers {args.workers}: need at least 1")
+        raise InputError("give --max-cases N or --budget DURATION (or both)")
+    _positive("--max-cases", args.max_cases)
+    _positive("--workers", args.workers)
     try:
         shard, shards = parse_shard(args.shard)
-        cfg = CampaignConfig(
-            runner=args.runner, out=Path(args.out), max_cases=args.max_cases,
-            budget_s=parse_duration(args.budget) if args.budget else None, seed=args.seed,
-            profile=args.profile, filters=_filters(args.filter), workers=args.workers,
-            devices=parse_devices(args.devices) if args.devices else None,
-            shard=shard, shards=shards, negative=args.negative, rules=args.rules,
-            case_timeout_s=parse_duration(args.case_timeout),
-            memory_limit=parse_size(args.memory_limit) if args.memory_limit else None,
-            shrink=not args.no_shrink, metamorphic=args.metamorphic)
+        budget = parse_duration(args.budget) if args.budget else None
+        timeout = parse_duration(args.case_timeout)
+        memory = parse_size(args.memory_limit) if args.memory_limit else None
+        devices = parse_devices(args.devices) if args.devices else None
     except ValueError as exc:
-        raise SystemExit(f"campaign: {exc}") from None
+        raise InputError(str(exc)) from None
+    _positive("--budget", budget)
+    _positive("--case-timeout", timeout)
+    _positive("--memory-limit", memory)
+    filters = _filters(args.filter)
+    if not args.negative:
+        _check_filters(args.profile, filters, args.rules)
+    ok, why = _runner(args.runner).available()
+    if not ok:
+        raise InputError(f"runner {args.runner!r} is not available here: {why}")
+    seeds = _seed_cases(args.seed_cases) if args.seed_cases else ()
+    cfg = CampaignConfig(
+        runner=args.runner, out=Path(args.out), max_cases=args.max_cases, budget_s=budget,
+        seed=args.seed, profile=args.profile, filters=filters, workers=args.workers,
+        devices=devices, shard=shard, shards=shards, negative=args.negative, rules=args.rules,
+        case_timeout_s=timeout, memory_limit=memory, shrink=not args.no_shrink,
+        metamorphic=args.metamorphic, seed_cases=seeds)
     s = run_campaign(cfg, started=started)
     rate = s.cases / s.elapsed_s * 60 if s.elapsed_s else 0.0
     print(f"campaign {s.run_id} (attempt {s.attempt}): {s.cases} cases in {s.elapsed_s:.1f}s "
@@ -65,14 +140,22 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
     from fia_fuzz.reports import aggregate, read_results, render, write_junit
+    from fia_fuzz.reports.dataset import damage_warning
 
     policy = args.policy or DEFAULT_POLICY
     if policy not in POLICIES:
-        raise SystemExit(f"report: --policy {policy!r} is not one of {sorted(POLICIES)}")
-    df = read_results(args.run_dirs)
+        raise InputError(f"--policy {policy!r} is not one of {sorted(POLICIES)}")
+    _positive("--worst", args.worst)
+    for d in args.run_dirs:
+        if not Path(d).is_dir():
+            raise InputError(f"{d}: no such run directory")
+    damaged: list[str] = []
+    df = read_results(args.run_dirs, damaged)
+    warning = damage_warning(damaged)
+    if warning:
+        print(warning, file=sys.stderr)
     if df.empty:
-        print(f"no results under {args.run_dirs}", file=sys.stderr)
-        return 1
+        raise InputError(f"no results under {' '.join(args.run_dirs)}")
     html = Path(args.html) if args.html else Path(args.run_dirs[0]) / "dashboard.html"
     path = render(df, html, policy=policy, worst_n=args.worst)
     print(aggregate.headline(df).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
@@ -92,13 +175,43 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_repro(args: argparse.Namespace) -> int:
     from fia_fuzz.campaign.repro import reproduce
 
+    if args.runner is not None:
+        _runner(args.runner)
     return reproduce(args.case, args.runner, args.results)
 
 
-def _call_from_json(data: dict[str, Any]) -> dict[str, Any]:
-    if "params" in data:
-        return Case.from_dict(data).specs()
+def cmd_import_msprobe(args: argparse.Namespace) -> int:
+    """Each FIA call of an msprobe dump to OUT/<name>.json; print its legality by rule id.
+
+    Exit status 1 when a call is illegal or has no case (both are findings).
+    """
+    from fia_fuzz.campaign.msprobe import import_dump, write_imported
+
+    task, imports = import_dump(args.dump)
+    paths = iter(write_imported(imports, args.out))
+    illegal = 0
+    print(f"{args.dump}: {task} task, {len(imports)} FIA call(s)")
+    for imp in imports:
+        if imp.case is None:
+            print(f"{imp.api}: not imported: {imp.problem}")
+            illegal += 1
+            continue
+        path = next(paths)
+        state = "legal" if not imp.violations else f"ILLEGAL ({len(imp.violations)} rule(s))"
+        print(f"{imp.api} -> {path}: {state}")
+        for note in imp.notes:
+            print(f"  note: {note}")
+        for v in imp.violations:
+            print(f"  {v}")
+        illegal += bool(imp.violations)
+    return 1 if illegal else 0
+
+
+def _call_from_json(data: Any, where: str) -> dict[str, Any]:
+    if isinstance(data, dict) and "params" in data:
+        return Case.from_dict(check_case(data, where)).specs()
     call: dict[str, Any] = {}
+    check_call(data, where)
     for k, v in data.items():
         if k in TENSOR_ARGS and isinstance(v, dict):
             call[k] = TensorSpec.from_dict(v)
@@ -113,7 +226,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from fia_fuzz.spec import validate
     from fia_fuzz.spec.validate import output_specs, require_legal
 
-    call = _call_from_json(json.loads(Path(args.call).read_text()))
+    call = _call_from_json(read_json(args.call), args.call)
     violations = validate(**call, rules=args.rules)
     if violations:
         for v in violations:
@@ -137,9 +250,12 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     from fia_fuzz.strategies.cases import DEVICE_REGIONS
     from fia_fuzz.strategies.sample import draw_cases
 
+    _positive("--cases", args.cases)
+    filters = _filters(args.filter)
+    _check_filters(args.profile, filters, args.rules)
+
     t0, c0 = time.perf_counter(), time.process_time()
-    drawn = draw_cases(args.cases, args.seed, args.profile, rules=args.rules,
-                       **_filters(args.filter))
+    drawn = draw_cases(args.cases, args.seed, args.profile, rules=args.rules, **filters)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     counts: dict[str, Counter[str]] = {axis: Counter() for axis in AXES}
     for case in drawn:
@@ -187,7 +303,9 @@ def _rules_flag(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fia-fuzz", description=__doc__)
+    p = OneLineParser(prog="fia-fuzz", description=__doc__)
+    p.add_argument("--debug", action="store_true",
+                   help="on bad input, show the traceback instead of one line")
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("campaign", help="draw legal cases, run them, record every result")
@@ -214,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--metamorphic", action="store_true",
                    help="also run each case's metamorphic partners on the same runner and "
                         "record the relation outcomes (mm_* columns) next to the verdicts")
+    c.add_argument("--seed-cases", metavar="DIR",
+                   help="replay the cases DIR/*.json first (origin=seed, e.g. from "
+                        "import-msprobe), then draw from their feature cells")
     _rules_flag(c)
     c.set_defaults(fn=cmd_campaign)
 
@@ -241,6 +362,14 @@ def build_parser() -> argparse.ArgumentParser:
     _rules_flag(v)
     v.set_defaults(fn=cmd_validate)
 
+    im = sub.add_parser("import-msprobe", help="each FIA call of an msprobe dump.json "
+                        "(statistics or tensor task) to a case file, validated")
+    im.add_argument("dump", help="msprobe's dump.json (tensor files beside it, "
+                                 "under dump_tensor_data/)")
+    im.add_argument("--out", required=True, metavar="DIR",
+                    help="where the cases go (DIR/<api name>.json, tensors in .npz beside)")
+    im.set_defaults(fn=cmd_import_msprobe)
+
     cv = sub.add_parser("coverage", help="how often the strategies reach each feature value")
     cv.add_argument("--cases", type=int, default=1000)
     cv.add_argument("--seed", type=int, default=0)
@@ -249,12 +378,22 @@ def build_parser() -> argparse.ArgumentParser:
                     help="pin a feature (repeatable), as for campaign")
     _rules_flag(cv)
     cv.set_defaults(fn=cmd_coverage)
+    for verb in sub.choices.values():
+        verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                          help="on bad input, show the traceback instead of one line")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.fn(args) or 0)
+    try:
+        return int(args.fn(args) or 0)
+    except (InputError, OSError) as exc:
+        if args.debug:
+            raise
+        what = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+        print(f"fia-fuzz {args.command}: {' '.join(what.split())}", file=sys.stderr)
+        return USAGE_ERROR
 
 
 if __name__ == "__main__":

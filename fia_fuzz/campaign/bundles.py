@@ -1,11 +1,12 @@
 """Failure bundles: everything needed to reproduce one failing case, on disk, no pickle.
 
-`OUT/bundles/<case_id>/` holds `case.json` (the case), `outputs.npz` (the
-device's attention_out and softmax_lse, bfloat16 stored as its uint16 bits
-plus the dtype name), `metrics.json` (the result row), `repro.txt` (the
-commands) and `repro_npu.py` with its `inputs.npz` and `golden.npz` (a
-standalone torch_npu script, see repro_npu.py). Written to a temporary
-directory and renamed, so a bundle is complete or absent.
+`OUT/bundles/<case_id>/` holds `case.json` (the case, with `case.npz` beside
+it when it has stored tensors), `outputs.npz` (the device's attention_out and
+softmax_lse; both .npz as spec/stored.py writes them), `metrics.json` (the
+result row), `repro.txt` (the commands) and `repro_npu.py` with its
+`inputs.npz` and `golden.npz` (a standalone torch_npu script, see
+repro_npu.py). Written to a temporary directory and renamed, so a bundle is
+complete or absent.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from fia_fuzz.campaign.repro_npu import write_repro_npu
-from fia_fuzz.spec import Case
+from fia_fuzz.spec import Case, stored
+from fia_fuzz.spec.inputs import InputError, load_case, read_json, write_case
 
 BUNDLES = "bundles"
 OUTPUT_NAMES = ("attention_out", "softmax_lse")
@@ -40,21 +41,9 @@ def _plain(x: Any) -> Any:
     return x
 
 
-def _pack(outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    packed: dict[str, np.ndarray] = {}
-    for name in OUTPUT_NAMES:
-        a = np.ascontiguousarray(outputs[name])
-        packed[f"{name}__dtype"] = np.array(str(a.dtype))
-        packed[name] = a.view(np.uint16) if a.dtype == ml_dtypes.bfloat16 else a
-    return packed
-
-
 def _unpack(npz: Any) -> tuple[np.ndarray, np.ndarray]:
-    arrays = []
-    for name in OUTPUT_NAMES:
-        a, dtype = npz[name], str(npz[f"{name}__dtype"])
-        arrays.append(a.view(ml_dtypes.bfloat16) if dtype == "bfloat16" else a)
-    return arrays[0], arrays[1]
+    arrays = stored.unpack(npz)
+    return arrays[OUTPUT_NAMES[0]], arrays[OUTPUT_NAMES[1]]
 
 
 def repro_lines(bundle: Path, case: Case, runner: str) -> list[str]:
@@ -71,9 +60,9 @@ def write_bundle(out_dir: str | os.PathLike[str], case: Case, row: dict[str, Any
     root.mkdir(parents=True, exist_ok=True)
     final = root / case.case_id
     tmp = Path(tempfile.mkdtemp(prefix=f".{case.case_id}-", dir=root))
-    (tmp / "case.json").write_text(case.to_json(indent=2) + "\n")
+    write_case(tmp / "case.json", case)
     if outputs is not None and all(n in outputs for n in OUTPUT_NAMES):
-        np.savez(tmp / "outputs.npz", **_pack(outputs))
+        stored.save(tmp / "outputs.npz", {n: outputs[n] for n in OUTPUT_NAMES})
     golden = {n: outputs[n] for n in GOLDEN_NAMES if n in outputs} if outputs else None
     write_repro_npu(tmp, case, str(row.get("runner_spec") or row.get("runner")), golden)
     metrics = {k: _plain(v) for k, v in row.items() if k != "case_json"}
@@ -96,12 +85,18 @@ class Bundle:
 
 def load_bundle(path: str | os.PathLike[str]) -> Bundle:
     p = Path(path)
-    case = Case.from_json((p / "case.json").read_text())
-    metrics = json.loads((p / "metrics.json").read_text()) if (p / "metrics.json").exists() else {}
+    case = load_case(p / "case.json")
+    metrics = read_json(p / "metrics.json") if (p / "metrics.json").exists() else {}
+    if not isinstance(metrics, dict):
+        raise InputError(f"{p / 'metrics.json'}: expected a JSON object of metrics")
     outputs = None
     if (p / "outputs.npz").exists():
-        with np.load(p / "outputs.npz", allow_pickle=False) as npz:
-            outputs = _unpack(npz)
+        try:
+            with np.load(p / "outputs.npz", allow_pickle=False) as npz:
+                outputs = _unpack(npz)
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(f"{p / 'outputs.npz'}: cannot read the stored outputs "
+                             f"({exc})") from None
     return Bundle(path=p, case=case, metrics=metrics, outputs=outputs)
 
 
@@ -121,7 +116,9 @@ def bundle_cases(out_dir: str | os.PathLike[str]) -> list[tuple[Case, dict[str, 
         for p in sorted(root.iterdir()):
             if p.name.startswith(".") or not (p / "case.json").exists():
                 continue
-            metrics = p / "metrics.json"
-            found.append((Case.from_json((p / "case.json").read_text()),
-                          json.loads(metrics.read_text()) if metrics.exists() else {}))
+            try:
+                b = load_bundle(p)
+            except InputError:
+                continue  # a damaged bundle is no corpus case; its result row stays
+            found.append((b.case, b.metrics))
     return found

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from fia_fuzz.spec import Case
 
 #: Feature axes a failing cell is made of when the strategies do not say (see `cell_axes`).
 _DEFAULT_CELL_AXES = ("layout", "q_dtype", "branch")
@@ -47,15 +49,33 @@ class CampaignConfig:
     #: Also check every metamorphic relation of each case on the same runner (mm_* columns;
     #: results only, so not part of the fingerprint).
     metamorphic: bool = False
+    #: Cases replayed first (origin=seed, e.g. imported from a model's dump); the stream
+    #: then draws from their feature cells only (`seed_cells`).
+    seed_cases: tuple[Case, ...] = ()
 
     def fingerprint(self) -> str:
         """Identity of the command: a rerun with the same one resumes the same run."""
         keys = ("runner", "max_cases", "budget_s", "seed", "profile", "filters", "workers",
                 "shard", "shards", "negative", "round_size")
-        d = asdict(self)
         keys += ("rules",) if self.rules != "docs" else ()  # docs runs keep their old identity
-        text = json.dumps({k: d[k] for k in keys}, sort_keys=True, default=str)
+        d: dict[str, Any] = {k: getattr(self, k) for k in keys}
+        if self.seed_cases:
+            d["seed_cases"] = sorted(c.case_id for c in self.seed_cases)
+        text = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def seed_cells(self) -> list[dict[str, Any]]:
+        """The feature cells of the seed cases, each merged with `filters` (conflicts left out)."""
+        cells: list[dict[str, Any]] = []
+        for case in self.seed_cases:
+            cell = dict(cell_of(case.features()))
+            if any(v is None for v in cell.values()) or any(
+                    self.filters.get(k, v) != v for k, v in cell.items()):
+                continue
+            merged = {**self.filters, **cell}
+            if merged not in cells:
+                cells.append(merged)
+        return cells
 
     def device_of(self, worker: int) -> int | None:
         if not self.devices:
@@ -108,9 +128,12 @@ def parse_size(text: str) -> int:
     """'16G', '512M' or bytes -> bytes."""
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     t = text.strip().upper().rstrip("B")
-    if t and t[-1] in units:
-        return int(float(t[:-1]) * units[t[-1]])
-    return int(t)
+    try:
+        if t and t[-1] in units:
+            return int(float(t[:-1]) * units[t[-1]])
+        return int(t)
+    except ValueError:
+        raise ValueError(f"cannot read size {text!r} (use e.g. 512M, 32G)") from None
 
 
 def cell_axes() -> tuple[str, ...]:

@@ -103,6 +103,8 @@ def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None =
         outputs.update(zip(GOLDEN_NAMES, (*truth, *baseline), strict=True))
     try:
         actual = runner.run(call)
+    except MemoryError:
+        raise  # over the worker's memory cap: the isolation layer records it as `oom`
     except Exception as exc:  # the backend's failure is a result, not a crash of ours
         row.update(outcome="error", error=f"{type(exc).__name__}: {exc}"[:2000],
                    t_materialise=t1 - t0, t_golden=t2 - t1)

@@ -24,7 +24,12 @@ ACCEPTED_BY_PROFILE = "accepted (device profile)"
 REJECTED_AGAINST_PROFILE = "rejected (device profile allows it)"
 
 
-def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
+def _case(case: Case | str) -> Case:
+    """A case sent as JSON, or as itself when it carries stored tensors."""
+    return case if isinstance(case, Case) else Case.from_json(case)
+
+
+def evaluate_task(ref: tuple[str, str], case_json: Case | str, bundle_dir: str | None,
                   extra: dict[str, Any] | None = None, metamorphic: bool = False
                   ) -> dict[str, Any]:
     """The row of one case (plus `extra`); its bundle goes under `bundle_dir` if it fails.
@@ -33,7 +38,7 @@ def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
     (no golden needed, so also when the golden cannot compute the case) and
     summarised into mm_* columns (`fia_fuzz.metamorphic.summarise`).
     """
-    case = Case.from_json(case_json)
+    case = _case(case_json)
     runner = resolve_runner(ref)
     outputs: dict[str, np.ndarray] = {}
     row = evaluate(case, runner, outputs=outputs)
@@ -47,7 +52,7 @@ def evaluate_task(ref: tuple[str, str], case_json: str, bundle_dir: str | None,
     return row
 
 
-def negative_task(ref: tuple[str, str], case_json: str, rules: str = DEFAULT
+def negative_task(ref: tuple[str, str], case_json: Case | str, rules: str = DEFAULT
                   ) -> dict[str, Any]:
     """Send an illegal case straight to the backend: did it reject it or return something?
 
@@ -58,7 +63,7 @@ def negative_task(ref: tuple[str, str], case_json: str, rules: str = DEFAULT
     and a rejection is `rejected (device profile allows it)`, a finding about
     the profile.
     """
-    case = Case.from_json(case_json)
+    case = _case(case_json)
     runner = resolve_runner(ref)
     row = base_row(case, runner.name)
     row["broken_rules"] = ",".join(sorted({v.rule for v in validate(**case.specs())}))

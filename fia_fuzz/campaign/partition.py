@@ -13,8 +13,10 @@ Steering (under --budget): after every n*K stream rounds a partition runs one
 private round with `hypothesis.target(error_ratio)`, in which Hypothesis
 hill-climbs from the worst cases it has seen; see `_steer_round`.
 
-Order inside a partition: replay the failure corpus (bundles of earlier runs
-in OUT), explore, then shrink each failing feature cell (`shrink.py`).
+Order inside a partition: replay the seed cases (`--seed-cases`) and the
+failure corpus (bundles of earlier runs in OUT), explore, then shrink each
+failing feature cell (`shrink.py`). With seed cases the stream draws from
+their feature cells only.
 """
 
 from __future__ import annotations
@@ -34,16 +36,17 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hseed
 from hypothesis import strategies as hst
 from hypothesis.database import choices_from_bytes, choices_to_bytes
+from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import base_row, failure_kind, repro_command
 from fia_fuzz.campaign.execute import evaluate_task, negative_task
 from fia_fuzz.reports import ResultWriter
-from fia_fuzz.reports.dataset import read_journal, result_files
+from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
 from fia_fuzz.spec import Case, validate
-from fia_fuzz.strategies import illegal_cases
+from fia_fuzz.strategies import cases, illegal_cases
 from fia_fuzz.strategies.cases import device_cases, recorded_cases
 
 Report = Callable[[dict[str, Any]], None]
@@ -159,10 +162,11 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     found = found or Found(case)
     drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
              {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
+    payload = case if case.stored else case.to_json()  # stored tensors travel with the case
     if cfg.negative:
-        res = st.worker.call(negative_task, st.ref, case.to_json(), cfg.rules, timeout=timeout)
+        res = st.worker.call(negative_task, st.ref, payload, cfg.rules, timeout=timeout)
     else:
-        res = st.worker.call(evaluate_task, st.ref, case.to_json(), bundle_dir,
+        res = st.worker.call(evaluate_task, st.ref, payload, bundle_dir,
                              {**tags, **drawn}, cfg.metamorphic, timeout=timeout)
     if res.outcome == "timeout" and budget_cut:
         return None  # not a finished case: the budget ran out under it
@@ -195,9 +199,10 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     return row
 
 
-def recorded(out: Path) -> pd.DataFrame:
+def recorded(out: Path, damaged: list[str] | None = None) -> pd.DataFrame:
     """case_id, run_id and origin of every row already in OUT (only those columns: a
-    directory that holds many nights stays cheap to resume)."""
+    directory that holds many nights stays cheap to resume); `damaged` gets the
+    journal lines skipped, whose cases are then run again."""
     cols = ["case_id", "run_id", "origin"]
     frames = []
     for f in result_files([out]):
@@ -205,7 +210,7 @@ def recorded(out: Path) -> pd.DataFrame:
             have = set(pq.read_schema(f).names)
             frames.append(pd.read_parquet(f, columns=[c for c in cols if c in have]))
         else:
-            df = read_journal(f)
+            df = read_journal(f, damaged)
             frames.append(df[[c for c in cols if c in df]])
     frames = [f for f in frames if not f.empty]
     if not frames:
@@ -230,6 +235,43 @@ def replay_corpus(st: PartitionState) -> None:
         found = Found(case, choices_from_hex(choices) if choices else None,
                       int(metrics.get("draw_xor") or 0))
         run_case(st, case, "replay", 0.0, found)
+
+
+def replay_seeds(st: PartitionState) -> None:
+    """Run this partition's share of the seed cases first (each once, also across resumes)."""
+    seeds = [c for c in st.cfg.seed_cases if st.job.owns(c.case_id) and c.case_id not in st.done]
+    if seeds:
+        st.report({"type": "log", "text": f"replaying {len(seeds)} seed case(s) first"})
+    for case in seeds:
+        if st.time_left() is not None and st.time_left() <= 0:
+            return
+        run_case(st, case, "seed", 0.0)
+
+
+#: A stream draw: the case and its choice sequence (None when not replayable).
+Drawn = tuple[Case, tuple[int, ...] | None]
+
+
+def stream_strategy(cfg: CampaignConfig) -> hst.SearchStrategy[Drawn]:
+    """(case, its choice sequence or None) as the stream draws them: illegal cases
+    (--negative), cases of the seed cases' cells, or `recorded_cases`.
+
+    Draws from seed cells carry no choice sequence: the shrink replays sequences
+    through `recorded_cases(profile, **filters)`, which would read them otherwise.
+    """
+    if cfg.negative:
+        return _negative_cases(cfg.rules).map(lambda c: (c, None))
+    cells = cfg.seed_cells() if cfg.seed_cases else []
+    reachable = []
+    for cell in cells:
+        try:
+            reachable.append(cases(profile=cfg.profile, rules=cfg.rules, **cell)
+                             .map(lambda c: (c, None)))
+        except InvalidArgument:
+            continue  # a seed's cell no strategy family reaches: replayed, not fuzzed
+    if reachable:
+        return hst.one_of(reachable)
+    return recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters)
 
 
 def wind_down(cfg: CampaignConfig) -> float:
@@ -268,8 +310,7 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
     would make the partitions' streams drift apart.
     """
     cfg = st.cfg
-    strategy = (_negative_cases(cfg.rules).map(lambda c: (c, None)) if cfg.negative
-                else recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters))
+    strategy = stream_strategy(cfg)
     fresh = [0]
 
     @hseed(derive_seed(cfg.seed, "round", rnd))
@@ -335,8 +376,8 @@ def _steer_round(st: PartitionState, k: int) -> bool:
 
     @hseed(derive_seed(cfg.seed, "steer", k, st.job.index, st.job.count))
     @_settings(cfg, [Phase.generate, Phase.target])
-    @given(recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters))
-    def step(drawn: tuple[Case, tuple[int, ...]]) -> None:
+    @given(stream_strategy(cfg))
+    def step(drawn: Drawn) -> None:
         if _stop_exploring(st):
             raise StopExploring
         case = steered(drawn[0], space)
@@ -383,7 +424,8 @@ def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
     from fia_fuzz.campaign.shrink import shrink_failures
 
     cfg = job.cfg
-    prior = recorded(Path(cfg.out))
+    damaged: list[str] = []
+    prior = recorded(Path(cfg.out), damaged)
     done = set(prior["case_id"])
     ref = runner_ref(cfg.runner)
     threads = max(1, (os.cpu_count() or 1) // cfg.workers) if cfg.workers > 1 else None
@@ -397,8 +439,12 @@ def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
     st = PartitionState(job=job, report=report, writer=ResultWriter(cfg.out, job.stem),
                         worker=worker, ref=ref, meta=meta, done=done, prior=prior)
     shrunk: list[dict[str, Any]] = []
+    warning = damage_warning(damaged)
+    if warning and job.worker == 0:
+        report({"type": "log", "text": warning})
     try:
         if not cfg.negative:
+            replay_seeds(st)
             replay_corpus(st)
         explore(st)
         if cfg.shrink and not cfg.negative:

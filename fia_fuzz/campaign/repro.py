@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from fia_fuzz.campaign.bundles import Bundle, find_bundle, load_bundle
 from fia_fuzz.campaign.evaluate import evaluate, failure_kind, golden_pair, judge_outputs
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.inputs import InputError, load_case
 
 DEFAULT_RUNNER = "torch-sdpa"
 
@@ -27,7 +28,7 @@ def resolve(ref: str, results: list[str]) -> tuple[Case, Bundle | None, str | No
         b = load_bundle(path)
         return b.case, b, b.metrics.get("runner_spec") or b.metrics.get("runner")
     if path.is_file():
-        return Case.from_json(path.read_text()), None, None
+        return load_case(path), None, None
     found = find_bundle(ref, results)
     if found is not None:
         b = load_bundle(found)
@@ -37,7 +38,7 @@ def resolve(ref: str, results: list[str]) -> tuple[Case, Bundle | None, str | No
     df = read_results(results)
     hit = df[df["case_id"] == ref] if not df.empty and "case_id" in df else df.iloc[0:0]
     if hit.empty:
-        raise SystemExit(f"repro: {ref!r} is neither a bundle, a case file nor a case id "
+        raise InputError(f"{ref!r} is neither a bundle, a case file nor a case id "
                          f"in {results}")
     first = hit.iloc[0]
     return Case.from_json(first["case_json"]), None, first.get("runner_spec") or first.get("runner")
@@ -80,6 +81,10 @@ def reproduce(ref: str, runner: str | None, results: list[str],
     """Print the case and its diff; exit status 1 when it (still) fails, else 0."""
     out = stream or sys.stdout
     case, bundle, recorded_runner = resolve(ref, results)
+    illegal = case.violations()
+    if illegal:  # refused before its tensors are allocated
+        raise InputError(f"{ref}: illegal case, not run: "
+                         + "; ".join(f"[{v.rule}] {v.message}" for v in illegal))
     out.write(f"case {case.case_id}\n")
     for k, v in case.features().items():
         out.write(f"  {k:>14}: {v}\n")
@@ -89,13 +94,16 @@ def reproduce(ref: str, runner: str | None, results: list[str],
         truth, baseline = golden_pair(case.call(), case.rules)
         row = {"outcome": "ok", **judge_outputs(case, bundle.outputs, truth, baseline)}
     else:
-        from fia_fuzz.runners import get_runner
+        from fia_fuzz.runners import RunnerSpecError, get_runner
 
         name = runner or recorded_runner or DEFAULT_RUNNER
-        r = get_runner(name)
+        try:
+            r = get_runner(name)
+        except RunnerSpecError as exc:
+            raise InputError(str(exc)) from None
         ok, why = r.available()
         if not ok:
-            raise SystemExit(f"repro: runner {name!r} is not available here: {why}"
+            raise InputError(f"runner {name!r} is not available here: {why}"
                              + ("" if bundle is None or bundle.outputs is None
                                 else " (drop --runner to use the stored device output)"))
         out.write(f"mode: live on {name}\n")

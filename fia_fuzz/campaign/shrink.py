@@ -177,7 +177,8 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
     if st.job.hard_end is not None:
         stop_at = min(stop_at, st.job.hard_end - wind_down(cfg))
     if found.choices is None:
-        steps, failing, note = [], {}, "no recorded choice sequence (an older bundle)"
+        steps, failing, note = [], {}, ("no recorded choice sequence (an older bundle, a "
+                                        "seed case or a draw from a seed case's cell)")
     else:
         steps, failing, note = _search(st, cell, kind, found, stop_at)
     failing.pop(found.case.case_id, None)
@@ -195,8 +196,8 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
             "repro": repro_command(minimal, cfg.runner, str(cfg.out))}
     if choices is not None:
         tags.update(draw_choices=choices_hex(choices), draw_xor=found.seed_xor)
-    res = st.worker.call(evaluate_task, st.ref, minimal.to_json(), str(cfg.out), tags,
-                         timeout=cfg.case_timeout_s)
+    res = st.worker.call(evaluate_task, st.ref, minimal if minimal.stored else minimal.to_json(),
+                         str(cfg.out), tags, timeout=cfg.case_timeout_s)
     row = res.value if res.ok else {"case_id": minimal.case_id, "case_json": minimal.to_json(),
                                     "runner": cfg.runner, "outcome": res.outcome,
                                     "error": res.message, **tags}

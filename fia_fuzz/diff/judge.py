@@ -10,6 +10,7 @@ import numpy as np
 from fia_fuzz.diff.metrics import (
     FLOAT_FORMAT,
     INT_RANGE,
+    Reference,
     compare,
     invalid_rows,
     lsb_conditioning,
@@ -91,9 +92,9 @@ def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.nda
             "lse": np.asarray(truth[1]) == np.inf}
     for prefix, i, dtype, tol in parts:
         log = prefix == "lse"
-        m = compare(actual[i], truth[i], dtype, tol, dead[prefix], log_scale=log)
-        b = compare(baseline[i], truth[i], dtype, tol, dead[prefix], log_scale=log) \
-            if baseline is not None else None
+        ref = Reference(truth[i], dtype, tol, dead[prefix], log_scale=log)
+        m = compare(actual[i], ref, dtype)
+        b = compare(baseline[i], ref, dtype) if baseline is not None else None
         if dtype in INT_RANGE:
             slack = int_rounding_slack(feats)
             for mm in (m, b):

@@ -73,25 +73,35 @@ def _cast(x: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def ulp(x: np.ndarray, dtype: str) -> np.ndarray:
-    """Spacing of `dtype` at |x| (subnormal spacing below the normal range)."""
+    """Spacing of `dtype` at |x| (subnormal spacing below the normal range).
+
+    The exponent comes from frexp, exact (log2 rounds up to the next integer
+    just below a power of two, doubling the spacing there).
+    """
     bits, emin = FLOAT_FORMAT[dtype]
-    with np.errstate(divide="ignore"):
-        e = np.floor(np.log2(np.abs(x)))
-    e = np.maximum(np.where(np.isfinite(e), e, emin), emin)
-    return np.exp2(e - bits)
+    x = np.asarray(x, np.float64)
+    _, e = np.frexp(x)
+    e = np.where(np.isfinite(x) & (x != 0), e - 1, emin)
+    return np.ldexp(1.0, np.maximum(e, emin) - bits)
+
+
+def _fa_noise(golden: np.ndarray, dtype: str) -> np.ndarray:
+    """Per element FA3's rounding noise |round(round(g + 0.3) - 0.3) - round(g)| in `dtype`,
+    0 where g or the noise is not finite (`fa_noise_floor` is twice its max)."""
+    g = np.asarray(golden, np.float64)
+    if dtype not in FLOAT_FORMAT or g.size == 0:
+        return np.zeros(g.shape)
+    # values beyond the dtype's range round to inf; they carry no rounding noise to measure
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = _cast(g, dtype)
+        noise = np.abs(_cast(_cast(r + FA_NOISE_SHIFT, dtype) - FA_NOISE_SHIFT, dtype) - r)
+    noise[~np.isfinite(noise)] = 0.0
+    return noise
 
 
 def fa_noise_floor(golden: np.ndarray, dtype: str) -> float:
     """FA3's forward atol: twice the rounding noise of adding and removing 0.3 in `dtype`."""
-    finite = golden[np.isfinite(golden)]
-    if dtype not in FLOAT_FORMAT or finite.size == 0:
-        return 0.0
-    # values beyond the dtype's range round to inf; they carry no rounding noise to measure
-    with np.errstate(over="ignore", invalid="ignore"):
-        g = _cast(finite, dtype)
-        shifted = _cast(_cast(g + FA_NOISE_SHIFT, dtype) - FA_NOISE_SHIFT, dtype)
-        noise = np.abs(shifted - g)
-    noise = noise[np.isfinite(noise)]
+    noise = _fa_noise(golden, dtype)
     return float(2 * noise.max()) if noise.size else 0.0
 
 
@@ -144,7 +154,67 @@ def _default_invalid(g: np.ndarray) -> np.ndarray:
     return invalid
 
 
-def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
+class Reference:
+    """The golden side of `compare`, computed once and shared by every output judged against it.
+
+    `judge` compares the device output and the same-dtype baseline with one
+    truth; everything that depends on the truth alone (fp64 copy, non-finite
+    and invalid elements, relative-error denominators, small values, ULP
+    sizes, vendor tolerances, FA3's noise, RMS and norm) is computed here once.
+    Arguments as `compare`'s.
+    """
+
+    def __init__(self, golden: np.ndarray, dtype: str, tol_dtype: str | None = None,
+                 invalid: np.ndarray | None = None, log_scale: bool = False):
+        tol = tol_dtype or dtype
+        self.dtype, self.tol, self.log_scale = dtype, tol, log_scale
+        g = np.asarray(golden).astype(np.float64, order="C")
+        self.g = g
+        # a finite sum proves every element finite in one pass (values stay far below overflow)
+        self.all_finite = bool(np.isfinite(np.sum(g)))
+        if not self.all_finite:
+            self.nan, self.inf = np.isnan(g), np.isinf(g)
+            self.finite = ~(self.nan | self.inf)
+            self.all_finite = bool(self.finite.all())
+        inv = (_default_invalid(g) if invalid is None
+               else np.broadcast_to(np.asarray(invalid, bool), g.shape))
+        self.invalid = np.ascontiguousarray(inv).reshape(-1)
+        self.invalid_count = int(np.count_nonzero(self.invalid))
+        self._parts: dict[bool, dict[str, Any]] = {}
+
+    def part(self, both: np.ndarray | None) -> dict[str, Any]:
+        """Truth-only arrays over the elements finite on both sides (`both`, None: all)."""
+        key = both is None
+        if key and key in self._parts:
+            return self._parts[key]
+        gf = self.g.reshape(-1) if both is None else self.g.reshape(-1)[both]
+        tol, log_scale = self.tol, self.log_scale
+        absg = np.abs(gf)
+        small = absg < (0.0 if log_scale else SMALL_VALUE.get(tol, 2.0 ** -10))
+        part: dict[str, Any] = {
+            "g": gf,
+            "denom": np.maximum(absg + EPS, 1.0 if log_scale else 0.0),
+            "small_idx": np.flatnonzero(small),
+            "normal": ~small if small.any() else None,
+            "rms": float(np.sqrt(np.mean(gf ** 2))) if gf.size else 0.0,
+            "norm": float(np.linalg.norm(gf)) if gf.size else 0.0,
+            "fa_noise": float(2 * _fa_noise(gf, tol).max()) if gf.size else 0.0,
+        }
+        if self.dtype in INT_RANGE:
+            lo, hi = INT_RANGE[self.dtype]
+            part["clipped"] = np.clip(gf, lo, hi)
+        elif self.dtype in FLOAT_FORMAT:
+            part["ulp"] = ulp(gf, self.dtype)
+        if self.dtype not in INT_RANGE and tol in VENDOR_TOL:
+            rtol, atol = VENDOR_TOL[tol]
+            part["close_bound"] = atol + rtol * absg
+            part["absg"] = absg
+        if key:
+            self._parts[key] = part
+        return part
+
+
+def compare(actual: np.ndarray, golden: np.ndarray | Reference, dtype: str,
             tol_dtype: str | None = None, invalid: np.ndarray | None = None,
             log_scale: bool = False) -> dict[str, Any]:
     """Metrics of `actual` (stored as `dtype`) against `golden` (fp64 truth).
@@ -159,71 +229,102 @@ def compare(actual: np.ndarray, golden: np.ndarray, dtype: str,
     absolute error is the relative error of the softmax weights, and an lse
     near 0 (a row sum near 1) does not make that error relatively larger.
     `error_scale` is the golden's RMS (at least 1 for `log_scale`), the scale
-    the policies' absolute-error floors are relative to.
+    the policies' absolute-error floors are relative to. `golden` may be a
+    `Reference` built with the same arguments, shared by several calls.
     """
-    tol = tol_dtype or dtype
-    a = np.asarray(actual).astype(np.float64)
-    g = np.asarray(golden).astype(np.float64)
+    ref = golden if isinstance(golden, Reference) else Reference(golden, dtype, tol_dtype,
+                                                                 invalid, log_scale)
+    tol, log_scale, g = ref.tol, ref.log_scale, ref.g
+    a = np.asarray(actual).astype(np.float64, order="C")
     if a.shape != g.shape:
         return {"shape_mismatch": True, "actual_shape": str(a.shape),
                 "golden_shape": str(g.shape)}
-    a_nan, g_nan = np.isnan(a), np.isnan(g)
-    a_inf, g_inf = np.isinf(a), np.isinf(g)
-    one_sided = (a_nan != g_nan) | (a_inf != g_inf) | (a_inf & g_inf & (a != g))
-    out: dict[str, Any] = {
-        "shape_mismatch": False,
-        "numel": int(a.size),
-        "nan_actual_only": int(np.count_nonzero(a_nan & ~g_nan)),
-        "nan_golden_only": int(np.count_nonzero(g_nan & ~a_nan)),
-        "inf_actual_only": int(np.count_nonzero(a_inf & ~g_inf)),
-        "inf_golden_only": int(np.count_nonzero(g_inf & ~a_inf)),
-        "nonfinite_mismatch": int(np.count_nonzero(one_sided)),
-        "nonfinite_index": _index(np.flatnonzero(one_sided), a.shape),
-    }
-    out.update(_invalid_mismatch(a, g, _default_invalid(g) if invalid is None
-                                 else np.broadcast_to(np.asarray(invalid, bool), g.shape)))
-    both = np.isfinite(a) & np.isfinite(g)
-    if not both.any():
+    flat = a.reshape(-1)
+    # sum of squares: finite exactly when every element is (it is the norm, too)
+    a_sq = float(np.dot(flat, flat)) if flat.size else 0.0
+    if np.isfinite(a_sq) and ref.all_finite:  # nothing non-finite on either side
+        counts = dict.fromkeys(("nan_actual_only", "nan_golden_only", "inf_actual_only",
+                                "inf_golden_only", "nonfinite_mismatch"), 0)
+        counts["nonfinite_index"] = ""
+        both = None
+    else:
+        if ref.all_finite:
+            ref.nan, ref.inf = np.zeros(g.shape, bool), np.zeros(g.shape, bool)
+            ref.finite = np.ones(g.shape, bool)
+        a_nan, a_inf = np.isnan(a), np.isinf(a)
+        a_finite = ~(a_nan | a_inf)
+        g_nan, g_inf = ref.nan, ref.inf
+        one_sided = (a_nan != g_nan) | (a_inf != g_inf) | (a_inf & g_inf & (a != g))
+        counts = {"nan_actual_only": int(np.count_nonzero(a_nan & ~g_nan)),
+                  "nan_golden_only": int(np.count_nonzero(g_nan & ~a_nan)),
+                  "inf_actual_only": int(np.count_nonzero(a_inf & ~g_inf)),
+                  "inf_golden_only": int(np.count_nonzero(g_inf & ~a_inf)),
+                  "nonfinite_mismatch": int(np.count_nonzero(one_sided)),
+                  "nonfinite_index": _index(np.flatnonzero(one_sided), a.shape)}
+        both = (a_finite & ref.finite).reshape(-1)
+    out: dict[str, Any] = {"shape_mismatch": False, "numel": int(a.size), **counts}
+    out.update(_invalid_mismatch(flat, g.reshape(-1), ref.invalid, ref.invalid_count, a.shape))
+    if a.size == 0 or (both is not None and not both.any()):
         out.update(max_abs=0.0, mean_abs=0.0, max_rel=0.0, mere=0.0, mare=0.0, mere_normal=0.0,
                    mare_normal=0.0, rmse=0.0,
                    cosine=1.0, golden_rms=0.0, error_scale=1.0 if log_scale else 0.0,
                    thousandth_share=0.0, hundredth_share=0.0,
                    small_count=0, small_err_share=0.0, worst_index="", worst_actual=0.0,
                    worst_golden=0.0, fa_noise=0.0)
-        out.update(_dtype_metrics(np.zeros(0), np.zeros(0), dtype, tol))
+        out.update(_dtype_metrics(np.zeros(0), np.zeros(0), {}, ref.dtype, tol))
         return out
-    af, gf = a[both], g[both]
-    abs_err = np.abs(af - gf)
-    rms = float(np.sqrt(np.mean(gf ** 2)))
-    rel_err = abs_err / np.maximum(np.abs(gf) + EPS, 1.0 if log_scale else 0.0)
-    worst = int(np.argmax(abs_err))
-    norm = float(np.linalg.norm(af) * np.linalg.norm(gf))
-    cos = float(np.dot(af, gf) / norm) if norm > 0 else (1.0 if abs_err.max() == 0 else 0.0)
+    part = ref.part(both)
+    gf = part["g"]
+    af = flat if both is None else flat[both]
+    err = np.subtract(af, gf)
+    np.abs(err, out=err)
+    rmse = float(np.sqrt(np.dot(err, err) / err.size))
+    rel = np.divide(err, part["denom"])
+    worst = int(np.argmax(err))
+    norm = float(np.sqrt(a_sq) if both is None else np.linalg.norm(af)) * part["norm"]
+    max_abs = float(err[worst])
+    cos = float(np.dot(af, gf) / norm) if norm > 0 else (1.0 if max_abs == 0 else 0.0)
     t = THOUSANDTH.get(tol, 1e-3)
-    small = np.abs(gf) < (0.0 if log_scale else SMALL_VALUE.get(tol, 2.0 ** -10))
-    small_bad = small & (abs_err > SMALL_VALUE_ATOL.get(tol, 2.0 ** -16))
+    small_idx, normal = part["small_idx"], part["normal"]
+    small_bad = err[small_idx] > SMALL_VALUE_ATOL.get(tol, 2.0 ** -16)
+    max_rel = float(rel.max())
+    if normal is None:
+        mere_normal, mare_normal = float(rel.mean()), max_rel
+    elif small_idx.size == rel.size:
+        mere_normal = mare_normal = 0.0
+    else:
+        mere_normal = float(np.mean(rel, where=normal))
+        mare_normal = float(np.max(rel, where=normal, initial=0.0))
+
+    def share_over(bound: float) -> float:
+        """Share of elements failing the thousandth rule at `bound` (small ones by abs err)."""
+        over = 0 if mare_normal <= bound else \
+            np.count_nonzero(rel > bound) - np.count_nonzero(rel[small_idx] > bound)
+        return float((over + np.count_nonzero(small_bad)) / rel.size)
+
     out.update(
-        max_abs=float(abs_err.max()),
-        mean_abs=float(abs_err.mean()),
-        max_rel=float(rel_err.max()),
-        mere=float(rel_err.mean()),
-        mare=float(rel_err.max()),
-        mere_normal=float(rel_err[~small].mean()) if (~small).any() else 0.0,
-        mare_normal=float(rel_err[~small].max()) if (~small).any() else 0.0,
-        rmse=float(np.sqrt(np.mean((af - gf) ** 2))),
+        max_abs=max_abs,
+        mean_abs=float(err.mean()),
+        max_rel=max_rel,
+        mere=float(rel.mean()),
+        mare=max_rel,
+        mere_normal=mere_normal,
+        mare_normal=mare_normal,
+        rmse=rmse,
         cosine=cos,
-        golden_rms=rms,
-        error_scale=max(rms, 1.0 if log_scale else 0.0),
-        thousandth_share=_share(np.where(small, small_bad, rel_err > t)),
-        hundredth_share=_share(np.where(small, small_bad, rel_err > 10 * t)),
-        small_count=int(np.count_nonzero(small)),
-        small_err_share=_share(small_bad),
-        worst_index=_index(np.flatnonzero(both)[worst:worst + 1], a.shape),
+        golden_rms=part["rms"],
+        error_scale=max(part["rms"], 1.0 if log_scale else 0.0),
+        thousandth_share=share_over(t),
+        hundredth_share=share_over(10 * t),
+        small_count=int(small_idx.size),
+        small_err_share=float(np.count_nonzero(small_bad) / rel.size),
+        worst_index=_index(np.arange(a.size)[both][worst:worst + 1] if both is not None
+                           else np.array([worst]), a.shape),
         worst_actual=float(af[worst]),
         worst_golden=float(gf[worst]),
-        fa_noise=fa_noise_floor(gf, tol),
+        fa_noise=part["fa_noise"],
     )
-    out.update(_dtype_metrics(af, gf, dtype, tol))
+    out.update(_dtype_metrics(af, err, part, ref.dtype, tol))
     return out
 
 
@@ -237,12 +338,18 @@ def _index(flat: np.ndarray, shape: tuple[int, ...]) -> str:
     return str(tuple(int(i) for i in np.unravel_index(int(flat[0]), shape)))
 
 
-def _invalid_mismatch(a: np.ndarray, g: np.ndarray, invalid: np.ndarray) -> dict[str, Any]:
-    """Exact comparison on the invalid rows: 0 must be 0, +inf must be +inf."""
-    bad = invalid & (a != g)
-    return {"invalid_count": int(np.count_nonzero(invalid)),
-            "invalid_mismatch": int(np.count_nonzero(bad)),
-            "invalid_index": _index(np.flatnonzero(bad), a.shape)}
+def _invalid_mismatch(a: np.ndarray, g: np.ndarray, invalid: np.ndarray, count: int,
+                      shape: tuple[int, ...]) -> dict[str, Any]:
+    """Exact comparison on the invalid rows (flat a, g, mask): 0 must be 0, +inf must be +inf."""
+    if count == 0:
+        return {"invalid_count": 0, "invalid_mismatch": 0, "invalid_index": ""}
+    if count * 8 < invalid.size:  # few: compare them by index
+        where = np.flatnonzero(invalid)
+        bad = where[a[where] != g[where]]
+    else:
+        bad = np.flatnonzero(invalid & (a != g))
+    return {"invalid_count": count, "invalid_mismatch": int(bad.size),
+            "invalid_index": _index(bad, shape)}
 
 
 def lsb_conditioning(actual: np.ndarray, baseline: np.ndarray, golden: np.ndarray,
@@ -274,26 +381,31 @@ def lsb_conditioning(actual: np.ndarray, baseline: np.ndarray, golden: np.ndarra
     return out
 
 
-def _dtype_metrics(af: np.ndarray, gf: np.ndarray, dtype: str, tol: str) -> dict[str, Any]:
-    """ULPs in the output dtype (float outputs) or LSBs (int outputs), and vendor closeness."""
+def _dtype_metrics(af: np.ndarray, err: np.ndarray, part: dict[str, Any], dtype: str,
+                   tol: str) -> dict[str, Any]:
+    """ULPs in the output dtype (float outputs) or LSBs (int outputs), and vendor closeness.
+
+    `err` is |af - g| and `part` the `Reference.part` of the same elements.
+    """
     out: dict[str, Any] = {}
     if dtype in INT_RANGE:
-        lo, hi = INT_RANGE[dtype]
-        lsb = np.abs(af - np.clip(gf, lo, hi))
+        lsb = np.abs(af - part["clipped"]) if af.size else np.zeros(0)
         out.update(lsb_max=float(lsb.max()) if lsb.size else 0.0,
                    lsb_share_gt1=_share(lsb > 1))
         return out
     if dtype in FLOAT_FORMAT:
-        u = np.abs(af - gf) / ulp(gf, dtype) if af.size else np.zeros(0)
-        out.update(ulp_max=float(u.max()) if u.size else 0.0,
-                   ulp_mean=float(u.mean()) if u.size else 0.0,
-                   ulp_share_gt1=_share(u > 1))
+        u = err / part["ulp"] if af.size else np.zeros(0)
+        u_max = float(u.max()) if u.size else 0.0
+        out.update(ulp_max=u_max, ulp_mean=float(u.mean()) if u.size else 0.0,
+                   ulp_share_gt1=_share(u > 1) if u_max > 1 else 0.0)
     if tol in VENDOR_TOL:
-        rtol, atol = VENDOR_TOL[tol]
-        err = np.abs(af - gf)
-        close = err <= atol + rtol * np.abs(gf)
-        denom = rtol * np.maximum(np.maximum(np.abs(af), np.abs(gf)), 2.0 ** -14 / rtol)
-        ratio = np.where(close, 0.0, err / denom)
-        out.update(close_share=float(close.mean()) if close.size else 1.0,
-                   vendor_worst_ratio=float(ratio.max()) if ratio.size else 0.0)
+        rtol, _ = VENDOR_TOL[tol]
+        if not af.size:
+            out.update(close_share=1.0, vendor_worst_ratio=0.0)
+            return out
+        far = np.flatnonzero(err > part["close_bound"])
+        denom = rtol * np.maximum(np.maximum(np.abs(af[far]), part["absg"][far]),
+                                  2.0 ** -14 / rtol)
+        out.update(close_share=float((af.size - far.size) / af.size),
+                   vendor_worst_ratio=float((err[far] / denom).max()) if far.size else 0.0)
     return out

@@ -8,13 +8,20 @@ output dtype).
 
 Memory stays bounded by an online softmax over blocks of KV_BLOCK key
 columns, on tiles of batches and query rows holding at most TILE_ELEMENTS
-scores (small enough to stay in cache), so peak memory does not grow with
-S1*S2. In device precision P is relative to the running row max of the
-blocks seen so far, as in the device's flash-style kernel; for
-S2 <= KV_BLOCK that is the global max. The scale multiplies q in the
-working type before Q·K^T (one rounding, as scaling the scores would be).
-Tiles run on the golden's own threads (golden/threads.py); each writes
-its own rows, so the result does not depend on the thread count.
+scores over all heads, so peak memory does not grow with S1*S2. In device
+precision P is relative to the running row max of the blocks seen so far, as
+in the device's flash-style kernel; for S2 <= KV_BLOCK that is the global
+max. The scale multiplies q in the working type before Q·K^T (one rounding,
+as scaling the scores would be).
+
+Jobs are (batch tile, KV head) groups, so the G query heads of a group read
+their KV head once, from cache, and a job's scores stay small; a job holding
+one row tile (decode) converts its K/V to the working type block by block,
+one holding several converts its KV head once. Jobs run on the golden's own
+threads (golden/threads.py) and write their own rows. The row tiling depends
+only on N, S1 and S2, and each head's matmuls are the same BLAS calls on the
+same rows whatever the job split, so results do not depend on the thread
+count, and GQA equals MHA on repeated KV heads bit for bit.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from typing import Protocol
 
 import numpy as np
 
-from fia_fuzz.golden.threads import converted, run_all
+from fia_fuzz.golden.casts import as_work
+from fia_fuzz.golden.threads import run_all, tile_threads
 
 PRECISIONS = ("device", "fp64")
 WORK = {"device": np.dtype(np.float32), "fp64": np.dtype(np.float64)}
@@ -52,27 +60,26 @@ ScoreMods = Callable[[slice, slice, slice], tuple["np.ndarray | None", "np.ndarr
 def round_p(p: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """p (fp32, in [0, 1]) rounded to `dtype` (round half to even) and kept as fp32, in place.
 
-    float16 without a cast (NumPy's float16 conversion is scalar and would
-    dominate the run time): values below 2^-14 go to the subnormal grid of
-    2^-24 by the magic add (x + 1/2) - 1/2, values above keep 11 significant
-    bits by Veltkamp splitting (c = x*(2^13+1); c - (c - x)); min/max with
-    2^-14 (exact in fp16) route each value to its half without a select.
-    Bit-identical to a cast (tests/golden/test_golden_precision.py). Other
-    dtypes by a cast round trip.
+    float16 without a cast (NumPy's float16 conversion would dominate the run
+    time): values keep 11 significant bits by Veltkamp splitting
+    (c = x*(2^13+1); c - (c - x)), then the values below 2^-14 (usually few,
+    gathered once) go to the subnormal grid of 2^-24 by the magic add
+    (x + 1/2) - 1/2. Bit-identical to a cast
+    (tests/golden/test_golden_precision.py). Other dtypes by a cast round trip.
     """
     if np.dtype(dtype) != np.float16:
         p[...] = p.astype(dtype)
         return p
     edge = np.float32(2.0 ** -14)
-    low = np.minimum(p, edge)
-    low += np.float32(0.5)
-    low -= np.float32(0.5)
-    low -= edge
-    np.maximum(p, edge, out=p)
+    low = p < edge
+    tiny = p[low] if low.any() else None
     c = p * np.float32(8193.0)
     np.subtract(c, p, out=p)
     np.subtract(c, p, out=p)
-    p += low
+    if tiny is not None:
+        tiny += np.float32(0.5)
+        tiny -= np.float32(0.5)
+        p[low] = tiny
     return p
 
 
@@ -80,7 +87,8 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
                 p_dtype: np.dtype, mods: Callable[[slice], tuple], sink: np.ndarray | None,
                 col_start: int, scale: float = 1.0, matmuls: Matmuls | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """(out, lse) of one tile: q (b, KV_N, G, r, D), k/v (b, KV_N, L, D|Dv), working type.
+    """(out, lse) of one tile: q (b, KV_N, G, r, D) in the working type, k/v (b, KV_N, L, D|Dv)
+    (converted to the working type block by block unless they already are).
 
     The float flow gets q already scaled (scale 1 here); `matmuls` replaces
     both matmuls and then `scale` multiplies its scores.
@@ -103,7 +111,7 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     acc = np.zeros((b, kvn, g, r, dv), work)
     for c0 in range(0, k.shape[2], KV_BLOCK):
         c1 = min(c0 + KV_BLOCK, k.shape[2])
-        kb = k[:, :, None, c0:c1]
+        kb = as_work(k[:, :, None, c0:c1], work)
         if matmuls is None:
             s = np.matmul(q, kb.swapaxes(-1, -2))
         else:
@@ -122,7 +130,7 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
         s -= base
         p = np.exp(s, out=s)
         l_sum = l_sum * alpha + p.sum(axis=-1, keepdims=True)
-        vb = v[:, :, None, c0:c1]
+        vb = as_work(v[:, :, None, c0:c1], work)
         if matmuls is not None:
             pv = matmuls.pv(p, vb).astype(work)
         else:
@@ -155,32 +163,45 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
     if bsz == 0 or k.shape[2] == 0:
         return out, lse
     sink_w = None if sink is None else np.asarray(sink).astype(work).reshape(n)
-    c_all = (int(col_span[0].min()), int(col_span[1].max()))
-    kw = converted(k[:, :, c_all[0]:c_all[1]], work)  # once: O(S2) memory, shared by tiles
-    vw = converted(v[:, :, c_all[0]:c_all[1]], work)
-    per_row = n * max(1, min(KV_BLOCK, kw.shape[2]))
-    rows_per_tile = max(1, TILE_ELEMENTS // per_row)
+    width = int(col_span[1].max()) - int(col_span[0].min())
+    rows_per_tile = max(1, TILE_ELEMENTS // (n * max(1, min(KV_BLOCK, width))))
     rc = min(max(s1, 1), rows_per_tile)
     bc = max(1, rows_per_tile // rc)
-    tiles = []
+    groups = []
     for b0 in range(0, bsz, bc):
         bsl = slice(b0, min(b0 + bc, bsz))
         r_lo, r_hi = int(row_span[0][bsl].min()), int(row_span[1][bsl].max())
-        tiles += [(bsl, slice(r0, min(r0 + rc, r_hi))) for r0 in range(r_lo, r_hi, rc)]
+        rows = [slice(r0, min(r0 + rc, r_hi)) for r0 in range(r_lo, r_hi, rc)]
+        groups += [(bsl, h, rows) for h in range(kvn) if rows]
+    # a group's row tiles are split over several jobs only when groups are too few for the threads
+    chunks = -(-2 * tile_threads() // max(1, len(groups)))
+    jobs = []
+    for bsl, h, rows in groups:
+        size = -(-len(rows) // min(len(rows), chunks))
+        jobs += [(bsl, h, rows[i:i + size]) for i in range(0, len(rows), size)]
 
-    def tile(job: tuple[slice, slice]) -> None:
-        bsl, rows = job
+    def job(task: tuple[slice, int, list[slice]]) -> None:
+        bsl, h, row_tiles = task
+        heads = slice(h * g, (h + 1) * g)
         c_lo, c_hi = int(col_span[0][bsl].min()), int(col_span[1][bsl].max())
-        cols = slice(c_lo - c_all[0], c_hi - c_all[0])
-        qt = q[bsl, :, rows].astype(work)
-        if matmuls is None:
-            qt *= work.type(scale)
-        qt = qt.reshape(qt.shape[0], kvn, g, qt.shape[2], d)
-        o, ls = attend_tile(qt, kw[bsl, :, cols], vw[bsl, :, cols], precision=precision,
-                            p_dtype=p_dtype, mods=lambda c: mods(bsl, rows, c), sink=sink_w,
-                            col_start=c_lo, scale=scale, matmuls=matmuls)
-        out[bsl, :, rows] = o.reshape(o.shape[0], n, -1, dv)
-        lse[bsl, :, rows] = ls.reshape(ls.shape[0], n, -1)
+        kh, vh = k[bsl, h:h + 1, c_lo:c_hi], v[bsl, h:h + 1, c_lo:c_hi]
+        if len(row_tiles) > 1:  # shared by the row tiles: convert once
+            kh, vh = as_work(kh, work), as_work(vh, work)
+        for rows in row_tiles:
+            qt = q[bsl, heads, rows].astype(work)
+            if matmuls is None:
+                qt *= work.type(scale)
+            qt = qt.reshape(qt.shape[0], 1, g, qt.shape[2], d)
 
-    run_all(tile, tiles)
+            def tile_mods(cols: slice, rows: slice = rows) -> tuple:
+                bias, excluded = mods(bsl, rows, cols)
+                return (None if bias is None else bias[:, heads]), excluded
+
+            o, ls = attend_tile(qt, kh, vh, precision=precision, p_dtype=p_dtype,
+                                mods=tile_mods, sink=None if sink_w is None else sink_w[heads],
+                                col_start=c_lo, scale=scale, matmuls=matmuls)
+            out[bsl, heads, rows] = o.reshape(o.shape[0], g, -1, dv)
+            lse[bsl, heads, rows] = ls.reshape(ls.shape[0], g, -1)
+
+    run_all(job, jobs)
     return out, lse

@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
-
 #: (set, get) symbol names of the OpenBLAS builds NumPy ships or links.
 _SYMBOLS = (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
             ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
@@ -86,22 +84,3 @@ def run_all(work: Callable[[Any], None], tasks: Iterable[Any]) -> None:
             for _ in pool.map(work, tasks):
                 pass
 
-
-def converted(src: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """src as a new C-contiguous `dtype` array, converted in pieces on the tile threads.
-
-    Decode calls are dominated by this conversion of the KV cache (NumPy's
-    float16 conversion is scalar), so it is split along the first axis
-    long enough to give every thread a piece.
-    """
-    dst = np.empty(src.shape, dtype)
-    threads = tile_threads()
-    axis = next((a for a in range(src.ndim) if src.shape[a] >= threads), 0)
-    if src.size == 0 or threads == 1 or src.ndim == 0:
-        np.copyto(dst, src, casting="unsafe")
-        return dst
-    bounds = np.linspace(0, src.shape[axis], threads + 1).astype(int)
-    pieces = [(slice(None),) * axis + (slice(lo, hi),)
-              for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-    run_all(lambda sl: np.copyto(dst[sl], src[sl], casting="unsafe"), pieces)
-    return dst

@@ -1,7 +1,8 @@
 """A self-contained static HTML dashboard of a results dataset.
 
-plotly.js is inlined once in the page head and every figure refers to it, so
-the file opens offline with no server. The numbers come from `aggregate`;
+Charts are inline SVG (`charts.py`) and the few lines of script are in the
+page, so the file opens offline with no server and stays small (tens of KB
+for a small run). The numbers come from `aggregate`;
 this module only lays them out: headline pass rates per policy, pass-rate
 heatmaps per feature cell (each with a policy selector), error ECDFs per
 output dtype, a trend over runs, the worst cases with their repro command,
@@ -17,15 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-import plotly.io as pio
-from plotly.offline import get_plotlyjs
-from plotly.subplots import make_subplots
 
 from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
 from fia_fuzz.reports import aggregate as agg
+from fia_fuzz.reports import charts
 
-PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 POLICY_ABBR = {"ascend-thousandth": "thou", "ascend-threshold": "thr",
                "ascend-benchmark": "bench", "flash-attention": "fa", "vendor-fia": "vend"}
 
@@ -45,6 +42,10 @@ th{background:#f4f4f4}code{font-size:.95em;white-space:nowrap}
 .tabs button{padding:.4em 1em;margin-right:.3em;border:1px solid #aaa;background:#f4f4f4;
 cursor:pointer}.tabs button.active{background:#333;color:#fff}
 .tab{display:none}.tab.active{display:block}.note{color:#555;max-width:70em}
+.chart{border:1px solid #eee;padding:.4em;overflow-x:auto}.chart svg{font-size:12px}
+.chart .axis{font-weight:bold}.chart .grid{stroke:#ddd}.chart .cell:hover rect{stroke:#333}
+.legend span{margin-right:1em}.legend i{display:inline-block;width:1em;height:.6em;
+margin-right:.3em}
 """
 
 TAB_JS = """
@@ -52,112 +53,63 @@ function showTab(i){
   document.querySelectorAll('.tab').forEach(function(t,j){t.classList.toggle('active',i===j);});
   document.querySelectorAll('.tabs button').forEach(function(b,j){
     b.classList.toggle('active',i===j);});
-  window.dispatchEvent(new Event('resize'));
 }
 """
-
-
-def _fig_html(fig: go.Figure, div_id: str) -> str:
-    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id,
-                       config=PLOT_CONFIG)
 
 
 def _pct(x: float, digits: int = 1) -> str:
     return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{digits}%}"
 
 
-def heatmap_figure(df: pd.DataFrame, spec: agg.Heatmap, policy: str = DEFAULT_POLICY
-                   ) -> go.Figure | None:
-    """Pass rate per cell of `spec`, one trace per policy, `policy` shown first."""
+def heatmap_html(df: pd.DataFrame, spec: agg.Heatmap, policy: str, chart_id: str) -> str | None:
+    """Pass rate per cell of `spec`, one layer per policy, `policy` shown first."""
     tables = {name: agg.cell_table(df, spec.rows, spec.cols, name) for name in POLICIES}
     if tables[policy].empty:
         return None
     base = tables[policy]
     ys = sorted(base[spec.rows].unique())
     xs = sorted(base[spec.cols].unique())
-    fig = go.Figure()
-    names = list(POLICIES)
-    for name in names:
+    layers: dict[str, dict[tuple[object, object], charts.Cell]] = {}
+    for name in POLICIES:
         t = tables[name].set_index([spec.rows, spec.cols])
-        z, text, custom = [], [], []
-        for y in ys:
-            zr, tr, cr = [], [], []
-            for x in xs:
-                if (y, x) in t.index:
-                    c = t.loc[(y, x)]
-                    rate = float(c["pass_rate"])
-                    zr.append(None if np.isnan(rate) else rate)
-                    tr.append(f"{_pct(rate, 0)}<br>n={int(c['n'])}")
-                    cr.append([int(c["n"]), int(c["warn"]), int(c["fail"]),
-                               int(c["inconclusive"]), c["worst_case"]])
-                else:
-                    zr.append(None)
-                    tr.append("")
-                    cr.append([0, 0, 0, 0, ""])
-            z.append(zr)
-            text.append(tr)
-            custom.append(cr)
-        fig.add_trace(go.Heatmap(
-            z=z, x=xs, y=ys, text=text, texttemplate="%{text}", customdata=custom,
-            zmin=0, zmax=1, colorscale="RdYlGn", visible=name == policy, name=name,
-            colorbar={"title": "pass", "tickformat": ".0%"},
-            hovertemplate=(f"{spec.rows}=%{{y}}<br>{spec.cols}=%{{x}}<br>pass %{{z:.1%}} of "
-                           "%{customdata[0]}<br>warn %{customdata[1]}, fail %{customdata[2]}, "
-                           "inconclusive %{customdata[3]}<br>worst %{customdata[4]}<extra>"
-                           + name + "</extra>")))
-    buttons = [{"label": name, "method": "update",
-                "args": [{"visible": [n == name for n in names]}]} for name in names]
-    fig.update_layout(
-        title={"text": f"pass rate by {spec.title}", "font": {"size": 14}}, height=340,
-        margin={"l": 110, "r": 20, "t": 70, "b": 50},
-        xaxis={"title": spec.cols, "type": "category"},
-        yaxis={"title": spec.rows, "type": "category"},
-        updatemenus=[{"buttons": buttons, "active": names.index(policy), "x": 1.0,
-                      "xanchor": "right", "y": 1.22, "yanchor": "top"}])
-    return fig
+        cells = {}
+        for key in t.index:
+            c = t.loc[key]
+            rate = float(c["pass_rate"])
+            tip = (f"{spec.rows}={key[0]}, {spec.cols}={key[1]} ({name}): pass {_pct(rate)} "
+                   f"of {int(c['n'])}; warn {int(c['warn'])}, fail {int(c['fail'])}, "
+                   f"inconclusive {int(c['inconclusive'])}; worst {c['worst_case']}")
+            cells[key] = charts.Cell(None if np.isnan(rate) else rate,
+                                     (_pct(rate, 0), f"n={int(c['n'])}"), tip)
+        layers[name] = cells
+    return charts.heatmap(spec.title, spec.rows, spec.cols, ys, xs, layers, policy, chart_id)
 
 
-def distribution_figure(df: pd.DataFrame) -> go.Figure | None:
+def distribution_html(df: pd.DataFrame) -> str | None:
     """ECDFs per output dtype: out MERE, out max abs error in multiples of the same-dtype
     baseline's, and the lse max abs error (a relative error of the softmax weights)."""
     panels = [("out_mere", "out: mean relative error (MERE)"),
               ("out_fa_ratio", "out: max abs err / same-dtype baseline's"),
               ("lse_max_abs", "lse: max abs err")]
-    panels = [(m, t) for m, t in panels if agg.error_samples(df, m)]
-    samples = [agg.error_samples(df, m) for m, _ in panels]
+    samples = [(t, agg.error_samples(df, m)) for m, t in panels]
+    samples = [(t, s) for t, s in samples if s]
     if not samples:
         return None
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[t for _, t in panels])
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
-    dtypes = sorted({d for s in samples for d in s})
-    for col, s in enumerate(samples, start=1):
-        for dtype, vals in s.items():
-            vals = np.maximum(vals, 1e-12)
-            y = np.arange(1, vals.size + 1) / vals.size
-            fig.add_trace(go.Scatter(x=vals, y=y, mode="lines", line_shape="hv",
-                                     name=dtype, legendgroup=dtype, showlegend=col == 1,
-                                     line={"color": colors[dtypes.index(dtype) % len(colors)]}),
-                          row=1, col=col)
-        fig.update_xaxes(type="log", row=1, col=col)
-    fig.update_yaxes(title_text="share of cases <= x", tickformat=".0%", row=1, col=1)
-    fig.update_layout(height=340, margin={"l": 60, "r": 20, "t": 40, "b": 40},
-                      title={"text": "error distributions per output dtype", "font": {"size": 14}})
-    return fig
+    dtypes = sorted({d for _, s in samples for d in s})
+    colours = {d: charts.PALETTE[i % len(charts.PALETTE)] for i, d in enumerate(dtypes)}
+    return ("<div class='chart dist'>" + "".join(charts.ecdf(t, s, colours) for t, s in samples)
+            + charts.legend(colours) + "<p class='note'>share of cases with an error &lt;= x"
+            "</p></div>")
 
 
-def trend_figure(df: pd.DataFrame) -> go.Figure | None:
+def trend_html(df: pd.DataFrame) -> str | None:
     """Pass rate per policy over runs (only with more than one run)."""
     t = agg.trend(df)
     if len(t) < 2:
         return None
-    fig = go.Figure()
-    for name in POLICIES:
-        fig.add_trace(go.Scatter(x=t["run_id"], y=t[name], mode="lines+markers", name=name))
-    fig.update_layout(height=320, yaxis={"tickformat": ".0%", "range": [0, 1.05]},
-                      xaxis={"type": "category", "title": "run"},
-                      title={"text": "pass rate over runs", "font": {"size": 14}},
-                      margin={"l": 60, "r": 20, "t": 40, "b": 60})
-    return fig
+    return "<div class='chart trend'>" + charts.trend(
+        [str(r) for r in t["run_id"]], {name: [float(x) for x in t[name]] for name in POLICIES}
+    ) + "</div>"
 
 
 def _cards(df: pd.DataFrame, policy: str) -> str:
@@ -295,20 +247,20 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
             single.append(f"{spec.rows}={cells.iloc[0][spec.rows]}, "
                           f"{spec.cols}={cells.iloc[0][spec.cols]}")
         elif len(cells) > 1:
-            shown.append((spec, heatmap_figure(df, spec, policy)))
+            shown.append(heatmap_html(df, spec, policy, f"{key}-heat-{spec.rows}-{spec.cols}"))
     if shown or single:
         parts.append("<h2>Pass rate per feature cell</h2><div class='grid heatmaps'>")
-        parts += [_fig_html(f, f"{key}-heat-{s.rows}-{s.cols}") for s, f in shown if f]
+        parts += [h for h in shown if h]
         parts.append("</div>")
     if single:
         parts.append("<p class='note'>One cell only (every judged case has the same value): "
                      + "; ".join(html.escape(x) for x in single) + ".</p>")
-    dist = distribution_figure(df)
+    dist = distribution_html(df)
     if dist is not None:
-        parts.append("<h2>Error distributions</h2>" + _fig_html(dist, f"{key}-dist"))
-    tr = trend_figure(df)
+        parts.append("<h2>Error distributions per output dtype</h2>" + dist)
+    tr = trend_html(df)
     if tr is not None:
-        parts.append("<h2>Trend over runs</h2>" + _fig_html(tr, f"{key}-trend"))
+        parts.append("<h2>Pass rate over runs</h2>" + tr)
     parts.append(f"<h2>Worst cases (top {worst_n}, {html.escape(policy)})</h2>")
     parts.append(worst_table(df, policy, worst_n, "worst" if key == "t0" else f"worst-{key}"))
     if agg.has_relations(df):
@@ -359,7 +311,7 @@ def render(df: pd.DataFrame, out: str | Path, title: str = "fia-fuzz precision d
     body.append(_policy_notes())
     page = ("<!doctype html><html><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>{CSS}</style>"
-            f"<script>{get_plotlyjs()}</script><script>{TAB_JS}</script></head><body>"
+            f"<script>{TAB_JS}{charts.PICK_JS}</script></head><body>"
             + "\n".join(body) + "</body></html>")
     out.write_text(page, encoding="utf-8")
     return out

@@ -5,7 +5,9 @@ per finished case and flushes it to disk, so a crash or kill loses no
 finished result. `close()` compacts the journal into `results/<stem>.parquet`
 (written to a temporary name, then renamed). Readers take the parquet file
 where one exists and the journal otherwise, across any number of run
-directories and shards.
+directories and shards. A damaged journal line (a torn write, invalid bytes
+from two hosts appending to one file) is skipped and reported by its file and
+line number; every other row is kept.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from fia_fuzz.spec.inputs import InputError
 
 RESULTS = "results"
 
@@ -72,19 +76,36 @@ class ResultWriter:
         self.close()
 
 
-def read_journal(path: Path) -> pd.DataFrame:
-    """The complete lines of a journal (a line cut by a kill mid-write is dropped)."""
+def read_journal(path: Path, damaged: list[str] | None = None) -> pd.DataFrame:
+    """The intact rows of a journal; `damaged` gets "path:line" of each line skipped.
+
+    A line is damaged when it is not UTF-8 or not one JSON object (cut by a
+    kill mid-write, or bytes of another writer): it is skipped, so the case it
+    held counts as not done and a resume runs it again.
+    """
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line cut by a kill mid-write; every complete line is kept
+                row = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                row = None
+            if isinstance(row, dict):
+                rows.append(row)
+            elif damaged is not None:
+                damaged.append(f"{path}:{lineno}")
     return pd.DataFrame(rows)
+
+
+def damage_warning(damaged: list[str]) -> str | None:
+    """One line naming the damaged journal lines that were skipped, or None."""
+    if not damaged:
+        return None
+    shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")
+    return (f"warning: skipped {len(damaged)} damaged result line(s) (not UTF-8 or not JSON; "
+            f"their cases count as not run): {shown}")
 
 
 def result_files(run_dirs: list[str | os.PathLike[str]]) -> list[Path]:
@@ -105,14 +126,24 @@ def result_files(run_dirs: list[str | os.PathLike[str]]) -> list[Path]:
     return files
 
 
-def read_results(run_dirs: list[str | os.PathLike[str]] | str | os.PathLike[str]
-                 ) -> pd.DataFrame:
-    """Every result row of the given run directories as one DataFrame."""
+def read_results(run_dirs: list[str | os.PathLike[str]] | str | os.PathLike[str],
+                 damaged: list[str] | None = None) -> pd.DataFrame:
+    """Every result row of the given run directories as one DataFrame.
+
+    `damaged` collects the journal lines skipped (see `read_journal`); an
+    unreadable parquet file raises InputError naming it.
+    """
     if isinstance(run_dirs, (str, os.PathLike)):
         run_dirs = [run_dirs]
     frames = []
     for f in result_files(list(run_dirs)):
-        frame = pd.read_parquet(f) if f.suffix == ".parquet" else read_journal(f)
+        if f.suffix == ".parquet":
+            try:
+                frame = pd.read_parquet(f)
+            except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
+                raise InputError(f"{f}: cannot read this results file ({exc})") from None
+        else:
+            frame = read_journal(f, damaged)
         if not frame.empty:
             frames.append(frame.assign(run_dir=str(f.parent.parent)))
     if not frames:

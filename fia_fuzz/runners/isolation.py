@@ -3,8 +3,9 @@
 The system under test is a real kernel: one case can segfault, abort, hang or
 exhaust memory. Each `IsolatedWorker` is one `multiprocessing` process (spawn
 start method, so no torch or device state is inherited) optionally bound to
-one device index; a case that kills or wedges it becomes a recorded outcome
-(`crashed`, `timeout`, `error`) and the next call starts a fresh process.
+one device index and address-space cap; a case that kills or wedges it
+becomes a recorded outcome (`crashed`, `timeout`, `error`, or `oom` when an
+allocation fails under the cap) and the next call starts a fresh process.
 `IsolatedRunner` is the same thing behind the `Runner` interface.
 """
 
@@ -32,7 +33,7 @@ DEVICE_ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: The physical device index a worker is bound to, for runners that want to log it.
 DEVICE_INDEX_ENV = "FIA_DEVICE_INDEX"
-OUTCOMES = ("ok", "error", "crashed", "timeout")
+OUTCOMES = ("ok", "error", "crashed", "timeout", "oom")
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,8 @@ def _serve(conn: Any, device: int | None, memory_limit: int | None,
         fn, args = task
         try:
             reply = ("ok", fn(*args))
-        except MemoryError:
-            reply = ("error", "MemoryError: out of memory")
+        except MemoryError as exc:
+            reply = ("oom", f"MemoryError: out of memory {exc}".strip())
         except Exception as exc:  # the task's failure is a result, not the worker's
             reply = ("error", f"{type(exc).__name__}: {exc}"[:2000],
                      traceback.format_exc(limit=8)[-4000:])
@@ -208,6 +209,9 @@ class IsolatedWorker:
                 return TaskResult("crashed", message=msg, seconds=dt)
             if reply[0] == "ok":
                 return TaskResult("ok", value=reply[1], seconds=dt)
+            if reply[0] == "oom":  # a fresh process for the next case, its heap unfragmented
+                self._discard()
+                return TaskResult("oom", message=reply[1], seconds=dt)
             return TaskResult("error", message=reply[1], seconds=dt)
         if ready:  # the sentinel: the process is gone
             self._proc.join(5)
@@ -294,6 +298,8 @@ class IsolatedRunner(Runner):
             raise CaseCrashed(res.message)
         if res.outcome == "timeout":
             raise CaseTimedOut(res.message)
+        if res.outcome == "oom":
+            raise MemoryError(res.message)
         if res.outcome == "error":
             raise RuntimeError(res.message)
         return res.value

@@ -6,8 +6,11 @@ TensorSpecs in place of tensors (so `validate(**case.specs())` works as is),
 a fill recipe per tensor (for a value argument: an optional dtype to pass it
 in), a seed and the rule profile it is legal under (`rules`, "docs" unless a
 device profile drew it; kept out of the JSON when "docs", so ids stay stable).
-`call()` materialises it deterministically; `case_id` is a hash of its canonical JSON, stable across
-machines and runs.
+`call()` materialises it deterministically; `case_id` is a hash of its
+canonical JSON, stable across machines and runs. A tensor may instead be
+stored (real data, e.g. imported from a model's dump): its recipe holds the
+data's digest and `stored` the arrays, kept in a .npz beside the case file
+(spec/stored.py).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined, Violation
+from fia_fuzz.spec.stored import STORED, stored_keys
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
 from fia_fuzz.spec.validate import check_view
 from fia_fuzz.spec.values import default_fill, materialise
@@ -65,6 +69,9 @@ class Case:
     fills: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed: int = 0
     rules: str = profiles.DEFAULT
+    #: Arrays of the tensors whose recipe is "stored", by `stored_keys` (not in the JSON:
+    #: the recipe's digest stands for them).
+    stored: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.params) - set(ALL_ARGS))
@@ -149,7 +156,10 @@ class Case:
         for name, value in self.params.items():
             if value is None:
                 continue
-            if name in TENSOR_ARGS:
+            if name in TENSOR_ARGS and self.fill(name).get("dist") == STORED:
+                arrays = [self._stored(k) for k in stored_keys(name, value)]
+                out[name] = arrays if isinstance(value, list) else arrays[0]
+            elif name in TENSOR_ARGS:
                 if isinstance(value, list):
                     out[name] = [tensor(name, s, i) for i, s in enumerate(value)]
                 else:
@@ -163,6 +173,12 @@ class Case:
             else:
                 out[name] = value
         return out
+
+    def _stored(self, key: str) -> np.ndarray:
+        if key not in self.stored:
+            raise ValueError(f"{key}: the case's stored tensor is not loaded (load the case "
+                             "with fia_fuzz.spec.inputs.load_case, its .npz beside it)")
+        return self.stored[key]
 
     def view(self) -> CallView:
         return CallView(self.specs())

@@ -105,3 +105,20 @@ class RareBugDouble(GoldenRunner):
         if rare_bug_fires(CallView(call).S2):  # off by 0.5 and by 2% (large fills too)
             out = (out.astype(np.float32) * 1.02 + 0.5).astype(out.dtype)
         return out, lse
+
+
+#: The cell whose calls the memory-hog double answers by allocating HOG_BYTES.
+HOG_CELL = ("BSH", "float16")
+HOG_BYTES = 64 << 30
+
+
+@register("test-double-memory-hog")
+class MemoryHogDouble(GoldenRunner):
+    """A correct backend, except that one cell asks for far more memory than any cap allows."""
+
+    name = "test-double-memory-hog"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        if _cell(call) == HOG_CELL:
+            np.ones(HOG_BYTES, dtype=np.uint8)
+        return super().run(call)

@@ -111,3 +111,47 @@ def test_thread_count_does_not_change_bits(monkeypatch):
         with threads.single_threaded_blas():
             assert threads._BLAS[1]() == 1
         assert threads._BLAS[1]() == before
+
+
+def test_decode_and_split_jobs_do_not_change_bits(monkeypatch):
+    """Decode (one row tile per job: K/V converted block by block) and a single KV head
+    whose row tiles are split over jobs (each converting K/V itself): same bits for 1
+    and 3 threads, and GQA equal to MHA on repeated KV heads."""
+    rng = np.random.default_rng(7)
+    q, k, v = rand(rng, (3, 8, 1, 32)), rand(rng, (3, 2, 2 * KV_BLOCK + 9, 32)), \
+        rand(rng, (3, 2, 2 * KV_BLOCK + 9, 32))
+    q1, k1 = rand(rng, (1, 1, 700, 16)), rand(rng, (1, 1, 900, 16))
+    runs = []
+    for count in ("1", "3"):
+        monkeypatch.setenv("FIA_GOLDEN_THREADS", count)
+        for precision in ("device", "fp64"):
+            gqa = npu_fused_infer_attention_score(
+                q, k, v, num_heads=8, num_key_value_heads=2, input_layout="BNSD",
+                softmax_lse_flag=True, precision=precision)
+            mha = npu_fused_infer_attention_score(
+                q, np.repeat(k, 4, 1), np.repeat(v, 4, 1), num_heads=8, input_layout="BNSD",
+                softmax_lse_flag=True, precision=precision)
+            assert gqa[0].tobytes() == mha[0].tobytes() and gqa[1].tobytes() == mha[1].tobytes()
+            one = npu_fused_infer_attention_score(q1, k1, k1, input_layout="BNSD",
+                                                  softmax_lse_flag=True, precision=precision)
+            runs.append([x.tobytes() for x in (*gqa, *one)])
+    assert runs[:2] == runs[2:]
+
+
+def test_fast_float16_cast_is_numpy_cast():
+    """golden/casts.py: torch's cast gives NumPy's bits for every float16, except that a
+    signalling NaN comes out quiet (as the first arithmetic on it would make it)."""
+    pytest.importorskip("torch")  # imported: casts.py takes torch's path at any size
+    from fia_fuzz.golden.casts import _torch, as_work, cast_into
+
+    assert _torch(1) is not None
+
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    strided = bits.reshape(256, 256)[:, ::3]
+    for dtype in (np.float32, np.float64):
+        want = strided.astype(dtype)
+        want *= dtype(1)  # quiets signalling NaNs, leaves every other value (and -0) as is
+        got = np.empty(strided.shape, dtype)
+        cast_into(got, strided)
+        assert got.tobytes() == want.tobytes()
+        assert as_work(strided, np.dtype(dtype)).tobytes() == want.tobytes()

@@ -51,10 +51,19 @@ def test_dashboard_renders_in_headless_chromium() -> None:
                     if not r.url.startswith(("file:", "data:", "blob:")) else None)
             page.goto((run_dir / "dashboard.html").as_uri(), wait_until="load")
             assert "results from 2 run(s)" in page.inner_text("#headline")
-            page.wait_for_selector(".tab.active .heatmaps .js-plotly-plot .heatmaplayer",
-                                   state="attached", timeout=20000)
+            shown = "[data-policy='flash-attention']"
+            page.wait_for_selector(f".tab.active .heatmaps .layer{shown} rect", state="visible",
+                                   timeout=20000)
             assert page.locator(".tab.active .cards .card").count() == 5
-            assert page.locator(".tab.active .heatmaps .js-plotly-plot").count() >= 3
+            heatmaps = page.locator(".tab.active .heatmaps .chart.heatmap")
+            assert heatmaps.count() >= 3
+            first = heatmaps.nth(0)
+            assert first.locator(f".layer{shown}").is_visible()
+            first.locator("select.policy").select_option("ascend-thousandth")
+            assert first.locator(".layer[data-policy='ascend-thousandth']").is_visible()
+            assert not first.locator(f".layer{shown}").is_visible()
+            assert page.locator(".tab.active .chart.dist svg path").count() >= 2
+            assert page.locator(".tab.active .chart.trend svg polyline").count() == 5
             rows = page.locator("#worst tr")
             assert rows.count() > 1 and rows.nth(1).is_visible()
             assert injected.worst_case in rows.nth(1).inner_text()

@@ -6,7 +6,6 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pandas as pd
 import pytest
-from plotly.offline import get_plotlyjs
 
 from fia_fuzz.cli import main
 from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
@@ -63,8 +62,10 @@ def test_trend_and_runner_tabs(injected) -> None:
 
 def test_page_and_junit_carry_the_worst_case(injected, tmp_path) -> None:
     page = render(injected.df, tmp_path / "d.html").read_text()
-    assert page.count(get_plotlyjs()[:300]) == 1  # plotly.js inlined once
-    assert "<script src=" not in page
+    assert "<script src=" not in page and "<link" not in page  # self-contained
+    assert page.count("class='chart heatmap'") >= 3
+    assert page.count("<g class='layer' data-policy=") == page.count(
+        "class='chart heatmap'") * len(POLICIES)
     assert page.index(injected.worst_case) < page.index("</table>")
     assert "id='worst'" in page and "perturbing-golden-double" in page
     xml = ET.parse(write_junit(injected.df, tmp_path / "j.xml")).getroot()
@@ -96,8 +97,9 @@ def test_cli_report_writes_html_and_junit(injected, tmp_path, capsys) -> None:
     assert "ascend-benchmark" in out and str(html.resolve()) in out
     assert "Worst cases (top 5, ascend-benchmark)" in html.read_text()
     assert ET.parse(junit).getroot().get("name") == "fia-fuzz (ascend-benchmark)"
-    with pytest.raises(SystemExit, match="not one of"):
-        main(["report", str(injected.run_dirs[0]), "--policy", "strictest"])
+    capsys.readouterr()
+    assert main(["report", str(injected.run_dirs[0]), "--policy", "strictest"]) == 2
+    assert "not one of" in capsys.readouterr().err
 
 
 def test_unknown_policy_is_named() -> None:
@@ -128,3 +130,13 @@ def test_inconclusive_cases_stay_out_of_pass_rates_and_are_counted(tmp_path) -> 
     skipped = [tc.find("skipped") for tc in root.iter("testcase")]
     assert [s.get("message") for s in skipped if s is not None] == [
         "inconclusive: out: float conditioning"]
+
+
+def test_dashboard_of_a_20_case_run_is_at_most_1_5_mb(tmp_path, capsys) -> None:
+    run = tmp_path / "run"
+    assert main(["campaign", "--runner", "golden", "--max-cases", "20", "--no-shrink",
+                 "--out", str(run)]) == 0
+    assert main(["report", str(run), "--html", str(tmp_path / "d.html")]) == 0
+    size = (tmp_path / "d.html").stat().st_size
+    print(f"dashboard of a 20-case run: {size} bytes")
+    assert size <= 1.5e6

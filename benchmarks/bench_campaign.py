@@ -1,0 +1,174 @@
+"""Where a campaign's host-side time goes, per stage, against torch SDPA on the same data.
+
+Cases: a fixed seeded list of nightly-profile draws (the campaign's own
+construction, `strategies.cases.build`, driven by a seeded RandomChooser, so the
+list does not depend on Hypothesis's database or version) plus the three shapes
+of issue 18 as plain fp16 BNSD cases. Each case runs every stage in this
+process, in campaign order: generate (the draw), materialise (`Case.call()`),
+golden fp64, golden device, diff (`campaign.evaluate.judge_outputs` against the
+torch-sdpa runner's output, or the device golden's where the runner refuses the
+case; the runner is not host work and is not timed) and, as the yardstick,
+torch.nn.functional.scaled_dot_product_attention in float32 on CPU on the
+case's query/key/value as BNSD (dequantised KV where the case quantises it).
+
+Printed: per stage its total wall and CPU seconds (process CPU time, all
+threads: on a shared machine under load, wall time mostly measures the other
+processes), each as a ratio to the yardstick's and as a share of the golden
+pair (fp64 + device); issue 18 wants diff and materialise each <= 15% of the
+pair. Then host-side cases per CPU-second (generate + materialise + goldens +
+diff).
+
+Run: .venv/bin/python benchmarks/bench_campaign.py [--cases 40] [--seed 18] [--no-shapes]
+     [--repeat 1] [--verbose]
+Each stage takes its best of --repeat runs per case; the load average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fia_fuzz.campaign.evaluate import judge_outputs
+from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.golden.api import query_bnsd
+from fia_fuzz.golden.kv import dequantise, load_kv
+from fia_fuzz.runners import get_runner
+from fia_fuzz.spec import Case
+from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.strategies.cases import build
+from fia_fuzz.strategies.choices import Dead, RandomChooser
+from fia_fuzz.strategies.draft import PROFILES
+from fia_fuzz.strategies.families import FAMILIES
+
+HOST = ("generate", "materialise", "golden_fp64", "golden_device", "diff")
+#: name -> (B, N, KV_N, S1, S2, D), the three shapes of issue 18 (benchmarks/bench_golden.py).
+SHAPES = {
+    "decode": (16, 32, 8, 1, 8192, 128),
+    "gqa": (4, 32, 8, 512, 4096, 128),
+    "prefill": (1, 8, 8, 2048, 2048, 128),
+}
+
+
+def nightly_cases(count: int, seed: int) -> list[tuple[str, Case, float]]:
+    """(label, case, seconds to draw it) for `count` seeded nightly draws."""
+    prof, out = PROFILES["nightly"], []
+    i = 0
+    while len(out) < count:
+        t0 = time.perf_counter()
+        try:
+            case = build(RandomChooser(random.Random(seed * 100003 + i), {}), prof,
+                         list(FAMILIES), {})
+        except Dead:
+            i += 1
+            continue
+        out.append((f"nightly#{i}", case, time.perf_counter() - t0))
+        i += 1
+    return out
+
+
+def shape_case(b: int, n: int, kvn: int, s1: int, s2: int, d: int) -> Case:
+    """A plain fp16 BNSD case of the given sizes, lse on."""
+    return Case(params={"query": TensorSpec((b, n, s1, d), "float16"),
+                        "key": TensorSpec((b, kvn, s2, d), "float16"),
+                        "value": TensorSpec((b, kvn, s2, d), "float16"),
+                        "num_heads": n, "num_key_value_heads": kvn, "input_layout": "BNSD",
+                        "scale": float(1 / np.sqrt(d)), "softmax_lse_flag": True}, seed=0)
+
+
+def yardstick(case: Case, call: dict[str, Any]) -> Callable[[], Any]:
+    """torch SDPA fp32 (CPU) over the case's BNSD query and (dequantised) key/value."""
+    import torch
+
+    view = case.view()
+    kv = dequantise(load_kv(view, call), view, call, "device")
+    k = kv.key if kv.key_rope is None else np.concatenate([kv.key, kv.key_rope], axis=-1)
+    tq, tk, tv = (torch.from_numpy(np.ascontiguousarray(x).astype(np.float32))
+                  for x in (query_bnsd(view, call), k, kv.value))
+    gqa = tq.shape[1] != tk.shape[1]
+    scale = float(view.attrs["scale"])
+
+    def run() -> Any:
+        with torch.no_grad():
+            return torch.nn.functional.scaled_dot_product_attention(
+                tq, tk, tv, scale=scale, enable_gqa=gqa)
+    return run
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[Any, float, float]:
+    """(result, best wall seconds, CPU seconds of that best run) of `fn`."""
+    best, cpu, result = float("inf"), 0.0, None
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        result = fn()
+        wall = time.perf_counter() - t0
+        if wall < best:
+            best, cpu = wall, time.process_time() - c0
+    return result, best, cpu
+
+
+def measure(case: Case, t_generate: float, runner: Any, repeat: int
+            ) -> dict[str, tuple[float, float]]:
+    """stage -> (wall seconds, CPU seconds) of one case."""
+    t = {"generate": (t_generate, t_generate)}
+    call, *t["materialise"] = timed(case.call, repeat)
+    truth, *t["golden_fp64"] = timed(
+        lambda: npu_fused_infer_attention_score(**call, precision="fp64"), repeat)
+    baseline, *t["golden_device"] = timed(
+        lambda: npu_fused_infer_attention_score(**call, precision="device"), repeat)
+    ok, _ = runner.supports(case)
+    actual = runner.run(call) if ok else baseline
+    _, *t["diff"] = timed(lambda: judge_outputs(case, actual, truth, baseline), repeat)
+    _, *t["sdpa"] = timed(yardstick(case, call), repeat)
+    return {k: (float(v[0]), float(v[1])) for k, v in t.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--no-shapes", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="one line per case")
+    args = parser.parse_args()
+    import torch
+
+    runner = get_runner("torch-sdpa")
+    sets: dict[str, list[tuple[str, Case, float]]] = {
+        "nightly": nightly_cases(args.cases, args.seed)}
+    if not args.no_shapes:
+        sets["shapes"] = [(name, shape_case(*dims), 0.0) for name, dims in SHAPES.items()]
+    print(f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f} at start; best of {args.repeat} per stage")
+    for set_name, items in sets.items():
+        wall = dict.fromkeys((*HOST, "sdpa"), 0.0)
+        cpu = dict.fromkeys((*HOST, "sdpa"), 0.0)
+        for label, case, t_gen in items:
+            t = measure(case, t_gen, runner, args.repeat)
+            for k, (w, c) in t.items():
+                wall[k] += w
+                cpu[k] += c
+            if args.verbose:
+                print(f"  {label:<12} {case.case_id} " + " ".join(
+                    f"{k} {w:.4f}/{c:.4f}" for k, (w, c) in t.items()))
+        print(f"\n{set_name}: {len(items)} cases, load average {os.getloadavg()[0]:.1f} at end")
+        print(f"  {'stage':<14} {'wall s':>8} {'/ SDPA':>7} {'/ pair':>7}   "
+              f"{'CPU s':>8} {'/ SDPA':>7} {'/ pair':>7}")
+        pair_w = wall["golden_fp64"] + wall["golden_device"]
+        pair_c = cpu["golden_fp64"] + cpu["golden_device"]
+        for k in (*HOST, "sdpa"):
+            print(f"  {k:<14} {wall[k]:8.3f} {wall[k] / wall['sdpa']:6.2f}x "
+                  f"{wall[k] / pair_w:7.1%}   {cpu[k]:8.3f} {cpu[k] / cpu['sdpa']:6.2f}x "
+                  f"{cpu[k] / pair_c:7.1%}")
+        host = sum(cpu[k] for k in HOST)
+        print(f"  host-side cases per CPU-second: {len(items) / host:.2f} "
+              f"({host:.2f} CPU-s for generate+materialise+goldens+diff)")
+        print("  targets (nightly): diff <= 15% and materialise <= 15% of the golden pair")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""Exact conversion of stored tensors to the golden's working float type.
+
+Float16 -> float32/float64 is exact, so any correct conversion gives the
+same bits; NumPy's runs at about 1.3 ns an element here, which is most of a
+decode call (the KV cache is read once, converted once). torch's CPU cast is
+vectorised (F16C) and about five times faster, so it is used for float16
+sources when torch is already imported, or importable and the tensor is large
+enough to repay the import (`TORCH_MIN_ELEMENTS`). torch stays optional: without
+it the NumPy cast gives the same bits (but for signalling NaNs, which torch
+returns quiet, as the golden's first arithmetic on them would anyway).
+Everything else is NumPy's cast.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import Any
+
+import numpy as np
+
+#: Below this many elements a process that has not imported torch keeps NumPy's cast.
+TORCH_MIN_ELEMENTS = 1 << 22
+_TORCH: dict[str, Any] = {}
+
+
+def _torch(size: int) -> Any:
+    """The torch module when the fast cast should use it, else None."""
+    if "torch" not in _TORCH:
+        if "torch" in sys.modules or (size >= TORCH_MIN_ELEMENTS
+                                      and importlib.util.find_spec("torch") is not None):
+            import torch
+
+            _TORCH["torch"] = torch
+        else:
+            return None
+    return _TORCH["torch"]
+
+
+def cast_into(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst[...] = src converted to dst's dtype (exact for float16 -> float32/float64)."""
+    if src.dtype == np.float16 and dst.dtype in (np.float32, np.float64) and src.size:
+        torch = _torch(src.size)
+        if torch is not None:
+            view = src if all(st >= 0 for st in src.strides) else np.ascontiguousarray(src)
+            torch.from_numpy(dst).copy_(torch.from_numpy(view))
+            return
+    np.copyto(dst, src, casting="unsafe")
+
+
+def as_work(src: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """src as a C-contiguous `dtype` array (src itself when it already is one)."""
+    if src.dtype == dtype and src.flags.c_contiguous:
+        return src
+    dst = np.empty(src.shape, dtype)
+    cast_into(dst, src)
+    return dst

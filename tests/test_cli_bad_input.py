@@ -1,0 +1,143 @@
+"""Every verb, given bad input, exits 2 with one line saying what and where: no traceback
+(issue 19). `--debug` shows the traceback instead."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fia_fuzz.cli import main
+
+CASE = {"params": {"query": {"shape": [1, 2, 64], "dtype": "float16"},
+                   "key": {"shape": [1, 4, 64], "dtype": "float16"},
+                   "value": {"shape": [1, 4, 64], "dtype": "float16"}, "num_heads": 1},
+        "fills": {}, "seed": 0}
+
+
+def _files(d: Path) -> dict[str, str]:
+    """Bad files by name, written under `d`."""
+    docs: dict[str, bytes] = {
+        "malformed": b'{"params": {"query": ',
+        "list": b"[1, 2, 3]",
+        "no_params": json.dumps({"seed": 1}).encode(),
+        "not_utf8": b'{"params": "\xff\xfe"}',
+        "deep": b"[" * 100_000 + b"]" * 100_000,
+        "huge_list": json.dumps({**CASE, "params": {**CASE["params"],
+                                                    "actual_seq_lengths": [1] * 5_000_000}}
+                                ).encode(),
+        "negative": json.dumps({**CASE, "params": {**CASE["params"], "query": {
+            "shape": [1, -2, 64], "dtype": "float16"}}}).encode(),
+        "absurd": json.dumps({**CASE, "params": {**CASE["params"], "query": {
+            "shape": [1 << 20, 1 << 20, 1 << 20], "dtype": "float16"}}}).encode(),
+        "bad_tensor": json.dumps({**CASE, "params": {**CASE["params"], "key": 3}}).encode(),
+        "unknown_param": json.dumps({**CASE, "params": {**CASE["params"], "bogus": 1}}).encode(),
+        "bad_seed": json.dumps({**CASE, "seed": "x"}).encode(),
+    }
+    out = {}
+    for name, data in docs.items():
+        (d / f"{name}.json").write_bytes(data)
+        out[name] = str(d / f"{name}.json")
+    out["missing"] = str(d / "missing.json")
+    out["dir"] = str(d)
+    (d / "run" / "results").mkdir(parents=True)
+    (d / "run" / "results" / "x.parquet").write_bytes(b"not parquet")
+    out["bad_run"] = str(d / "run")
+    (d / "seeds").mkdir()
+    out["empty_dir"] = str(d / "seeds")
+    return out
+
+
+CAMPAIGN = ["campaign", "--max-cases", "2", "--out", "{tmp}/out"]
+TABLE = [
+    # campaign: flags, names, budgets
+    ("campaign-no-budget", ["campaign", "--out", "{tmp}/o"], "--max-cases"),
+    ("campaign-runner", [*CAMPAIGN, "--runner", "no-such-runner"], "no-such-runner"),
+    ("campaign-profile", [*CAMPAIGN, "--profile", "huge"], "huge"),
+    ("campaign-filter-name", [*CAMPAIGN, "--filter", "colour=red"], "colour"),
+    ("campaign-filter-value", [*CAMPAIGN, "--filter", "layout=XYZ"], "XYZ"),
+    ("campaign-filter-form", [*CAMPAIGN, "--filter", "layout"], "FEATURE=VALUE"),
+    ("campaign-budget", ["campaign", "--budget", "soon", "--out", "{tmp}/o"], "soon"),
+    ("campaign-budget-zero", ["campaign", "--budget", "0s", "--out", "{tmp}/o"], "--budget"),
+    ("campaign-max-cases", ["campaign", "--max-cases", "-3", "--out", "{tmp}/o"], "-3"),
+    ("campaign-max-cases-text", ["campaign", "--max-cases", "ten"], "ten"),
+    ("campaign-workers", [*CAMPAIGN, "--workers", "0"], "--workers"),
+    ("campaign-shard", [*CAMPAIGN, "--shard", "3/2"], "3/2"),
+    ("campaign-devices", [*CAMPAIGN, "--devices", "a-b"], "a-b"),
+    ("campaign-memory", [*CAMPAIGN, "--memory-limit", "lots"], "lots"),
+    ("campaign-timeout", [*CAMPAIGN, "--case-timeout=-1s"], "-1s"),
+    ("campaign-seed-missing", [*CAMPAIGN, "--seed-cases", "{tmp}/nope"], "nope"),
+    ("campaign-seed-empty", [*CAMPAIGN, "--seed-cases", "{empty_dir}"], "no case files"),
+    ("campaign-unknown-flag", [*CAMPAIGN, "--turbo"], "--turbo"),
+    # report
+    ("report-missing", ["report", "{tmp}/nope"], "nope"),
+    ("report-empty", ["report", "{empty_dir}"], "no results"),
+    ("report-policy", ["report", "{bad_run}", "--policy", "strict"], "strict"),
+    ("report-parquet", ["report", "{bad_run}"], "x.parquet"),
+    ("report-worst", ["report", "{bad_run}", "--worst", "-1"], "--worst"),
+    # repro
+    ("repro-missing", ["repro", "{missing}"], "missing.json"),
+    ("repro-malformed", ["repro", "{malformed}"], "not valid JSON"),
+    ("repro-list", ["repro", "{list}"], "expected a case"),
+    ("repro-no-params", ["repro", "{no_params}"], "without params"),
+    ("repro-not-utf8", ["repro", "{not_utf8}"], "UTF-8"),
+    ("repro-deep", ["repro", "{deep}"], "nest"),
+    ("repro-huge-list", ["repro", "{huge_list}"], "items"),
+    ("repro-negative", ["repro", "{negative}"], "query.shape"),
+    ("repro-absurd", ["repro", "{absurd}"], "args.memory"),
+    ("repro-bad-tensor", ["repro", "{bad_tensor}"], "key"),
+    ("repro-unknown-param", ["repro", "{unknown_param}"], "bogus"),
+    ("repro-bad-seed", ["repro", "{bad_seed}"], "seed"),
+    ("repro-runner", ["repro", "{missing}", "--runner", "nope-runner"], "nope-runner"),
+    # validate
+    ("validate-missing", ["validate", "{missing}"], "no such file"),
+    ("validate-dir", ["validate", "{dir}"], "directory"),
+    ("validate-malformed", ["validate", "{malformed}"], "not valid JSON"),
+    ("validate-list", ["validate", "{list}"], "expected a JSON object"),
+    ("validate-deep", ["validate", "{deep}"], "nest"),
+    ("validate-bad-tensor", ["validate", "{bad_tensor}"], "key"),
+    ("validate-huge-list", ["validate", "{huge_list}"], "items"),
+    # coverage
+    ("coverage-cases", ["coverage", "--cases", "0"], "--cases"),
+    ("coverage-filter", ["coverage", "--filter", "layout=XYZ"], "XYZ"),
+    ("coverage-profile", ["coverage", "--profile", "big"], "big"),
+    # import-msprobe
+    ("import-missing", ["import-msprobe", "{missing}", "--out", "{tmp}/o"], "no such file"),
+    ("import-malformed", ["import-msprobe", "{malformed}", "--out", "{tmp}/o"], "JSON"),
+    ("import-list", ["import-msprobe", "{list}", "--out", "{tmp}/o"], "not an msprobe dump"),
+    ("import-no-calls", ["import-msprobe", "{no_params}", "--out", "{tmp}/o"], "msprobe"),
+    ("import-no-out", ["import-msprobe", "{list}"], "--out"),
+    # no verb, unknown verb
+    ("no-verb", [], "command"),
+    ("unknown-verb", ["fuzz"], "fuzz"),
+]
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        rc = exc.code if isinstance(exc.code, int) else 1
+    err = capsys.readouterr().err
+    return rc, [ln for ln in err.splitlines() if ln.strip()]
+
+
+@pytest.mark.parametrize("name, argv, says", TABLE, ids=[t[0] for t in TABLE])
+def test_bad_input_exits_2_with_one_line(name: str, argv: list[str], says: str,
+                                         tmp_path: Path, capsys) -> None:
+    files = _files(tmp_path)
+    argv = [a.format(tmp=tmp_path, **files) for a in argv]
+    rc, lines = _run(argv, capsys)
+    assert rc == 2, (rc, lines)
+    assert len(lines) == 1, lines
+    assert "Traceback" not in lines[0] and says in lines[0], lines[0]
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("[")
+    from fia_fuzz.spec.inputs import InputError
+
+    with pytest.raises(InputError, match="not valid JSON"):
+        main(["validate", str(bad), "--debug"])
