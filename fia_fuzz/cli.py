@@ -323,7 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--shard", default="0/1",
                    help="this host's share i/n of the campaign (Slurm array, k8s indexed Job)")
     c.add_argument("--negative", action="store_true",
-                   help="send illegal cases; record rejected / accepted / crashed / timeout")
+                   help="send illegal cases; record rejected / accepted-correct / "
+                        "accepted-wrong / accepted-undefined / crashed / timeout")
     c.add_argument("--case-timeout", default="300s",
                    help="a case running longer is killed and recorded as timeout")
     c.add_argument("--memory-limit", help="address-space cap per worker, e.g. 32G")

@@ -16,13 +16,14 @@ import numpy as np
 
 from fia_fuzz.campaign.bundles import GOLDEN_NAMES
 from fia_fuzz.diff import judge
+from fia_fuzz.diff.signature import FAILED_OUTCOMES, failure_kind
+
+__all__ = ["FAILED_OUTCOMES", "evaluate", "failure_kind", "golden_pair", "judge_outputs"]
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import Runner
 from fia_fuzz.spec import Case, output_specs
 from fia_fuzz.spec.profiles import DEFAULT
 
-#: Outcomes that are failures of the backend even without a verdict.
-FAILED_OUTCOMES = ("crashed", "timeout", "error")
 #: Floor of the baseline error in the error ratio, so an exact baseline does not divide by 0.
 _RATIO_FLOOR = 1e-6
 
@@ -67,15 +68,6 @@ def error_ratio(row: dict[str, Any]) -> float:
     if err is None:
         return 0.0
     return float(err) / max(float(base), _RATIO_FLOOR)
-
-
-def failure_kind(row: dict[str, Any]) -> str | None:
-    """'fail', 'crashed', 'timeout' or 'error' for a failing row, None otherwise."""
-    if row.get("outcome") in FAILED_OUTCOMES:
-        return str(row["outcome"])
-    if row.get("verdict") == "fail":
-        return "fail"
-    return None
 
 
 def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = None

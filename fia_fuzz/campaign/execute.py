@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.campaign.accepted import classify_accepted
 from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.evaluate import base_row, evaluate, failure_kind
 from fia_fuzz.metamorphic import check_relations, summarise
@@ -56,12 +57,14 @@ def negative_task(ref: tuple[str, str], case_json: Case | str, rules: str = DEFA
                   ) -> dict[str, Any]:
     """Send an illegal case straight to the backend: did it reject it or return something?
 
-    `rejected` (with the backend's message) is the good answer; `accepted`
-    means it silently returned a result for a call the docs forbid, a finding
-    unless the campaign's rule profile `rules` (the device's own checks)
-    holds the call legal: then it is `accepted (device profile)`, as expected,
-    and a rejection is `rejected (device profile allows it)`, a finding about
-    the profile.
+    `rejected` (with the backend's message) is the good answer. A result for
+    a call the docs forbid is `accepted (device profile)` when the campaign's
+    rule profile `rules` (the device's own checks) holds the call legal, as
+    expected (and a rejection of such a call is `rejected (device profile
+    allows it)`, a finding about the profile); otherwise it is judged against
+    the golden's lenient route (`accepted.classify_accepted`): accepted-correct,
+    accepted-wrong (a silent wrong result) or accepted-undefined (no defined
+    arithmetic).
     """
     case = _case(case_json)
     runner = resolve_runner(ref)
@@ -76,6 +79,9 @@ def negative_task(ref: tuple[str, str], case_json: Case | str, rules: str = DEFA
         row.update(outcome=REJECTED_AGAINST_PROFILE if contradicted else "rejected",
                    error=f"{type(exc).__name__}: {exc}"[:2000])
         return row
-    row.update(outcome=ACCEPTED_BY_PROFILE if not profile_broken else "accepted", error="",
-               accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
+    row.update(error="", accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
+    if not profile_broken:
+        row["outcome"] = ACCEPTED_BY_PROFILE
+    else:
+        row.update(classify_accepted(case, (np.asarray(out), np.asarray(lse))))
     return row

@@ -42,6 +42,7 @@ from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import base_row, failure_kind, repro_command
 from fia_fuzz.campaign.execute import evaluate_task, negative_task
+from fia_fuzz.diff.signature import signature
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
@@ -182,7 +183,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     for k in drawn:
         row.pop(k, None)
     if kind:
-        row.update(drawn)
+        row.update(drawn, signature=signature(row))
         st.failing.setdefault(key_cell + (kind,), found)
         if bundle_dir is not None:
             st.bundles[key_cell] = st.bundles.get(key_cell, 0) + 1

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import time
 from collections.abc import Iterable
@@ -39,6 +38,7 @@ from fia_fuzz.campaign.partition import (
     steered,
     wind_down,
 )
+from fia_fuzz.diff.signature import signature
 from fia_fuzz.spec import Case
 from fia_fuzz.strategies.cases import recorded_cases
 
@@ -78,14 +78,8 @@ class SeedDatabase(ExampleDatabase):
 
 
 def case_size(case: Case) -> int:
-    """Elements of every tensor of the call: what "smaller" means for a minimal case."""
-    total = 0
-    for spec in case.specs().values():
-        for t in spec if isinstance(spec, list) else [spec]:
-            shape = getattr(t, "shape", None)
-            if shape is not None:
-                total += math.prod(shape)
-    return total
+    """Elements of every tensor of the call (`Case.elements`): "smaller" for a minimal case."""
+    return case.elements()
 
 
 def cell_key(cell: tuple[tuple[str, Any], ...], kind: str) -> str:
@@ -201,6 +195,7 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
     row = res.value if res.ok else {"case_id": minimal.case_id, "case_json": minimal.to_json(),
                                     "runner": cfg.runner, "outcome": res.outcome,
                                     "error": res.message, **tags}
+    row["signature"] = signature(row)
     bundle = row.get("bundle") or str(write_bundle(cfg.out, minimal, row))
     row["bundle"] = bundle
     if shrunk and minimal.case_id not in st.done:

@@ -22,6 +22,7 @@ import pandas as pd
 from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
 from fia_fuzz.reports import aggregate as agg
 from fia_fuzz.reports import charts
+from fia_fuzz.reports import signatures as sig
 
 POLICY_ABBR = {"ascend-thousandth": "thou", "ascend-threshold": "thr",
                "ascend-benchmark": "bench", "flash-attention": "fa", "vendor-fia": "vend"}
@@ -191,6 +192,26 @@ def worst_table(df: pd.DataFrame, policy: str, n: int, table_id: str) -> str:
     return (f"<table id='{table_id}' class='worst'>{head}" + "".join(rows) + "</table>")
 
 
+def signatures_table(df: pd.DataFrame, table_id: str) -> str:
+    """Failure signatures (`reports.signatures`): one row per distinct failure, across runs."""
+    t = sig.signatures(df)
+    if t.empty:
+        return "<p>No failures.</p>"
+    head = ("<tr><th>signature</th><th>rows</th><th>cases</th><th>runs</th><th>first seen</th>"
+            "<th>last seen</th><th>minimal case (elements)</th><th>repro</th></tr>")
+    rows = "".join(
+        f"<tr class='{'fail' if r['kind'] == 'fail' else 'error'}' "
+        f"data-signature='{html.escape(str(r['signature']))}'>"
+        f"<td><b>{html.escape(str(r['signature']))}</b></td><td>{int(r['count'])}</td>"
+        f"<td>{int(r['cases'])}</td><td>{int(r['runs'])}</td>"
+        f"<td>{html.escape(str(r['first_seen']))}</td><td>{html.escape(str(r['last_seen']))}</td>"
+        f"<td><code>{html.escape(str(r['minimal_case']))}</code> ({_num(r['minimal_size'])}"
+        f"{', shrunk' if r['minimal_shrunk'] else ''})</td>"
+        f"<td><code>{html.escape(str(r['repro']))}</code></td></tr>"
+        for _, r in t.iterrows())
+    return f"<table id='{table_id}' class='signatures'>{head}{rows}</table>"
+
+
 def problems_table(df: pd.DataFrame) -> str:
     p = agg.problems(df)
     if p.empty:
@@ -261,6 +282,8 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
     tr = trend_html(df)
     if tr is not None:
         parts.append("<h2>Pass rate over runs</h2>" + tr)
+    parts.append("<h2>Failure signatures</h2>" + signatures_table(
+        df, "signatures" if key == "t0" else f"signatures-{key}"))
     parts.append(f"<h2>Worst cases (top {worst_n}, {html.escape(policy)})</h2>")
     parts.append(worst_table(df, policy, worst_n, "worst" if key == "t0" else f"worst-{key}"))
     if agg.has_relations(df):

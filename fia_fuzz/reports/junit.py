@@ -5,6 +5,8 @@ is a <failure> (message = the reason, body = metrics and the repro
 command), a runner error/crash/timeout an <error>, an unsupported case
 <skipped>; a `warn` passes with the reason in <system-out>; an
 `inconclusive` verdict (the fp64 truth cannot decide) is <skipped> with its reason.
+A last <testsuite> "fia-fuzz.signatures" holds one <testcase> per failure
+signature (`reports.signatures`): count, first/last seen, minimal case, repro.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pandas as pd
 
 from fia_fuzz.diff import DEFAULT_POLICY
 from fia_fuzz.reports import aggregate as agg
+from fia_fuzz.reports import signatures as sig
 
 DETAIL_KEYS = ("out_dtype", "out_max_abs", "out_worst_index", "out_worst_actual",
                "out_worst_golden", "out_mere", "out_mare", "out_rmse", "out_cosine",
@@ -33,6 +36,23 @@ def _details(r: pd.Series) -> str:
              if k in r.index and pd.notna(r.get(k)) and r.get(k) != ""]
     lines.append(f"repro: {r.get('repro', '')}")
     return "\n".join(lines)
+
+
+def _signature_suite(root: ET.Element, df: pd.DataFrame) -> None:
+    t = sig.signatures(df)
+    suite = ET.SubElement(root, "testsuite", name="fia-fuzz.signatures", tests=str(len(t)),
+                          failures=str(int((t["kind"] == "fail").sum())),
+                          errors=str(int((t["kind"] != "fail").sum())), skipped="0")
+    for _, r in t.iterrows():
+        tc = ET.SubElement(suite, "testcase", classname="fia.signature",
+                           name=str(r["signature"]), time="0")
+        tag = "failure" if r["kind"] == "fail" else "error"
+        e = ET.SubElement(tc, tag, message=f"{r['count']} failing rows in {r['runs']} run(s)",
+                          type=str(r["kind"]))
+        e.text = (f"cases: {r['cases']}; first seen {r['first_seen']} ({r['first_run']}), "
+                  f"last seen {r['last_seen']} ({r['last_run']})\n"
+                  f"minimal case: {r['minimal_case']} ({r['minimal_size']:g} elements"
+                  f"{', shrunk' if r['minimal_shrunk'] else ''})\nrepro: {r['repro']}")
 
 
 def write_junit(df: pd.DataFrame, path: str | Path, policy: str = DEFAULT_POLICY) -> Path:
@@ -72,6 +92,7 @@ def write_junit(df: pd.DataFrame, path: str | Path, policy: str = DEFAULT_POLICY
                     f"warn ({policy}): {r.get(f'reason_{policy}', '')}\n{_details(r)}")
         for k, v in counts.items():
             suite.set(k, str(v))
+    _signature_suite(root, df)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

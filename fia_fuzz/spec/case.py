@@ -131,6 +131,15 @@ class Case:
                 out[name] = np.asarray(out[name], dtype=NUMPY_DTYPES[dt])
         return out
 
+    def elements(self) -> int:
+        """Elements of every tensor of the call: what "smaller" means for a minimal case."""
+        total = 0
+        for spec in self.specs().values():
+            for t in spec if isinstance(spec, list) else [spec]:
+                shape = getattr(t, "shape", None)
+                total += int(np.prod(shape)) if shape is not None else 0
+        return total
+
     def value_dtype(self, name: str) -> str | None:
         """The dtype override of a value argument (None: the op's own form)."""
         return self.fills.get(name, {}).get(VALUE_DTYPE_KEY) if name in VALUE_ARGS else None

@@ -5,7 +5,10 @@ fault injected, so the campaign's plumbing can be tested without a device:
 `test-double-perturbed-cell` returns wrong outputs for one feature cell,
 `test-double-faulty` segfaults, hangs or raises on three others,
 `test-double-rare-bug` returns wrong outputs for one KV length in RARE_MODULUS
-(in every cell).
+(in every cell). `test-double-accepting` accepts every call, legal or not
+(the golden's unchecked route; zeros where that has no result), and
+`test-double-accepting-wrong` does the same with wrong outputs;
+`test-double-memory-hog` asks one cell for more memory than any cap allows.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from fia_fuzz.golden.lenient import Undefined, unchecked_golden
 from fia_fuzz.runners.base import register
 from fia_fuzz.runners.golden_runner import GoldenRunner
 from fia_fuzz.spec.call import CallView
@@ -105,6 +109,25 @@ class RareBugDouble(GoldenRunner):
         if rare_bug_fires(CallView(call).S2):  # off by 0.5 and by 2% (large fills too)
             out = (out.astype(np.float32) * 1.02 + 0.5).astype(out.dtype)
         return out, lse
+
+
+@register("test-double-accepting")
+class AcceptingDouble(GoldenRunner):
+    name = "test-double-accepting"
+    offset = 0.0
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            out, lse = unchecked_golden(**call, precision="device")
+        except Undefined:
+            return np.zeros((1, 1, 1), np.float16), np.zeros((1,), np.float32)
+        return (out.astype(np.float32) * (1 + self.offset) + self.offset).astype(out.dtype), lse
+
+
+@register("test-double-accepting-wrong")
+class AcceptingWrongDouble(AcceptingDouble):
+    name = "test-double-accepting-wrong"
+    offset = 0.5
 
 
 #: The cell whose calls the memory-hog double answers by allocating HOG_BYTES.

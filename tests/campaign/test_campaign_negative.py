@@ -1,8 +1,14 @@
 """--negative sends illegal cases and records how the backend answered (issue 9)."""
 
+import pytest
+import runner_doubles  # noqa: F401  (registers the test doubles)
+
+from fia_fuzz.campaign.accepted import ACCEPTED
 from fia_fuzz.cli import main
+from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.golden.lenient import Undefined, unchecked_golden
 from fia_fuzz.reports import read_results
-from fia_fuzz.spec import RULES
+from fia_fuzz.spec import RULES, Case, IllegalCall
 
 
 def test_negative_campaign_records_rejections_naming_the_rule(tmp_path) -> None:
@@ -22,6 +28,33 @@ def test_negative_campaign_flags_a_backend_that_silently_accepts(tmp_path) -> No
     assert main(["campaign", "--runner", "torch-math", "--negative", "--max-cases", "2",
                  "--out", str(out)]) == 0
     df = read_results(out)
-    assert len(df) == 2 and set(df["outcome"]) <= {"accepted", "rejected"}
-    accepted = df[df["outcome"] == "accepted"]
+    assert len(df) == 2 and set(df["outcome"]) <= {*ACCEPTED, "rejected"}
+    accepted = df[df["outcome"].isin(ACCEPTED)]
     assert (accepted["accepted_shapes"] != "").all()
+
+
+@pytest.mark.parametrize("runner, kinds", [
+    ("test-double-accepting", {"accepted-correct", "accepted-undefined"}),
+    ("test-double-accepting-wrong", {"accepted-wrong", "accepted-undefined"}),
+])
+def test_accepted_calls_are_judged_correct_wrong_or_undefined(tmp_path, runner, kinds) -> None:
+    out = tmp_path / "neg"
+    assert main(["campaign", "--runner", runner, "--negative", "--max-cases", "12",
+                 "--out", str(out)]) == 0
+    df = read_results(out)
+    assert set(df["outcome"]) == kinds
+    for _, r in df.iterrows():
+        case = Case.from_json(r["case_json"])
+        try:  # the lenient route decides; strict validation still refuses every one
+            unchecked_golden(**case.call())
+            defined = True
+        except Undefined:
+            defined = False
+        with pytest.raises(IllegalCall):
+            npu_fused_infer_attention_score(**case.call())
+        if not defined:
+            assert r["outcome"] == "accepted-undefined" and r["accepted_detail"]
+        elif r["outcome"] == "accepted-wrong":
+            assert r["verdict"] == "fail" and r["accepted_detail"]
+        else:
+            assert r["outcome"] == "accepted-correct" and r["verdict"] != "fail"

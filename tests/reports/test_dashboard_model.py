@@ -69,11 +69,14 @@ def test_page_and_junit_carry_the_worst_case(injected, tmp_path) -> None:
     assert page.index(injected.worst_case) < page.index("</table>")
     assert "id='worst'" in page and "perturbing-golden-double" in page
     xml = ET.parse(write_junit(injected.df, tmp_path / "j.xml")).getroot()
-    failures = {tc.get("name") for tc in xml.iter("testcase") if tc.find("failure") is not None}
+    failures = {tc.get("name") for tc in xml.iter("testcase") if tc.find("failure") is not None
+                and tc.get("classname") != "fia.signature"}
     assert failures == injected.perturbed
     suites = {s.get("name"): int(s.get("failures")) for s in xml.iter("testsuite")}
+    signatures = suites.pop("fia-fuzz.signatures")
     assert suites == {"fia-fuzz.golden": 0,
                       "fia-fuzz.perturbing-golden-double": len(injected.perturbed)}
+    assert 1 <= signatures <= len(injected.perturbed)  # the planted cell's distinct failures
 
 
 def test_junit_errors_and_skips(tmp_path) -> None:

@@ -1,0 +1,117 @@
+"""Failure signatures: one line per distinct bug instead of one row per failing case.
+
+A signature is the feature cell, the failure kind and the error's shape, read
+from a result row's metrics: the functional failure (shape, NaN, Inf/NaN on
+one side, an inexact invalid row), saturation (the worst element at the
+output dtype's extreme where the golden is not), `lse only` (attention_out
+passes, softmax_lse fails), or where attention_out's worst element sits among
+the query-row tiles (the A2 kernels tile query rows in blocks of 32/64/128,
+production-calls.md "Tile edges"): in the last partial tile (`tail`), on a
+tile's first or last row (`tile edge`), or elsewhere (`interior`). A runner
+error is signed by its message with the numbers taken out, a crash by how
+the worker died.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from fia_fuzz.diff.policies import DEFAULT_POLICY
+from fia_fuzz.spec.geometry import SEQ_AXIS
+
+#: Outcomes that are failures of the backend even without a verdict.
+FAILED_OUTCOMES = ("crashed", "timeout", "error")
+#: The feature axes of a signature's cell (the campaign's failing cell).
+CELL_AXES = ("layout", "q_dtype", "branch")
+#: The smallest query-row tile of the A2 kernels (SOUTER 32/64/128): every larger tile's
+#: edges are edges of these.
+ROW_TILE = 32
+#: The largest finite value of each output dtype (saturation).
+DTYPE_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+             "float32": 3.4028234663852886e38, "int8": 127.0}
+
+
+def failure_kind(row: Mapping[str, Any]) -> str | None:
+    """'fail', 'crashed', 'timeout' or 'error' for a failing row, None otherwise."""
+    if row.get("outcome") in FAILED_OUTCOMES:
+        return str(row["outcome"])
+    if row.get("verdict") == "fail":
+        return "fail"
+    return None
+
+
+def _num(row: Mapping[str, Any], key: str) -> float:
+    try:
+        v = float(row.get(key) or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if v != v else v
+
+
+def _functional(row: Mapping[str, Any]) -> str:
+    for prefix in ("out", "lse"):
+        if row.get(f"{prefix}_shape_mismatch") is True or \
+                str(row.get(f"{prefix}_shape_mismatch")) == "True":
+            return f"{prefix} shape"
+        if _num(row, f"{prefix}_nan_actual_only"):
+            return f"{prefix} NaN"
+        if _num(row, f"{prefix}_nonfinite_mismatch"):
+            return f"{prefix} Inf/NaN on one side"
+        if _num(row, f"{prefix}_invalid_mismatch"):
+            return f"{prefix} invalid row"
+    return ""
+
+
+def _saturated(row: Mapping[str, Any]) -> bool:
+    top = DTYPE_MAX.get(str(row.get("out_dtype")))
+    if top is None:
+        return False
+    actual, golden = abs(_num(row, "out_worst_actual")), abs(_num(row, "out_worst_golden"))
+    return actual >= top and golden < top
+
+
+def _where(row: Mapping[str, Any]) -> str:
+    """tail / tile edge / interior / one tile: the worst out element's query row."""
+    axis = SEQ_AXIS.get(str(row.get("out_layout") or row.get("layout")))
+    index = [int(i) for i in re.findall(r"-?\d+", str(row.get("out_worst_index") or ""))]
+    s1 = int(_num(row, "S1"))
+    if axis is None or axis >= len(index) or s1 <= ROW_TILE:
+        return "one tile"
+    r = index[axis]
+    if s1 % ROW_TILE and r >= s1 - s1 % ROW_TILE:
+        return "tail"
+    if r % ROW_TILE in (0, ROW_TILE - 1):
+        return "tile edge"
+    return "interior"
+
+
+def error_shape(row: Mapping[str, Any], policy: str = DEFAULT_POLICY) -> str:
+    """The shape of a failing row's error (see the module doc); '' for a passing row."""
+    kind = failure_kind(row)
+    if kind is None:
+        return ""
+    if kind == "error":
+        return "error: " + re.sub(r"\d+(\.\d+)?", "N", str(row.get("error", "")))[:80]
+    if kind == "crashed":
+        return "crashed: " + str(row.get("error", ""))[:80]
+    if kind == "timeout":
+        return "timeout"
+    functional = _functional(row)
+    if functional:
+        return functional
+    if row.get(f"out_verdict_{policy}") != "fail" and row.get(f"lse_verdict_{policy}") == "fail":
+        return "lse only"
+    if _saturated(row):
+        return "saturation"
+    return f"worst element: {_where(row)}"
+
+
+def signature(row: Mapping[str, Any], cell_axes: tuple[str, ...] = CELL_AXES) -> str:
+    """`layout/q_dtype/branch kind: error shape` of a failing row; '' for a passing row."""
+    kind = failure_kind(row)
+    if kind is None:
+        return ""
+    cell = "/".join(str(row.get(a)) for a in cell_axes)
+    return f"{cell} {kind}: {error_shape(row)}"
