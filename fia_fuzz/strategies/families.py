@@ -17,7 +17,6 @@ pick only families that can honour them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +27,7 @@ from fia_fuzz.spec.rulebook.nz import per_channel_shape as nz_scale_shape
 from fia_fuzz.spec.rulebook.prefix import COMBINED_PER_TOKEN_MODES, PER_TOKEN_MODES
 from fia_fuzz.spec.rulebook.tnd import HEAD_DIMS as TND_HEAD_DIMS
 from fia_fuzz.spec.rulebook.tnd import ROPE_HEAD_DIMS as TND_ROPE_HEAD_DIMS
-from fia_fuzz.strategies import fills, masks, paged, quant
+from fia_fuzz.strategies import masks, paged, quant
 from fia_fuzz.strategies.choices import Dead
 from fia_fuzz.strategies.draft import (
     Draft,
@@ -44,6 +43,7 @@ from fia_fuzz.strategies.draft import (
     shape,
     spec,
 )
+from fia_fuzz.strategies.tail import common_tail
 from fia_fuzz.strategies.workloads import OWN, workloads
 
 FLOAT = ("float16", "bfloat16")
@@ -110,23 +110,6 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
                   "plain": (False,), "empty": ("none",), "dv": ("equal",),
                   "sparse_mode": (0, 3, 4), "workload": OWN},
 }
-
-
-def _common_tail(dr: Draft, inner: tuple[int, ...], lse: tuple[bool, ...] = (False, True)
-                 ) -> None:
-    ch = dr.ch
-    if ch.pick("lse", lse):
-        dr.set("softmax_lse_flag", True)
-    ip = ch.pick("inner_precise", inner)
-    if ip != 1 or ch.coin():
-        dr.set("inner_precise", ip)
-    d_total = dr.d + (64 if "query_rope" in dr.params else 0)
-    dr.set("scale", ch.one((1.0 / math.sqrt(d_total), 1.0, 0.0625)))
-    dr.set("num_heads", dr.n)
-    if dr.kv_n != dr.n or ch.coin():
-        dr.set("num_key_value_heads", dr.kv_n)
-    dr.set("input_layout", dr.layout)
-    fills.qkv(dr)
 
 
 def _layout(dr: Draft, options: tuple[str, ...]) -> None:
@@ -305,7 +288,7 @@ def dense(dr: Draft) -> None:
         if ch.pick("sink", (False, True) if sink_ok else (False,)):
             dr.set("learnable_sink", spec((dr.n,), "float32"))
             dr.fills["learnable_sink"] = {"dist": "normal", "scale": ch.one((1.0, 4.0))}
-    _common_tail(dr, (1, 0) if dr.decode else (1, 0, 2, 3))
+    common_tail(dr, (1, 0) if dr.decode else (1, 0, 2, 3))
 
 
 def _batch_lo(dr: Draft) -> int:
@@ -440,7 +423,7 @@ def _antiquant_decode(dr: Draft) -> None:
         quant.separate_decode(dr, (km, vm), per_tensor, offset, block_num)
     masks.decode_sparse(dr)
     masks.pse(dr)
-    _common_tail(dr, (1, 0))
+    common_tail(dr, (1, 0))
 
 
 def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
@@ -477,7 +460,7 @@ def _antiquant_prefill(dr: Draft) -> None:
         quant.combined(dr, 0, ch.coin(), offset)
     masks.prefill_sparse(dr)
     masks.pse(dr)
-    _common_tail(dr, (1, 0, 2, 3))
+    common_tail(dr, (1, 0, 2, 3))
 
 
 # ---- full int8 quant ---------------------------------------------------------------------
@@ -500,7 +483,7 @@ def full_quant(dr: Draft) -> None:
     _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1, lo_len)
     masks.prefill_sparse(dr, (0, 1, 2, 4) if dr.int8_offset else (0, 1, 2, 3, 4))
     masks.pse(dr)
-    _common_tail(dr, (1, 0, 2, 3))
+    common_tail(dr, (1, 0, 2, 3))
 
 
 # ---- packed TND / NTD_TND ----------------------------------------------------------------
@@ -561,7 +544,7 @@ def packed(dr: Draft) -> None:
     if mode == 3:
         dr.set("sparse_mode", 3)
         masks.optimized_mask(dr)
-    _common_tail(dr, (1, 0, 2, 3))
+    common_tail(dr, (1, 0, 2, 3))
 
 
 def _cumulative(lens: list[int]) -> list[int]:
@@ -663,7 +646,7 @@ def mla(dr: Draft) -> None:
         else:
             masks.band(dr, ("default",))
     ch.pick("lse", (False,))
-    _common_tail(dr, (1, 0), lse=(False,))
+    common_tail(dr, (1, 0), lse=(False,))
 
 
 # ---- GQA antiquant over 5-D NZ caches ----------------------------------------------------
@@ -709,7 +692,7 @@ def gqa_nz(dr: Draft) -> None:
         masks.optimized_mask(dr)
     masks.band(dr, ("default",))
     ch.pick("pse", (False,))
-    _common_tail(dr, (1,))
+    common_tail(dr, (1,))
     dr.set("inner_precise", 1)
 
 
