@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,13 +25,13 @@ import numpy as np
 
 from fia_fuzz.spec import profiles
 from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND
+from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND, blocks_read, referenced_blocks
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined, Violation
 from fia_fuzz.spec.stored import STORED, stored_keys
 from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
-from fia_fuzz.spec.validate import check_view
-from fia_fuzz.spec.values import default_fill, materialise
+from fia_fuzz.spec.validate import check_view, output_specs
+from fia_fuzz.spec.values import default_fill, materialise, materialise_blocks
 
 #: dtype of the value-carrying arguments when passed as tensors (torch_npu schema).
 VALUE_TENSOR_DTYPES = {"block_table": np.int32, "query_padding_size": np.int64,
@@ -38,6 +39,11 @@ VALUE_TENSOR_DTYPES = {"block_table": np.int32, "query_padding_size": np.int64,
 #: A fills entry {"dtype": ...} for a value argument passes it as an array of that dtype
 #: instead (the wrong-dtype calls of dtype.block_table / dtype.int64_values).
 VALUE_DTYPE_KEY = "dtype"
+#: A paged cache's fill {"blocks": "referenced"} makes it lazy: only the blocks the table
+#: references for the actual KV lengths hold data (spec/geometry.py `referenced_blocks`).
+LAZY_KEY, LAZY = "blocks", "referenced"
+#: Paged caches that may be lazy.
+CACHE_ARGS = ("key", "value", "key_rope")
 SCHEMA_VERSION = 1
 
 
@@ -169,7 +175,10 @@ class Case:
                 arrays = [self._stored(k) for k in stored_keys(name, value)]
                 out[name] = arrays if isinstance(value, list) else arrays[0]
             elif name in TENSOR_ARGS:
-                if isinstance(value, list):
+                if data and self.lazy(name):
+                    out[name] = materialise_blocks(value, self.fill(name), self.seed, name,
+                                                   self.referenced_blocks())
+                elif isinstance(value, list):
                     out[name] = [tensor(name, s, i) for i, s in enumerate(value)]
                 else:
                     out[name] = tensor(name, value)
@@ -182,6 +191,31 @@ class Case:
             else:
                 out[name] = value
         return out
+
+    def lazy(self, name: str) -> bool:
+        """True for a paged cache materialised with data in its referenced blocks only."""
+        return name in CACHE_ARGS and self.params.get("block_table") is not None \
+            and self.fills.get(name, {}).get(LAZY_KEY) == LAZY \
+            and getattr(self.params[name], "strides", None) is None
+
+    def referenced_blocks(self) -> np.ndarray:
+        """Physical block ids the call reads (empty without a block table)."""
+        table = self.params.get("block_table")
+        if table is None:
+            return np.zeros(0, np.int64)
+        return referenced_blocks(table, self.view().act_kv, int(self.attr("block_size")))
+
+    def device_bytes(self) -> int:
+        """Device memory the call needs: every input's buffer (whole caches, views' buffers)
+        plus the outputs; a campaign compares it with what a device holds."""
+        total = sum(t.storage_nbytes for name, v in self.params.items()
+                    if name in TENSOR_ARGS and v is not None
+                    for t in (v if isinstance(v, list) else [v]))
+        try:
+            total += sum(t.nbytes for t in output_specs(self.view()))
+        except (Undetermined, KeyError, ValueError, TypeError):
+            pass
+        return total
 
     def _stored(self, key: str) -> np.ndarray:
         if key not in self.stored:
@@ -282,6 +316,8 @@ def case_features(case: Case) -> dict[str, Any]:
         "cache": _cache_form(case),
         "block_size": case.attr("block_size") if v.paged else 0,
         "block_edge": _block_edge(case, decode),
+        "cache_reach": _cache_reach(case),
+        "device_bytes": case.device_bytes(),
         **_table_features(case),
         "sparse_mode": case.attr("sparse_mode"),
         "band": _band(case),
@@ -319,7 +355,47 @@ def case_features(case: Case) -> dict[str, Any]:
         "logits": _logits(case),
     }
     feats["plain"] = _plain(case, feats)
+    feats["view"] = "strided" if any(getattr(t, "strides", None) is not None
+                                     for t in p.values()) else "contiguous"
+    feats["workload"] = _safe(lambda: _workload(case, v, feats), "none")
     return feats
+
+
+#: Production call patterns (production-calls.md); strategies/workloads.py draws them.
+WORKLOADS = ("none", "vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode",
+             "sliding_causal", "paged_decode_bsh", "paged_decode_bnsd", "sliding_band",
+             "mla_decode", "mla_mtp", "int8_kv_decode")
+
+
+def _workload(case: Case, v: CallView, f: dict[str, Any]) -> str:
+    """The production pattern a case is an instance of, "none" for other calls."""
+    if f["rope_d"] == "512":
+        if f["branch"] == "decode" and f["N"] in (16, 32, 64, 128) and f["paged"]:
+            return "mla_decode"
+        return "mla_mtp" if f["S1"] in (2, 3, 4) and f["sparse_mode"] == 3 else "none"
+    if f["rope"]:
+        return "none"
+    if f["branch"] == "decode" and f["kv_dtype"] == "int8" and f["antiquant"] != "none" \
+            and f["q_dtype"] in ("float16", "bfloat16"):
+        return "int8_kv_decode"
+    if f["layout"] == "TND" and f["cache"] == "BnBsH" and f["sparse_mode"] == 3:
+        q, kv, bs = v.act_q, v.act_kv, int(case.attr("block_size"))
+        if f["band"] == "small" and case.attr("next_tokens") == 0:
+            return "sliding_causal"
+        if all(x == 1 for x in q) and any(k > 1 for k in kv):
+            return "vllm_decode"
+        if q == kv:
+            return "vllm_prefill"
+        if all(k - x >= bs and (k - x) % bs == 0 for x, k in zip(q, kv, strict=False)):
+            return "vllm_prefix_hit"
+        return "vllm_chunked"
+    if f["cache"] != "BnBsH" or f["pse"] or f["post_quant"] or f["q_dtype"] != f["kv_dtype"]:
+        return "none"
+    if f["branch"] == "decode" and f["layout"] in ("BSH", "BNSD") and f["block_size"] == 128:
+        return f"paged_decode_{f['layout'].lower()}"
+    if f["sparse_mode"] == 4 and f["band"] == "small" and case.attr("next_tokens") == 0:
+        return "sliding_band"
+    return "none"
 
 
 def _dv(case: Case, v: CallView) -> int:
@@ -346,6 +422,17 @@ def _block_edge(case: Case, decode: bool | None) -> str:
     return "max" if bs == 512 else "min" if bs == smallest else "mid"
 
 
+def _cache_reach(case: Case) -> str:
+    """Element offset of the furthest referenced cache block: past 2^32, 2^31 or below
+    (the 32-bit offset edges of block id x block_size x KV_N x D)."""
+    blocks = _safe(case.referenced_blocks)
+    if blocks is None or not len(blocks):
+        return "near"
+    k = case.params["key"]
+    start = int(blocks[-1]) * math.prod(k.shape[1:])
+    return "2^32" if start >= 1 << 32 else "2^31" if start >= 1 << 31 else "near"
+
+
 def _table_features(case: Case) -> dict[str, bool]:
     """Which block-table irregularities a paged case carries (fia-semantics.md §2)."""
     table = case.params.get("block_table")
@@ -358,8 +445,7 @@ def _table_features(case: Case) -> dict[str, bool]:
     lens = lens * bsz if len(lens) == 1 else lens[:bsz]
     used: list[int] = []
     unused = False
-    for row, n_kv in zip(table, lens, strict=False):
-        need = -(-max(0, n_kv) // bs) if bs else 0
+    for row, need in zip(table, blocks_read(lens, bs), strict=False):
         used.extend(row[:need])
         unused = unused or len(row) > need
     block_num = k.shape[0] if hasattr(k, "shape") else 0

@@ -144,6 +144,13 @@ NOTES = """## Disagreements between the documents, and decisions
     tensor"). The code is followed: `output_specs`, the golden and the runners
     return (0,), and tests/runners/test_npu_meta_contract.py checks it against
     the wheels' meta functions.
+33. **Strided views.** V4's parameter table marks every input "×" in its
+    non-contiguous column (the aclnn interface reads dense tensors), yet engines
+    pass K/V (and query) views sliced from fused buffers to the torch_npu front
+    door (production-calls.md), and newer CANN added a contiguity check that
+    rejects some of them. A view is legal here when it is well formed
+    (`args.strides_sane`); runners pass it as a view, so a device that rejects
+    or misreads one shows it.
 
 ## Documented constraints without a rule
 

@@ -38,19 +38,44 @@ _BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "int8": 8, "uint8": 8, "b
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """Shape and dtype of a tensor, without its data.
+    """Shape and dtype of a tensor, without its data; optionally a strided view.
 
-    Construction never raises on odd values: an illegal dtype or shape is a
-    rule violation reported by `validate`, not a crash while describing.
+    `strides` (in elements) and `offset` describe a view into a larger buffer,
+    as engines pass K/V sliced from one fused cache; None is the contiguous
+    tensor. Construction never raises on odd values: an illegal dtype, shape or
+    stride is a rule violation reported by `validate`, not a crash while describing.
     """
 
     shape: tuple[int, ...]
     dtype: str
+    strides: tuple[int, ...] | None = None
+    offset: int = 0
 
     def __post_init__(self) -> None:
         shape = self.shape
         if isinstance(shape, (list, tuple)):
             object.__setattr__(self, "shape", tuple(shape))
+        if isinstance(self.strides, list):
+            object.__setattr__(self, "strides", tuple(self.strides))
+
+    @property
+    def storage_numel(self) -> int:
+        """Elements of the smallest buffer holding the view (offset included)."""
+        if self.strides is None:
+            return self.numel
+        if self.numel == 0:
+            return 0
+        return self.offset + 1 + sum((int(n) - 1) * int(s)
+                                     for n, s in zip(self.shape, self.strides, strict=False))
+
+    @property
+    def storage_nbytes(self) -> int:
+        """Bytes of that buffer: what the tensor occupies on a device."""
+        return (self.storage_numel * _BITS.get(self.dtype, 8) + 7) // 8
+
+    def contiguous(self) -> TensorSpec:
+        """The same shape and dtype without the view."""
+        return TensorSpec(self.shape, self.dtype)
 
     @property
     def ndim(self) -> int:
@@ -65,14 +90,22 @@ class TensorSpec:
         return (self.numel * _BITS.get(self.dtype, 8) + 7) // 8
 
     def to_dict(self) -> dict[str, Any]:
-        return {"shape": list(self.shape), "dtype": self.dtype}
+        """Contiguous specs keep their two keys, so their cases keep their ids."""
+        out: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype}
+        if self.strides is not None:
+            out["strides"] = list(self.strides)
+            out["offset"] = int(self.offset)
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TensorSpec:
-        return cls(tuple(d["shape"]), d["dtype"])
+        strides = d.get("strides")
+        return cls(tuple(d["shape"]), d["dtype"],
+                   None if strides is None else tuple(strides), int(d.get("offset", 0)))
 
     def __str__(self) -> str:
-        return f"{self.dtype}{list(self.shape)}"
+        view = "" if self.strides is None else f"@{list(self.strides)}+{self.offset}"
+        return f"{self.dtype}{list(self.shape)}{view}"
 
 
 def dtype_name(dtype: Any) -> str:

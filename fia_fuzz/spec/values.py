@@ -13,6 +13,7 @@ has unit variance and tails bounded at +-2*sqrt(3).
 from __future__ import annotations
 
 import math
+import mmap
 import zlib
 from typing import Any
 
@@ -33,9 +34,10 @@ FINFO_MAX = {"float16": 65504.0, "bfloat16": float(ml_dtypes.finfo(ml_dtypes.bfl
              "float32": float(np.finfo(np.float32).max)}
 
 
-def raw_bits(seed: int, name: str, index: int, n: int) -> np.ndarray:
-    """n raw uint64 words from the stream of (seed, tensor name, list index)."""
-    ss = np.random.SeedSequence([seed & 0xFFFFFFFFFFFFFFFF, zlib.crc32(name.encode()), index])
+def raw_bits(seed: int, name: str, index: int, n: int, block: int | None = None) -> np.ndarray:
+    """n raw uint64 words from the stream of (seed, tensor name, list index[, cache block])."""
+    words = [seed & 0xFFFFFFFFFFFFFFFF, zlib.crc32(name.encode()), index]
+    ss = np.random.SeedSequence(words if block is None else [*words, block])
     return np.asarray(np.random.PCG64(ss).random_raw(n), dtype=np.uint64)
 
 
@@ -167,11 +169,60 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype
 
 def materialise(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: str,
                 index: int = 0) -> np.ndarray:
-    """The array for one tensor argument, deterministic in (spec, fill, seed, name, index)."""
+    """The array for one tensor argument, deterministic in (spec, fill, seed, name, index).
+
+    A strided spec is a view into a fresh buffer holding the contiguous tensor's
+    values at the view's positions and poison (NaN, or the dtype's minimum)
+    everywhere else, so a reader that ignores the strides reads poison.
+    """
+    if spec.strides is None:
+        return _contiguous(spec, fill, seed, name, index)
+    values = _contiguous(spec.contiguous(), fill, seed, name, index)
+    buffer = np.full(spec.storage_numel, _poison(values.dtype), values.dtype)
+    item = values.dtype.itemsize
+    view = np.lib.stride_tricks.as_strided(
+        buffer[spec.offset:], values.shape, tuple(int(x) * item for x in spec.strides))
+    view[...] = values
+    return view
+
+
+def _poison(dtype: np.dtype) -> Any:
+    if dtype.kind == "f" or dtype == NUMPY_DTYPES["bfloat16"]:
+        return np.nan
+    if dtype.kind == "b":
+        return True
+    return ml_dtypes.iinfo(dtype).min if dtype == NUMPY_DTYPES["int4"] else np.iinfo(dtype).min
+
+
+def materialise_blocks(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: str,
+                       blocks: np.ndarray) -> np.ndarray:
+    """A lazy paged cache: `blocks` (axis 0) hold data, each from its own stream; the rest
+    are zero pages never written, so host memory follows the referenced blocks."""
+    out = _zero_pages(tuple(int(d) for d in spec.shape), NUMPY_DTYPES[spec.dtype])
+    one = TensorSpec(spec.shape[1:], spec.dtype)
+    for b in blocks:
+        out[int(b)] = _contiguous(one, fill, seed, name, 0, block=int(b))
+    return out
+
+
+def _zero_pages(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Zeros in an anonymous mapping without transparent huge pages: writing one block
+    commits 4 KiB pages, not a 2 MiB huge page per block touched."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes == 0:
+        return np.zeros(shape, dtype)
+    buf = mmap.mmap(-1, nbytes)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        buf.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(buf, dtype).reshape(shape)
+
+
+def _contiguous(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: str,
+                index: int, block: int | None = None) -> np.ndarray:
     fill = fill or default_fill(name, spec)
     shape = tuple(int(d) for d in spec.shape)
     n = math.prod(shape)
-    raw = raw_bits(seed, name, index, n)
+    raw = raw_bits(seed, name, index, n, block)
     dist = fill.get("dist")
     np_dtype = NUMPY_DTYPES[spec.dtype]
     if dist in MASK_DISTS:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from fia_fuzz.spec.case import WORKLOADS
+from fia_fuzz.spec.geometry import CACHE_FORMS
+
 BOOL = (False, True)
 
 AXES: dict[str, tuple[Any, ...]] = {
@@ -26,8 +29,9 @@ AXES: dict[str, tuple[Any, ...]] = {
     "dv": ("equal", "unequal"),
     "kv_list": BOOL,
     "paged": BOOL,
-    "cache": ("none", "BnBsH", "BnNBsD", "NZ"),
+    "cache": ("none", *CACHE_FORMS),
     "block_edge": ("none", "mid", "min", "max"),
+    "cache_reach": ("near", "2^31", "2^32"),
     "table_unused": BOOL,
     "table_spare": BOOL,
     "table_shuffled": BOOL,
@@ -68,4 +72,11 @@ AXES: dict[str, tuple[Any, ...]] = {
     "v_dist": ("normal", "uniform", "outlier", "const_rows", "large", "negative", "int"),
     "logits": ("mixed", "all_negative"),
     "plain": BOOL,
+    "view": ("contiguous", "strided"),
+    "workload": WORKLOADS,
 }
+
+#: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its
+#: caches never reach past 2^31 elements); a filter for one needs profile="nightly".
+LARGE_ONLY: frozenset[tuple[str, Any]] = frozenset({("cache_reach", "2^31"),
+                                                    ("cache_reach", "2^32")})

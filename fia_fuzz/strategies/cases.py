@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.case import CACHE_ARGS, LAZY, LAZY_KEY
 from fia_fuzz.spec.profiles import DEFAULT
 from fia_fuzz.spec.profiles import get as get_rules
 from fia_fuzz.strategies import device_a2
@@ -58,11 +59,16 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
     (ADAPTERS), its own families join, and a draw still illegal under it is Dead.
     """
     extra = DEVICE_FAMILIES.get(rules, {})
-    weights = {**FAMILY_WEIGHTS, **{f: w for f, (_, w) in extra.items()}}
+    weights = {**FAMILY_WEIGHTS, "workloads": prof.workload_weight,
+               **{f: w for f, (_, w) in extra.items()}}
     weighted = [f for f in families for _ in range(weights[f])]
     family = ch.one(weighted if len(families) > 1 else families)
     dr = Draft(prof=prof, ch=ch)
     (extra[family][0] if family in extra else FAMILIES[family])(dr)
+    if dr.lazy:
+        for name in CACHE_ARGS:
+            if name in dr.params:
+                dr.fills[name] = {**dr.fills.get(name, {}), LAZY_KEY: LAZY}
     ch.pad(MIN_PATH)
     case = Case(params=dr.params, fills=dr.fills, seed=ch.int(0, 2**32 - 1))
     if rules != DEFAULT:

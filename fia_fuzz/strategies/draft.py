@@ -25,6 +25,11 @@ class Profile:
     max_elements bounds the elements of query+key+value, max_scores the score
     matrix B*N*S1*S2, max_flops the 2*B*N*S1*S2*(D+Dv) of the two matmuls.
     long_seq is the longest query a "long prefill" (S1 > 2048) draw may have.
+    cache_reach lists (with repeats as weights) where a paged BnBsH/BnNBsD cache's
+    referenced blocks may sit: "near" the start, or past 2^31 / 2^32 elements in a
+    lazy cache whose host cost follows the referenced lengths (geometry.referenced_blocks).
+    workload_weight is the draw weight of the production patterns (strategies/
+    workloads.py) beside cases.FAMILY_WEIGHTS, whose weights sum to 10.
     """
 
     max_batch: int
@@ -34,15 +39,19 @@ class Profile:
     max_elements: int
     max_scores: int
     max_flops: int
+    cache_reach: tuple[str, ...] = ("near",)
+    workload_weight: int = 1
 
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(max_batch=4, max_heads=64, max_seq=256, long_seq=4096,
                      max_elements=1 << 19, max_scores=1 << 19, max_flops=1 << 28),
     "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384,
-                       max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33),
+                       max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
+                       cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=6),
     "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536,
-                      max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38),
+                      max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
+                      cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6),
 }
 
 
@@ -73,6 +82,7 @@ class Draft:
     int8_out: bool = False
     int8_offset: bool = False
     paged: bool = False
+    lazy: bool = False         # paged caches hold data in their referenced blocks only
     kv_list: bool = False
     padded: bool = False
 

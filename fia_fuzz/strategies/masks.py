@@ -94,7 +94,7 @@ def _wants_full_mask(dr: Draft) -> bool:
         or ch.pins.get("mask_fill") in FULL_FILLS
 
 
-def _wants_mask(dr: Draft) -> bool:
+def wants_mask(dr: Draft) -> bool:
     return not dr.ch.allows("mask", "none") or not dr.ch.allows("mask_shape", "none") or \
         not dr.ch.allows("mask_fill", "none")
 
@@ -110,10 +110,10 @@ def prefill_sparse(dr: Draft, modes: tuple[int, ...] = (0, 1, 2, 3, 4)) -> None:
     if mode:
         dr.set("sparse_mode", mode)
     if mode == 0:
-        if ch.pick("_mask_on", (True,) if _wants_mask(dr) else (False, True)):
+        if ch.pick("_mask_on", (True,) if wants_mask(dr) else (False, True)):
             full_mask(dr)
         else:
-            _no_mask(dr)
+            no_mask(dr)
     elif mode == 1:
         full_mask(dr)
     else:
@@ -122,7 +122,7 @@ def prefill_sparse(dr: Draft, modes: tuple[int, ...] = (0, 1, 2, 3, 4)) -> None:
          ("default", "small", "huge", "negative"))
 
 
-def _no_mask(dr: Draft) -> None:
+def no_mask(dr: Draft) -> None:
     for name, value in (("mask", "none"), ("mask_shape", "none"), ("mask_fill", "none"),
                         ("mask_oversized", False)):
         dr.ch.pick(name, (value,))
@@ -132,10 +132,10 @@ def decode_sparse(dr: Draft) -> None:
     """Decode without rope: sparse_mode, pre/next are ignored [V4 sparseMode]; masks allowed."""
     ch = dr.ch
     ch.pick("sparse_mode", (0,))
-    if ch.pick("_mask_on", (True,) if _wants_mask(dr) else (False, True)):
+    if ch.pick("_mask_on", (True,) if wants_mask(dr) else (False, True)):
         decode_mask(dr)
     else:
-        _no_mask(dr)
+        no_mask(dr)
     band(dr)
 
 

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import random
 
-from fia_fuzz.spec.geometry import cache_shape
+from fia_fuzz.spec.geometry import blocks_needed, cache_shape
 from fia_fuzz.strategies.draft import Draft, spec
 
+#: Caches read without a whole-cache layout change, so a lazy one stays cheap everywhere
+#: (an NZ cache is re-tiled whole by torch runners).
+LAZY_CACHES = ("BnBsH", "BnNBsD")
+#: Element offsets the referenced blocks of a far cache start past.
+REACH = {"2^31": 1 << 31, "2^32": 1 << 32}
 #: Budget multiple the largest block size may use (the edge where kernels break).
 EDGE_SLACK = 4
 
@@ -30,6 +35,7 @@ def wanted(dr: Draft) -> bool:
     """True when a filter needs paged KV (a cache layout, block edge or table feature)."""
     pins = dr.ch.pins
     return pins.get("cache", "none") != "none" or pins.get("block_edge", "none") != "none" \
+        or pins.get("cache_reach", "near") != "near" \
         or any(pins.get(k) for k in ("table_unused", "table_spare", "table_shuffled"))
 
 
@@ -56,21 +62,26 @@ def block_size(dr: Draft, sizes: tuple[int, ...]) -> int:
     return dr.ch.one(ok or (min(sizes),))
 
 
-def table(dr: Draft, block_size: int, kv_lens: list[int]) -> tuple[list[list[int]], int]:
+def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
+          ) -> tuple[list[list[int]], int]:
     """(block_table rows, block_num) for per-batch KV lengths.
 
     Width is the largest need plus 0-2 unused columns; the pool has 0-3 spare
     blocks; one drawn integer seeds the permutation (0 keeps the identity, so
-    shrinking goes to the contiguous table).
+    shrinking goes to the contiguous table). A far `reach` puts every
+    referenced block past 2^31 or 2^32 key-cache elements, below them a pool of
+    blocks nobody references (zero pages of a lazy cache).
     """
     ch = dr.ch
     pins = ch.pins
-    need = [-(-n // block_size) for n in kv_lens]
+    need = [blocks_needed(n, block_size) for n in kv_lens]
     width = max(1, max(need)) + ch.int(1 if pins.get("table_unused") else 0, 2)
     room = dr.prof.max_elements // max(1, block_size * dr.kv_n * (dr.d + dr.dv))
     spare_lo = 1 if pins.get("table_spare") else 0
-    block_num = max(1, sum(need)) + ch.int(spare_lo, max(spare_lo, min(3, room - sum(need))))
-    ids = list(range(block_num))
+    spare = ch.int(spare_lo, max(spare_lo, min(3, room - sum(need))))
+    first = 0 if reach == "near" else -(-REACH[reach] // (block_size * dr.kv_n * dr.d))
+    block_num = first + max(1, sum(need)) + spare
+    ids = list(range(first, block_num))
     shuffle = ch.int(1 if pins.get("table_shuffled") else 0, 1 << 16)
     if shuffle:
         random.Random(shuffle).shuffle(ids)
@@ -92,7 +103,10 @@ def page(dr: Draft, caches: tuple[str, ...], block_size: int, kv_lens: list[int]
     Sets block_table, block_size and S2 = table width * block size.
     """
     cache = dr.ch.pick("cache", caches)
-    rows, block_num = table(dr, block_size, kv_lens)
+    reach = dr.ch.pick("cache_reach", dr.prof.cache_reach if cache in LAZY_CACHES
+                       else ("near",))
+    dr.lazy = reach != "near"
+    rows, block_num = table(dr, block_size, kv_lens, reach)
     for name, dim in names:
         d = dim or (dr.dv if name == "value" else dr.d)
         dr.set(name, spec(cache_shape(cache, block_num, block_size, dr.kv_n, d, dr.kv_dtype),

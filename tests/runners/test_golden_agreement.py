@@ -25,6 +25,7 @@ FOCUS = {
     "antiquant_prefix_int8": {"prefix": True, "kv_dtype": "int8"},
     "antiquant_prefix_int4": {"prefix": True, "kv_dtype": "int32"},
     "gqa_nz": {"cache": "NZ", "rope": False},
+    "vllm_chunked_prefill": {"workload": "vllm_chunked"},
 }
 
 

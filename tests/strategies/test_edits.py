@@ -44,4 +44,6 @@ def test_grow_blocks_and_repage_keep_the_case_legal(case: Case) -> None:
     assert _legal(grown)
     compact = apply(case, repage(case))
     assert _legal(compact)
-    assert compact.params["key"].shape[0] <= case.params["key"].shape[0]
+    # one block per batch at least (a drawn table may share one block between empty batches)
+    assert compact.params["key"].shape[0] <= max(case.params["key"].shape[0],
+                                                 len(case.params["block_table"]))

@@ -97,6 +97,37 @@ def args_shape_sane(c: CallView) -> str | None:
     return "bad dimension(s): " + ", ".join(bad) if bad else None
 
 
+@rule("args.strides_sane", "a strided view has one non-negative stride per dimension, a "
+                          "non-negative offset, and no two elements at one address",
+      src("V4", "参数说明 (非连续Tensor)"))
+def args_strides_sane(c: CallView) -> str | None:
+    bad = []
+    for name in TENSOR_ARGS:
+        s = c.specs.get(name)
+        for t in s if isinstance(s, list) else [s]:
+            if t is None or t.strides is None:
+                continue
+            why = _view_problem(t.shape, t.strides, t.offset)
+            if why:
+                bad.append(f"{name} strides={list(t.strides)} offset={t.offset}: {why}")
+    return "; ".join(bad) or None
+
+
+def _view_problem(shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> str | None:
+    if len(strides) != len(shape):
+        return f"{len(strides)} strides for {len(shape)} dimensions"
+    if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0
+           for x in (*strides, offset)):
+        return "strides and offset must be non-negative ints"
+    reach = 1  # elements an inner dimension spans; the next stride must clear it
+    for n, st in sorted(((n, st) for n, st in zip(shape, strides, strict=True) if n > 1),
+                        key=lambda x: x[1]):
+        if st < reach:
+            return "elements overlap"
+        reach = st * n
+    return None
+
+
 @rule("args.values_integral", "value-carrying arguments hold int64 integers only",
       src("MS", "actual_seq_lengths (int64)"))
 def args_values_integral(c: CallView) -> str | None:
@@ -132,6 +163,12 @@ NEGATIVE: list[tuple[str, str, dict[str, Any]]] = [
     ("args.dtype_known", "prefill", {"query": T(2, 8, 4, 64, dtype="complex64")}),
     ("args.shape_sane", "prefill", {"query": T(2, 8, -4, 64)}),
     ("args.shape_sane", "prefill", {"key": TensorSpec((2, 2, 16.5, 64), "float16")}),
+    ("args.strides_sane", "strided", {"key": TensorSpec((2, 2, 16, 64), "float16",
+                                                        (2048, 64, 64, 1), 0)}),
+    ("args.strides_sane", "strided", {"value": TensorSpec((2, 2, 16, 64), "float16",
+                                                          (4096, 2048, 128), 0)}),
+    ("args.strides_sane", "strided", {"query": TensorSpec((2, 8, 4, 64), "float16",
+                                                          (3072, 256, 64, 1), -1)}),
     ("args.values_integral", "masked", {"actual_seq_lengths": [1, float("nan")]}),
     ("args.values_integral", "masked", {"actual_seq_lengths_kv": [10, 1 << 64]}),
     ("args.memory", "prefill", {"query": T(65536, 8, 4096, 64), "key": T(65536, 2, 16, 64),

@@ -62,6 +62,12 @@ BASES: dict[str, dict[str, Any]] = {
                          "block_table": [[0, 1], [2, 3]], "block_size": 128,
                          "actual_seq_lengths": [4, 10], "actual_seq_lengths_kv": [4, 6],
                          "sparse_mode": 3, "atten_mask": _t((2048, 2048), "bool")},
+    # BNSD prefill on views: query heads sliced from a fused qkv buffer, key and value the
+    # two halves of one fused KV buffer (B, 2, KV_N, S, D)
+    "strided": {"query": TensorSpec((2, 8, 4, 64), "float16", (3072, 256, 64, 1), 0),
+                "key": TensorSpec((2, 2, 16, 64), "float16", (4096, 1024, 64, 1), 0),
+                "value": TensorSpec((2, 2, 16, 64), "float16", (4096, 1024, 64, 1), 2048),
+                "num_heads": 8, "num_key_value_heads": 2, "input_layout": "BNSD"},
     # key/value tensor list, decode BSH
     "kvlist": {"query": _h(2, 1, 4 * 64), "key": [_h(1, 16, 128), _h(1, 24, 128)],
                "value": [_h(1, 16, 128), _h(1, 24, 128)], "num_heads": 4,

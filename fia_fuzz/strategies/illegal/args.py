@@ -6,6 +6,9 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
+import math
+
+from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, TensorSpec
@@ -38,6 +41,22 @@ def _shape_sane(draw: st.DrawFn, case: Case) -> Change:
     return {"query": TensorSpec((b, n, -draw(st.integers(1, 4)), d), dt)}
 
 
+def _overlapping_view(draw: st.DrawFn, case: Case) -> Change:
+    """query, key or value as a view with one stride below its contiguous value, from 0 up:
+    the view then spans fewer addresses than it has elements, so two of them share one."""
+    names = [n for n in ("query", "key", "value") if not case.lazy(n)
+             and isinstance(case.params.get(n), TensorSpec) and case.params[n].numel > 0]
+    name = draw(st.sampled_from(names))
+    t = case.params[name]
+    strides = [math.prod(t.shape[i + 1:]) for i in range(t.ndim)]
+    dims = [i for i in range(t.ndim) if t.shape[i] > 1]
+    if not dims:
+        reject()
+    i = draw(st.sampled_from(dims))
+    strides[i] = draw(st.integers(0, strides[i] - 1))
+    return {name: TensorSpec(t.shape, t.dtype, tuple(strides), 0)}
+
+
 def _values_integral(draw: st.DrawFn, case: Case) -> Change:
     s1 = bnsd(case)[2]
     return {"actual_seq_lengths": [draw(st.sampled_from([0.5, 1.5])) * min(s1, 2)]}
@@ -66,6 +85,7 @@ BREAKERS: dict[str, Breaker] = {
     "args.attr_type": Breaker(_attr_type, PLAIN_BNSD),
     "args.dtype_known": Breaker(_dtype_known, PLAIN_BNSD),
     "args.shape_sane": Breaker(_shape_sane, PLAIN_BNSD),
+    "args.strides_sane": Breaker(_overlapping_view, {"kv_list": False}),
     "args.values_integral": Breaker(_values_integral, {**PLAIN_BNSD, "branch": "prefill"}),
     "args.memory": Breaker(_memory, PLAIN_BNSD),
 }

@@ -1,0 +1,231 @@
+"""Production call patterns: the calls inference engines make, at production sizes.
+
+Evidence: ../shared/production-calls.md. vLLM-ascend routes prefill, chunked
+prefill, prefix-cache hits and decode through one TND call over a paged BnBsH
+cache with sparse_mode 3; older engines issue the classic paged decode (BSH or
+BNSD, block 128, ragged KV, an optional (B, S2)-shaped mask); sliding-window
+models add a band; DeepSeek decodes MLA (N = 128 / TP) and speculates with
+Q_S 2..4; int8 KV caches decode with antiquant. Heads come from the public
+model geometries split by the tensor-parallel degree, lengths are ragged and
+long (up to the profile's element budget, with kernel tile edges), and K/V (and
+the packed query) may be views sliced from one fused buffer. Every draw is
+legal by construction; `case.features()["workload"]` names the pattern
+(spec/case.py classifies any case, so a filter works as for every axis).
+"""
+
+from __future__ import annotations
+
+from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.strategies import masks, paged
+from fia_fuzz.strategies.choices import Chooser
+from fia_fuzz.strategies.draft import Draft, packed_shape, shape, spec
+from fia_fuzz.strategies.tail import common_tail
+
+#: Public model head geometries (N, KV_N, D) [production-calls.md, model table].
+MODELS = ((32, 32, 128), (32, 8, 128), (64, 8, 128), (128, 8, 128), (28, 4, 128),
+          (40, 8, 128), (64, 8, 128), (32, 4, 128), (64, 4, 128), (16, 2, 256), (32, 2, 128),
+          (16, 8, 256), (32, 32, 96), (128, 8, 64), (40, 40, 128))
+#: Tensor-parallel degrees: N and KV_N per device, KV heads replicated once TP > KV_N.
+TP = (1, 2, 4, 8, 16)
+#: Kernel tile sizes whose multiples (and one off them) exercise tail handling.
+TILES = (16, 32, 64, 128, 256, 512, 1024, 2048)
+VLLM = ("vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode", "sliding_causal")
+#: The patterns this family builds; MLA decode/MTP and int8 KV decode are the mla and
+#: antiquant families' draws, classified by spec/case.py.
+OWN = (*VLLM, "paged_decode_bsh", "paged_decode_bnsd", "sliding_band")
+
+
+def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int) -> tuple[int, int, int]:
+    """(N, KV_N, D) of a model split over a TP degree (N divisible, G <= 64) whose
+    128-token K/V block fits `budget` elements (the smallest split always does)."""
+    opts = []
+    for n, kv, d in MODELS:
+        if d not in dims:
+            continue
+        for tp in TP:
+            if n % tp:
+                continue
+            kv_n = max(1, kv // tp)
+            if (n // tp) % kv_n == 0 and n // tp // kv_n <= 64:
+                opts.append((n // tp, kv_n, d))
+    fit = [o for o in opts if 128 * o[1] * 2 * o[2] <= budget]
+    return ch.one(fit or [min(opts, key=lambda o: o[1] * o[2])])
+
+
+def edge_length(ch: Chooser, lo: int, hi: int) -> int:
+    """A length in [lo, hi]: free, the top, or a tile multiple and one below/above it."""
+    kind = ch.one(("free", "edge", "edge", "top"))
+    if kind == "top" or hi <= lo:
+        return hi
+    if kind == "free":
+        return ch.int(lo, hi)
+    tile = ch.one([t for t in TILES if t <= hi] or [hi])
+    x = tile * ch.int(1, max(1, hi // tile)) + ch.one((-1, 0, 1))
+    return min(hi, max(lo, x))
+
+
+def workloads(dr: Draft) -> None:
+    """One production pattern, drawn in the shape the engine issues it."""
+    ch = dr.ch
+    # the classic decode, where masks past one 512-key tile live, twice as often
+    kind = ch.pick("workload", (*OWN, "paged_decode_bsh", "paged_decode_bnsd"))
+    if kind in VLLM:
+        _vllm(dr, kind)
+    elif kind == "sliding_band":
+        _sliding_band(dr)
+    else:
+        _paged_decode(dr, "BSH" if kind == "paged_decode_bsh" else "BNSD")
+
+
+def _set_layout(dr: Draft, layout: str) -> None:
+    dr.layout = dr.q_layout = dr.out_layout = dr.ch.pick("layout", (layout,))
+
+
+def _kv_budget(dr: Draft, query_per_token: bool = False) -> int:
+    """KV tokens (all batches) the element budget holds (with a query row per key token
+    when the query may be as long as the KV)."""
+    per = dr.kv_n * (dr.d + dr.dv) + (dr.n * dr.d if query_per_token else 0)
+    return max(1, dr.prof.max_elements // per)
+
+
+def _batches(dr: Draft, block_size: int, hi: int) -> int:
+    """B up to `hi` with one block per request within the element budget; a quarter of
+    the draws serve one long request (a long context spanning many tiles)."""
+    if dr.ch.one((False, False, False, True)):
+        return 1
+    per = block_size * dr.kv_n * (dr.d + dr.dv)
+    return dr.ch.int(1, max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per)))
+
+
+def _fused_kv(dr: Draft) -> None:
+    """K/V as the two halves of one fused (block_num, block_size, 2, H) cache, as engines
+    slice them; not for lazy caches, whose data sit in referenced blocks only."""
+    if dr.lazy or dr.ch.pick("view", ("contiguous", "strided")) != "strided":
+        return
+    k = dr.params["key"]
+    bn, bs, h = k.shape
+    stride = (bs * 2 * h, 2 * h, 1)
+    dr.set("key", TensorSpec(k.shape, k.dtype, stride, 0))
+    dr.set("value", TensorSpec(k.shape, k.dtype, stride, h))
+
+
+def _vllm(dr: Draft, kind: str) -> None:
+    """TND bf16 query, paged BnBsH, sparse 3 with the 2048 mask, cumulative query lengths
+    and per-request KV lengths; act_q <= act_kv per request (docs/rules.md 4)."""
+    ch = dr.ch
+    dr.q_dtype = dr.kv_dtype = "bfloat16"
+    ch.pick("q_dtype", ("bfloat16",))
+    ch.pick("kv_dtype", ("bfloat16",))
+    ch.pick("branch", ("prefill",))
+    _set_layout(dr, "TND")
+    dr.n, dr.kv_n, dr.d = model_heads(ch, (128,), dr.prof.max_elements)
+    dr.dv = dr.d
+    fits = 512 * dr.kv_n * 2 * dr.d <= dr.prof.max_elements // 4
+    bs = ch.one((128, 128, 128, 512) if fits else (128,))
+    dr.b = _batches(dr, bs, 64)
+    room = max(1, _kv_budget(dr, kind != "vllm_decode") // dr.b)
+    kv_lens, q_lens = [], []
+    for _ in range(dr.b):
+        if kind == "vllm_prefix_hit":
+            cached = bs * ch.int(1, max(1, (room - 1) // bs))
+            new = edge_length(ch, 1, max(1, min(room - cached, 2048)))
+            kv_lens.append(cached + new)
+            q_lens.append(new)
+            continue
+        kv = edge_length(ch, 1, max(1, room))
+        kv_lens.append(kv)
+        q_lens.append({"vllm_decode": 1, "vllm_chunked": edge_length(ch, 1, kv)}.get(kind, kv))
+    if kind == "vllm_chunked" and q_lens == kv_lens:
+        q_lens[0] = max(1, kv_lens[0] - 1) if kv_lens[0] > 1 else 1
+        if q_lens == kv_lens:
+            kv_lens[0] += 1
+    # query rows x keys stay within the score budget
+    while sum(q * k for q, k in zip(q_lens, kv_lens, strict=True)) * dr.n \
+            > dr.prof.max_scores * 4 and max(kv_lens) > 1:
+        kv_lens = [max(1, k // 2) for k in kv_lens]
+        q_lens = [min(q, k) if kind != "vllm_decode" else 1 for q, k in zip(q_lens, kv_lens,
+                                                                            strict=True)]
+        if kind == "vllm_prefix_hit":
+            q_lens = [max(1, q) for q in q_lens]
+    dr.s1 = max(q_lens)
+    total, cum = 0, []
+    for q in q_lens:
+        total += q
+        cum.append(total)
+    dr.set("query", spec(packed_shape("TND", total, dr.n, dr.d), "bfloat16"))
+    if ch.pick("view", ("contiguous", "strided")) == "strided":
+        # the query heads of a fused (T, N + 2 KV_N, D) qkv projection
+        row = (dr.n + 2 * dr.kv_n) * dr.d
+        dr.set("query", TensorSpec((total, dr.n, dr.d), "bfloat16", (row, dr.d, 1), 0))
+    paged.page(dr, ("BnBsH",), bs, kv_lens)
+    _fused_kv(dr)
+    dr.set("actual_seq_lengths", cum)
+    dr.set("actual_seq_lengths_kv", kv_lens)
+    dr.kv_lens, dr.q_lens = kv_lens, q_lens
+    dr.set("sparse_mode", ch.pick("sparse_mode", (3,)))
+    masks.optimized_mask(dr)
+    if kind == "sliding_causal":
+        dr.set("pre_tokens", edge_length(ch, 1, max(1, max(kv_lens))))
+        dr.set("next_tokens", 0)
+    _tail(dr)
+
+
+def _paged_decode(dr: Draft, layout: str) -> None:
+    """S1 = 1 over a paged BnBsH cache (block 128), ragged per-request KV lengths, no mask
+    or a decode mask in one of its three documented shapes."""
+    ch = dr.ch
+    dt = ch.pick("q_dtype", ("float16", "bfloat16"))
+    dr.q_dtype = dr.kv_dtype = ch.pick("kv_dtype", (dt,))
+    dr.decode = True
+    ch.pick("branch", ("decode",))
+    _set_layout(dr, layout)
+    dr.n, dr.kv_n, dr.d = model_heads(ch, (64, 96, 128, 256), dr.prof.max_elements)
+    dr.dv = dr.d
+    dr.s1 = 1
+    dr.b = _batches(dr, 128, 256)
+    room = _kv_budget(dr) // dr.b
+    kv_lens = [edge_length(ch, 0 if ch.one((False,) * 15 + (True,)) else 1, max(1, room))
+               for _ in range(dr.b)]
+    dr.kv_lens = kv_lens
+    paged.page(dr, ("BnBsH",), 128, kv_lens)
+    _fused_kv(dr)
+    dr.set("query", spec(shape(layout, dr.b, dr.n, 1, dr.d), dt))
+    dr.set("actual_seq_lengths_kv", kv_lens)
+    if ch.pick("_mask_on", (True,) if masks.wants_mask(dr) else (False, True, True)):
+        masks.decode_mask(dr)
+    else:
+        masks.no_mask(dr)
+    _tail(dr)
+
+
+def _sliding_band(dr: Draft) -> None:
+    """Prefill chunk (BSH) over a paged cache with sparse 4: a sliding-window band
+    (pre_tokens = window, next_tokens = 0) and the 2048 mask."""
+    ch = dr.ch
+    dt = ch.pick("q_dtype", ("float16", "bfloat16"))
+    dr.q_dtype = dr.kv_dtype = ch.pick("kv_dtype", (dt,))
+    ch.pick("branch", ("prefill",))
+    _set_layout(dr, "BSH")
+    dr.n, dr.kv_n, dr.d = model_heads(ch, (64, 96, 128, 256), dr.prof.max_elements)
+    dr.dv = dr.d
+    bs = ch.one([x for x in (128, 256, 512)
+                 if x * dr.kv_n * 2 * dr.d <= dr.prof.max_elements] or [128])
+    dr.b = _batches(dr, bs, 8)
+    room = max(2, _kv_budget(dr, True) // dr.b)
+    s2 = edge_length(ch, 2, max(2, room))
+    dr.s1 = min(s2, edge_length(ch, 2, max(2, min(2048, dr.prof.max_scores // (dr.b * dr.n * s2)
+                                                   or 2))))
+    kv_lens = [s2] * dr.b
+    dr.kv_lens = kv_lens
+    paged.page(dr, ("BnBsH",), bs, kv_lens)
+    dr.set("query", spec(shape("BSH", dr.b, dr.n, dr.s1, dr.d), dt))
+    dr.set("actual_seq_lengths_kv", kv_lens)
+    dr.set("sparse_mode", ch.pick("sparse_mode", (4,)))
+    masks.optimized_mask(dr)
+    dr.set("pre_tokens", edge_length(ch, 1, s2))
+    dr.set("next_tokens", 0)
+    _tail(dr)
+
+
+def _tail(dr: Draft) -> None:
+    common_tail(dr, (1, 0) if dr.decode else (1, 0, 2, 3))

@@ -1,0 +1,88 @@
+"""Lazy paged caches: referenced blocks past 2^32 elements, cheap on the host, golden == SDPA."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from fia_fuzz.spec import Case, validate
+from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.strategies import cases
+
+pytest.importorskip("torch")
+
+BLOCK, H = 128, 128  # KV_N 1 x D 128: a block holds 2^14 elements
+FAR = (1 << 32) // (BLOCK * H)  # first block id whose start is 2^32 elements in
+
+
+def _far_case() -> Case:
+    """Decode BSH over a BnBsH cache of FAR + 4 blocks, 8 GiB each for key and value; two
+    batches reference blocks FAR.. only (one partly filled, shuffled)."""
+    cache = TensorSpec((FAR + 4, BLOCK, H), "bfloat16")
+    lazy = {"dist": "normal", "scale": 1.0, "blocks": "referenced"}
+    return Case(params={"query": TensorSpec((2, 1, 4 * H), "bfloat16"), "key": cache,
+                        "value": cache, "num_heads": 4, "num_key_value_heads": 1,
+                        "input_layout": "BSH", "block_table": [[FAR + 2, FAR, -1],
+                                                               [FAR + 3, FAR + 1, FAR]],
+                        "block_size": BLOCK, "actual_seq_lengths_kv": [200, 300]},
+                fills={"key": lazy, "value": dict(lazy)}, seed=5)
+
+
+def test_far_case_is_legal_and_reaches_past_2_32() -> None:
+    case = _far_case()
+    assert validate(**case.specs()) == []
+    f = case.features()
+    assert f["cache_reach"] == "2^32"
+    assert list(case.referenced_blocks()) == [FAR, FAR + 1, FAR + 2, FAR + 3]
+    assert f["device_bytes"] >= 2 * (FAR + 4) * BLOCK * H * 2
+
+
+def test_lazy_cache_holds_data_in_referenced_blocks_only() -> None:
+    case = _far_case()
+    key = case.call()["key"]
+    assert not key[[0, FAR // 2, FAR - 1]].any()  # zero pages (reading all would map them)
+    assert all(np.abs(key[b].astype(np.float32)).sum() > 0 for b in range(FAR, FAR + 4))
+    assert key[FAR:].tobytes() == Case.from_json(case.to_json()).call()["key"][FAR:].tobytes()
+
+
+_MEASURE = """
+import json, sys
+import numpy as np
+from fia_fuzz.spec import Case
+from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.runners import get_runner
+case = Case.from_json(sys.stdin.read())
+call = case.call()
+truth = npu_fused_infer_attention_score(**call, precision="fp64")[0]
+base = npu_fused_infer_attention_score(**call)[0]
+out = get_runner("torch-sdpa").run(call)[0]
+err = float(np.abs(np.asarray(out, np.float64) - truth).max())
+base_err = float(np.abs(np.asarray(base, np.float64) - truth).max())
+# peak RSS of this process image (VmHWM; ru_maxrss would carry the parent's over exec)
+hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM"))
+print(json.dumps({"rss": hwm * 1024,
+                  "err": err, "base_err": base_err, "top": float(np.abs(truth).max())}))
+"""
+
+
+def test_far_case_costs_under_1_gib_and_golden_agrees_with_torch_sdpa() -> None:
+    """In a fresh process (its peak RSS is the case's): materialise, golden, torch-sdpa."""
+    res = subprocess.run([sys.executable, "-c", _MEASURE], input=_far_case().to_json(),
+                         capture_output=True, text=True, check=True)
+    m = json.loads(res.stdout.strip().splitlines()[-1])
+    assert m["rss"] < 1 << 30, m
+    assert m["err"] <= 2 * m["base_err"] + 2.0 ** -7 * max(1.0, m["top"]), m
+
+
+@settings(max_examples=5, suppress_health_check=[HealthCheck.filter_too_much])
+@given(case=cases(profile="stress", cache_reach="2^32"))
+def test_stress_draws_reach_past_2_32_lazily(case: Case) -> None:
+    assert validate(**case.specs()) == []
+    assert case.lazy("key") and case.lazy("value")
+    k = case.params["key"]
+    assert int(case.referenced_blocks()[-1]) * int(np.prod(k.shape[1:])) >= 1 << 32

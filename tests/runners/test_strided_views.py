@@ -1,0 +1,92 @@
+"""Strided K/V/query views: JSON round trip, golden reads the view, torch-sdpa gets a view."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.runners import get_runner
+from fia_fuzz.runners.composition import kv as composition_kv
+from fia_fuzz.spec import Case, validate
+from fia_fuzz.spec.rulebook.bases import BASES
+from fia_fuzz.spec.tensors import TensorSpec
+
+pytest.importorskip("torch")
+
+H = 2 * 128  # KV_N x D of the paged case
+#: vLLM-style paged TND prefill whose key/value interleave per slot in one fused cache
+#: (num_blocks, block_size, 2, H): key at offset 0, value at offset H.
+PAGED = {"query": TensorSpec((10, 8, 128), "bfloat16", (3 * 8 * 128, 128, 1), 0),
+         "key": TensorSpec((4, 128, H), "bfloat16", (128 * 2 * H, 2 * H, 1), 0),
+         "value": TensorSpec((4, 128, H), "bfloat16", (128 * 2 * H, 2 * H, 1), H),
+         **{k: v for k, v in BASES["tnd_paged_causal"].items()
+            if k not in ("query", "key", "value")}}
+CASES = {"bnsd": Case(params=dict(BASES["strided"]), seed=11),
+         "paged_tnd": Case(params=PAGED, seed=12)}
+
+
+def _contiguous(case: Case) -> Case:
+    return Case(params={k: v.contiguous() if isinstance(v, TensorSpec) else v
+                        for k, v in case.params.items()}, fills=case.fills, seed=case.seed)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_strided_case_is_legal_and_round_trips_bit_identically(name: str) -> None:
+    case = CASES[name]
+    assert validate(**case.specs()) == []
+    again = Case.from_json(case.to_json())
+    assert again == case and again.case_id == case.case_id
+    assert again.case_id != _contiguous(case).case_id
+    a, b = case.call(), again.call()
+    for arg in ("query", "key", "value"):
+        assert not a[arg].flags.c_contiguous
+        assert a[arg].strides == b[arg].strides
+        assert a[arg].tobytes() == b[arg].tobytes()
+
+
+def test_contiguous_specs_keep_their_json_and_ids() -> None:
+    spec = TensorSpec((2, 3), "float16")
+    assert spec.to_dict() == {"shape": [2, 3], "dtype": "float16"}
+    case = _contiguous(CASES["bnsd"])
+    assert "strides" not in case.to_json()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_golden_reads_the_view_not_the_buffer(name: str) -> None:
+    """The view holds the contiguous case's values and NaN between them: the golden on the
+    view equals the golden on the contiguous case bit for bit."""
+    case = CASES[name]
+    on_view = npu_fused_infer_attention_score(**case.call())
+    on_dense = npu_fused_infer_attention_score(**_contiguous(case).call())
+    for x, y in zip(on_view, on_dense, strict=True):
+        assert np.array_equal(np.asarray(x, np.float64), np.asarray(y, np.float64),
+                              equal_nan=True)
+    assert np.isfinite(np.asarray(on_view[0], np.float64)).all()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_torch_sdpa_receives_a_view_and_agrees_with_the_golden(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    case = CASES[name]
+    received = []
+    real = composition_kv.to_torch
+
+    def recording_to_torch(a: np.ndarray, device: str = "cpu"):  # a spy on the plumbing
+        t = real(a, device)
+        received.append((a.shape, t))
+        return t
+
+    monkeypatch.setattr(composition_kv, "to_torch", recording_to_torch)
+    call = case.call()
+    out, _ = get_runner("torch-sdpa").run(call)
+    key = case.params["key"]
+    got = [t for shape, t in received if shape == key.shape]
+    assert got and not got[0].is_contiguous()
+    assert got[0].stride() == key.strides and got[0].storage_offset() == key.offset
+    truth = npu_fused_infer_attention_score(**call, precision="fp64")[0]
+    base = npu_fused_infer_attention_score(**call)[0]
+    err = np.abs(np.asarray(out, np.float64) - truth).max()
+    base_err = np.abs(np.asarray(base, np.float64) - truth).max()
+    assert np.isfinite(np.asarray(out, np.float64)).all()
+    assert err <= 2 * base_err + 2.0 ** -7 * max(1.0, float(np.abs(truth).max()))

@@ -1,0 +1,85 @@
+"""Production workloads: legal, shaped as the engines call, reached in the share issue 15 asks."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+from fia_fuzz.spec import Case, validate
+from fia_fuzz.strategies import cases
+from fia_fuzz.strategies.cases import build, families_for
+from fia_fuzz.strategies.choices import RandomChooser
+from fia_fuzz.strategies.draft import PROFILES
+from fia_fuzz.strategies.masks import DECODE_SHAPES
+from fia_fuzz.strategies.workloads import MODELS, OWN, TP
+
+
+def _walk(n: int, profile: str, seed: int = 7) -> list[Case]:
+    rng = random.Random(seed)
+    fams = families_for({})
+    return [build(RandomChooser(rng, {}), PROFILES[profile], fams, {}) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def nightly() -> list[Case]:
+    return _walk(1500, "nightly")
+
+
+def _split(n: int, kv: int, d: int) -> set[tuple[int, int, int]]:
+    return {(n // tp, max(1, kv // tp), d) for tp in TP if n % tp == 0}
+
+
+GEOMETRIES = set().union(*(_split(*m) for m in MODELS))
+
+
+@pytest.mark.parametrize("workload", OWN)
+def test_workload_draws_are_legal_production_calls(workload: str) -> None:
+    @settings(max_examples=8, database=None, phases=[Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(cases(profile="nightly", workload=workload))
+    def check(case: Case) -> None:
+        assert validate(**case.specs()) == []
+        f = case.features()
+        assert f["workload"] == workload and f["cache"] == "BnBsH"
+        assert (f["N"], f["KV_N"], f["D"]) in GEOMETRIES
+        v = case.view()
+        q, kv = v.act_q, v.act_kv
+        if workload == "vllm_prefill":
+            assert q == kv
+        elif workload == "vllm_decode":
+            assert set(q) == {1}
+        elif workload == "vllm_prefix_hit":
+            bs = case.attr("block_size")
+            assert all(k > x and (k - x) % bs == 0 for x, k in zip(q, kv, strict=True))
+        if workload.startswith("vllm") or workload == "sliding_causal":
+            assert f["layout"] == "TND" and f["sparse_mode"] == 3 and f["q_dtype"] == "bfloat16"
+        if workload.startswith("paged_decode"):
+            assert f["branch"] == "decode" and f["block_size"] == 128
+
+    check()
+
+
+def test_nightly_reaches_the_production_calls(nightly: list[Case]) -> None:
+    """Issue 15's bars on unfiltered nightly walks (the coverage command draws the same way)."""
+    feats = [c.features() for c in nightly]
+    n = len(feats)
+    tnd = sum(f["layout"] == "TND" and f["paged"] and f["sparse_mode"] == 3 and not f["rope"]
+              for f in feats)
+    masked = [f for f in feats if f["branch"] == "decode" and f["S2"] > 512
+              and f["mask"] != "none"]
+    assert tnd >= 0.01 * n
+    assert len(masked) >= 0.05 * n
+    assert set(DECODE_SHAPES) <= {f["mask_shape"] for f in masked}
+    assert max(f["S2"] for f in feats) >= 32768
+    assert {f["workload"] for f in feats} >= set(OWN)
+    assert Counter(f["view"] for f in feats)["strided"] > 0
+
+
+def test_smoke_keeps_workloads_a_small_share() -> None:
+    feats = [c.features() for c in _walk(600, "smoke")]
+    share = sum(f["workload"] in OWN for f in feats) / len(feats)
+    assert 0 < share < 0.2
+    assert max(f["S2"] for f in feats) <= 8192
