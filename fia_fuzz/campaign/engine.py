@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fia_fuzz.campaign.config import CampaignConfig
-from fia_fuzz.campaign.partition import PartitionJob, run_partition
+from fia_fuzz.campaign.partition import run_partition
 from fia_fuzz.campaign.progress import Progress
+from fia_fuzz.campaign.state import PartitionJob
 from fia_fuzz.runners import get_runner
 
 STATE = "state"

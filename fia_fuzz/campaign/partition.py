@@ -24,9 +24,6 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,33 +32,30 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hseed
 from hypothesis import strategies as hst
-from hypothesis.database import choices_from_bytes, choices_to_bytes
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import base_row, failure_kind, repro_command
 from fia_fuzz.campaign.execute import evaluate_task, negative_task
+from fia_fuzz.campaign.shrink import shrink_failures
+from fia_fuzz.campaign.state import (
+    Found,
+    PartitionJob,
+    PartitionState,
+    Report,
+    choices_from_hex,
+    choices_hex,
+    steered,
+    wind_down,
+)
 from fia_fuzz.diff.signature import signature
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
-from fia_fuzz.spec import Case
+from fia_fuzz.spec import Case, validate
 from fia_fuzz.strategies import cases, illegal_cases
-from fia_fuzz.strategies.cases import recorded_cases
-
-Report = Callable[[dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class Found:
-    """A failing case as drawn: its choice sequence through `recorded_cases(profile,
-    **filters)` and the seed mask of a steered draw (see `steered`), from which the shrink
-    replays and shrinks it; `choices` is None when unknown (an old bundle)."""
-
-    case: Case
-    choices: tuple[int, ...] | None = None
-    seed_xor: int = 0
+from fia_fuzz.strategies.cases import device_cases, recorded_cases
 
 
 class StopExploring(BaseException):
@@ -71,63 +65,6 @@ class StopExploring(BaseException):
 def derive_seed(*parts: object) -> int:
     """A seed for one (campaign seed, round / cell ...) tuple, the same on every machine."""
     return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:15], 16)
-
-
-@dataclass(frozen=True)
-class PartitionJob:
-    """What one worker process needs: the config, who it is, and the clock."""
-
-    cfg: CampaignConfig
-    run_id: str
-    attempt: int
-    worker: int
-    device: int | None
-    hard_end: float | None  # time.time() at which everything must be over
-    explore_end: float | None  # stop exploring here if a failure waits to be shrunk
-
-    @property
-    def count(self) -> int:
-        return self.cfg.shards * self.cfg.workers
-
-    @property
-    def index(self) -> int:
-        return self.cfg.shard * self.cfg.workers + self.worker
-
-    def owns(self, case_id: str) -> bool:
-        return int(case_id, 16) % self.count == self.index
-
-    @property
-    def stem(self) -> str:
-        c = self.cfg
-        return (f"{self.run_id}-s{c.shard}of{c.shards}-w{self.worker}of{c.workers}"
-                f"-a{self.attempt}")
-
-
-@dataclass
-class PartitionState:
-    job: PartitionJob
-    report: Report
-    writer: ResultWriter
-    worker: IsolatedWorker
-    ref: tuple[str, str]
-    meta: dict[str, Any]
-    done: set[str]
-    prior: pd.DataFrame
-    seen: set[str] = field(default_factory=set)
-    positions: int = 0
-    evaluated: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
-    verdicts: Counter[str] = field(default_factory=Counter)
-    failing: dict[tuple[Any, ...], Found] = field(default_factory=dict)
-    bundles: dict[tuple[Any, ...], int] = field(default_factory=dict)
-    last_mark: float = field(default_factory=time.perf_counter)
-
-    @property
-    def cfg(self) -> CampaignConfig:
-        return self.job.cfg
-
-    def time_left(self) -> float | None:
-        return None if self.job.hard_end is None else self.job.hard_end - time.time()
 
 
 def _timeout(st: PartitionState) -> tuple[float, bool]:
@@ -275,11 +212,6 @@ def stream_strategy(cfg: CampaignConfig) -> hst.SearchStrategy[Drawn]:
     return recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters)
 
 
-def wind_down(cfg: CampaignConfig) -> float:
-    """Seconds before the budget's end at which no new case starts (room to close files)."""
-    return min(0.025 * (cfg.budget_s or 0.0), 10.0)
-
-
 def _stop_exploring(st: PartitionState) -> bool:
     now = time.time()
     job = st.job
@@ -294,11 +226,13 @@ def _settings(cfg: CampaignConfig, phases: list[Phase]) -> settings:
 
 
 def _negative_cases(rules: str) -> Any:
-    """Calls the docs forbid; under a device profile also calls only it forbids, so the
-    rows tell `accepted (device profile)` apart from findings (execute.negative_task)."""
+    """Calls the docs forbid; under a device profile also calls only it forbids and calls
+    only it allows, so the rows tell `accepted (device profile)` apart from findings, and
+    show where the device contradicts its profile (execute.negative_task)."""
     if rules == "docs":
         return illegal_cases()
-    return hst.one_of(illegal_cases(), illegal_cases(rules=rules))
+    docs_illegal = device_cases(rules).filter(lambda c: bool(validate(**c.specs())))
+    return hst.one_of(illegal_cases(), illegal_cases(rules=rules), docs_illegal)
 
 
 def _stream_round(st: PartitionState, rnd: int) -> bool:
@@ -340,28 +274,6 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
     except StopExploring:
         return False
     return fresh[0] > 0  # no fresh case: the filtered space is exhausted
-
-
-def steered(case: Case, space: int) -> Case:
-    """The case with its data seed moved into this partition's private seed space."""
-    if not space:
-        return case
-    return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF,
-                rules=case.rules)
-
-
-def choices_hex(choices: tuple[int, ...]) -> str:
-    """A choice sequence as text for a row (Hypothesis's own serialisation, hex)."""
-    return choices_to_bytes(choices).hex()
-
-
-def choices_from_hex(text: str) -> tuple[int, ...] | None:
-    """The choice sequence of `choices_hex`, or None when it does not decode."""
-    try:
-        decoded = choices_from_bytes(bytes.fromhex(text))
-    except ValueError:
-        return None
-    return None if decoded is None else tuple(int(c) for c in decoded)  # type: ignore[arg-type]
 
 
 def _steer_round(st: PartitionState, k: int) -> bool:
@@ -420,8 +332,6 @@ def explore(st: PartitionState) -> None:
 
 def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
     """Run one partition to the end; returns its counts. Never raises for a case's fate."""
-    from fia_fuzz.campaign.shrink import shrink_failures
-
     cfg = job.cfg
     damaged: list[str] = []
     prior = recorded(Path(cfg.out), damaged)

@@ -31,7 +31,7 @@ from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.config import cell_of
 from fia_fuzz.campaign.evaluate import failure_kind, repro_command
 from fia_fuzz.campaign.execute import evaluate_task
-from fia_fuzz.campaign.partition import (
+from fia_fuzz.campaign.state import (
     Found,
     PartitionState,
     choices_hex,

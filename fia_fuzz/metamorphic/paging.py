@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fia_fuzz.spec.geometry import blocks_needed
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.spec.values import materialise
 
@@ -22,7 +23,7 @@ def block_table(lengths: list[int], block_size: int, order: np.ndarray | None,
     `order` permutes the physical block ids (None keeps them in logical order);
     `spare` extra blocks are allocated and never referenced.
     """
-    need = [-(-n // block_size) for n in lengths]
+    need = [blocks_needed(n, block_size) for n in lengths]
     width = max(need + [1]) + 1
     total = sum(need) + spare
     ids = np.arange(total) if order is None else np.asarray(order)

@@ -8,6 +8,7 @@ raising, so a campaign can record *why* a case was not run.
 from __future__ import annotations
 
 import importlib
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -37,12 +38,12 @@ class Runner(ABC):
         return {"runner": self.name}
 
 
+#: Set by the isolation worker (isolation.py) to the physical device index it bound.
+DEVICE_INDEX_ENV = "FIA_DEVICE_INDEX"
+
+
 def bound_device() -> str:
     """The physical device index the isolation worker bound this process to, or ""."""
-    import os
-
-    from fia_fuzz.runners.isolation import DEVICE_INDEX_ENV
-
     return os.environ.get(DEVICE_INDEX_ENV, "")
 
 

@@ -24,15 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.runners.base import RUNNERS, Runner, get_runner, runner_module
+from fia_fuzz.runners.base import DEVICE_INDEX_ENV, RUNNERS, Runner, get_runner, runner_module
 from fia_fuzz.spec import Case
 
 #: Environment variables that make one accelerator the only visible one (index 0).
 DEVICE_ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 #: Thread-pool sizes of the math libraries, read once when they load.
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-#: The physical device index a worker is bound to, for runners that want to log it.
-DEVICE_INDEX_ENV = "FIA_DEVICE_INDEX"
 OUTCOMES = ("ok", "error", "crashed", "timeout", "oom")
 
 

@@ -20,6 +20,7 @@ from fia_fuzz.spec.geometry import (
     CACHE_FORM_OF_RANK,
     LAYOUTS,
     PACKED_LAYOUTS,
+    blocks_needed,
     cache_dims,
     dims,
     lengths_of,
@@ -478,7 +479,7 @@ class CallView:
         bs = self.attr_int("block_size")
         if bs <= 0:
             raise Undetermined("block_size")
-        return max(-(-max(a, 0) // bs) for a in self.act_kv) if self.act_kv else 0
+        return max(blocks_needed(a, bs) for a in self.act_kv) if self.act_kv else 0
 
     @cached_property
     def out_dtype(self) -> str:

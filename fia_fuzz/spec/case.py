@@ -24,9 +24,8 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.spec import profiles
-from fia_fuzz.spec.blocks import needed, referenced_blocks
 from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND
+from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND, blocks_read, referenced_blocks
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined, Violation
 from fia_fuzz.spec.stored import STORED, stored_keys
@@ -41,7 +40,7 @@ VALUE_TENSOR_DTYPES = {"block_table": np.int32, "query_padding_size": np.int64,
 #: instead (the wrong-dtype calls of dtype.block_table / dtype.int64_values).
 VALUE_DTYPE_KEY = "dtype"
 #: A paged cache's fill {"blocks": "referenced"} makes it lazy: only the blocks the table
-#: references for the actual KV lengths hold data (spec/blocks.py).
+#: references for the actual KV lengths hold data (spec/geometry.py `referenced_blocks`).
 LAZY_KEY, LAZY = "blocks", "referenced"
 #: Paged caches that may be lazy.
 CACHE_ARGS = ("key", "value", "key_rope")
@@ -466,7 +465,7 @@ def _table_features(case: Case) -> dict[str, bool]:
     lens = lens * bsz if len(lens) == 1 else lens[:bsz]
     used: list[int] = []
     unused = False
-    for row, need in zip(table, needed(lens, bs), strict=False):
+    for row, need in zip(table, blocks_read(lens, bs), strict=False):
         used.extend(row[:need])
         unused = unused or len(row) > need
     block_num = k.shape[0] if hasattr(k, "shape") else 0

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fia_fuzz.spec.blocks import compact_table
-
 if TYPE_CHECKING:  # typing only: call.py itself reads its layouts from here
     from fia_fuzz.spec.call import CallView
 
@@ -278,6 +276,39 @@ def paged_bnsd(cache: np.ndarray, kv_heads: int, block_table: np.ndarray,
     return gather(cache_tokens(cache[used], kv_heads), local, lengths).transpose(0, 2, 1, 3)
 
 
+def blocks_needed(length: int, block_size: int) -> int:
+    """Table entries a batch of `length` KV tokens reads: ceil(length / block_size) [V4]."""
+    return -(-max(length, 0) // block_size)
+
+
+def blocks_read(lengths: Sequence[int], block_size: int) -> list[int]:
+    """Table entries each batch reads (`blocks_needed` per batch; none without a block size).
+
+    Only these blocks of a paged cache are ever read, so lazy caches hold data
+    in exactly them (values.materialise_blocks) and the golden gathers only them.
+    """
+    return [blocks_needed(int(n), block_size) if block_size else 0 for n in lengths]
+
+
+def referenced_blocks(block_table: Sequence[Sequence[int]] | np.ndarray,
+                      lengths: Sequence[int], block_size: int) -> np.ndarray:
+    """Sorted distinct physical block ids the call reads (int64)."""
+    rows = [np.asarray(row[:k], np.int64)
+            for row, k in zip(block_table, blocks_read(lengths, block_size), strict=False)]
+    return np.unique(np.concatenate(rows)) if rows else np.zeros(0, np.int64)
+
+
+def compact_table(block_table: np.ndarray, lengths: Sequence[int], block_size: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(referenced block ids, the table rewritten to index into them; unread entries 0)."""
+    used = referenced_blocks(block_table, lengths, block_size)
+    table = np.asarray(block_table, np.int64)
+    local = np.zeros(table.shape, np.int64)
+    for b, k in enumerate(blocks_read(lengths, block_size)):
+        local[b, :k] = np.searchsorted(used, table[b, :k])
+    return used, local
+
+
 def page(x: np.ndarray, lengths: Sequence[int], table: np.ndarray, block_size: int,
          filler: np.ndarray) -> np.ndarray:
     """BNSD KV (B, KV_N, S, D) written into a copy of the paged cache `filler`.
@@ -289,7 +320,7 @@ def page(x: np.ndarray, lengths: Sequence[int], table: np.ndarray, block_size: i
     _, kv_n, _, d = x.shape
     cache = filler.copy()
     for b, n in enumerate(lengths):
-        for j in range(-(-n // block_size)):
+        for j in range(blocks_needed(n, block_size)):
             lo, hi = j * block_size, min((j + 1) * block_size, n)
             blk = int(table[b, j])
             rows = x[b, :, lo:hi, :]  # (KV_N, rows, D)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from fia_fuzz.spec.case import WORKLOADS
+from fia_fuzz.spec.geometry import CACHE_FORMS
 
 BOOL = (False, True)
 
@@ -28,7 +29,7 @@ AXES: dict[str, tuple[Any, ...]] = {
     "dv": ("equal", "unequal"),
     "kv_list": BOOL,
     "paged": BOOL,
-    "cache": ("none", "BnBsH", "BnNBsD", "NZ"),
+    "cache": ("none", *CACHE_FORMS),
     "block_edge": ("none", "mid", "min", "max"),
     "cache_reach": ("near", "2^31", "2^32"),
     "table_unused": BOOL,

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from typing import Any
 
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.geometry import dense_shape, packed_shape
 from fia_fuzz.spec.rulebook.mla import MLA_HEADS
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import fills, masks
-from fia_fuzz.strategies.draft import Draft, packed_shape, shape, spec
+from fia_fuzz.strategies.draft import Draft, spec
 from fia_fuzz.strategies.families import _cumulative, _non_decreasing
 
 NAME = "atlas-a2"
@@ -92,9 +93,9 @@ def _dense(dr: Draft, layout: str, s1: int, s2: int) -> None:
     """query/key/value in a BSH/BSND/BNSD(-based) layout."""
     dr.layout, dr.q_layout = layout, layout.split("_")[0]
     dr.s1, dr.s2 = s1, s2
-    dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, s1, dr.d), dr.q_dtype))
-    dr.set("key", spec(shape(dr.q_layout, dr.b, dr.kv_n, s2, dr.d), dr.kv_dtype))
-    dr.set("value", spec(shape(dr.q_layout, dr.b, dr.kv_n, s2, dr.dv), dr.kv_dtype))
+    dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, s1, dr.d), dr.q_dtype))
+    dr.set("key", spec(dense_shape(dr.q_layout, dr.b, dr.kv_n, s2, dr.d), dr.kv_dtype))
+    dr.set("value", spec(dense_shape(dr.q_layout, dr.b, dr.kv_n, s2, dr.dv), dr.kv_dtype))
 
 
 def _float(dr: Draft) -> None:
@@ -134,8 +135,8 @@ def mla_unpaged(dr: Draft) -> None:
     s1 = ch.int(1, max(1, min(128, budget // (2 * dr.n))))
     s2 = ch.int(max(1, s1), max(s1, min(dr.prof.max_seq, budget // 4)))
     _dense(dr, ch.one(("BSH", "BSND", "BNSD")), s1, s2)
-    dr.set("query_rope", spec(shape(dr.q_layout, dr.b, dr.n, s1, MLA_ROPE_D), dr.q_dtype))
-    dr.set("key_rope", spec(shape(dr.q_layout, dr.b, 1, s2, MLA_ROPE_D), dr.kv_dtype))
+    dr.set("query_rope", spec(dense_shape(dr.q_layout, dr.b, dr.n, s1, MLA_ROPE_D), dr.q_dtype))
+    dr.set("key_rope", spec(dense_shape(dr.q_layout, dr.b, 1, s2, MLA_ROPE_D), dr.kv_dtype))
     mode = ch.one((0, 3, 4))
     if mode:
         dr.set("sparse_mode", mode)
@@ -268,7 +269,7 @@ def paged_blocks(dr: Draft) -> None:
     dr.layout = dr.q_layout = layout
     dr.s1, dr.s2 = s1, width * bs
     dr.decode = s1 == 1
-    dr.set("query", spec(shape(layout, dr.b, dr.n, s1, dr.d), dr.q_dtype))
+    dr.set("query", spec(dense_shape(layout, dr.b, dr.n, s1, dr.d), dr.q_dtype))
     cache = (sum(blocks), dr.kv_n, bs, dr.d) if layout == "BNSD" and ch.coin() \
         else (sum(blocks), bs, dr.kv_n * dr.d)
     dr.set("key", spec(cache, dr.kv_dtype))

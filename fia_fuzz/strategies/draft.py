@@ -27,7 +27,7 @@ class Profile:
     long_seq is the longest query a "long prefill" (S1 > 2048) draw may have.
     cache_reach lists (with repeats as weights) where a paged BnBsH/BnNBsD cache's
     referenced blocks may sit: "near" the start, or past 2^31 / 2^32 elements in a
-    lazy cache whose host cost follows the referenced lengths (spec/blocks.py).
+    lazy cache whose host cost follows the referenced lengths (geometry.referenced_blocks).
     workload_weight is the draw weight of the production patterns (strategies/
     workloads.py) beside cases.FAMILY_WEIGHTS, whose weights sum to 10.
     """

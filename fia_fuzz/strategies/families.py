@@ -17,13 +17,17 @@ pick only families that can honour them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
-from fia_fuzz.spec.rulebook.nz import NZ_BLOCK_SIZES, NZ_D, NZ_HEADS
+from fia_fuzz.spec.rulebook.antiquant import INT4_MODES
+from fia_fuzz.spec.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
+from fia_fuzz.spec.rulebook.nz import NZ_BLOCK_SIZES, NZ_D, NZ_HEADS, NZ_LAYOUTS
 from fia_fuzz.spec.rulebook.nz import per_channel_shape as nz_scale_shape
-from fia_fuzz.strategies import fills, masks, paged, quant
+from fia_fuzz.spec.rulebook.prefix import COMBINED_PER_TOKEN_MODES, PER_TOKEN_MODES
+from fia_fuzz.spec.rulebook.tnd import HEAD_DIMS as TND_HEAD_DIMS
+from fia_fuzz.spec.rulebook.tnd import ROPE_HEAD_DIMS as TND_ROPE_HEAD_DIMS
+from fia_fuzz.strategies import masks, paged, quant
 from fia_fuzz.strategies.choices import Dead
 from fia_fuzz.strategies.draft import (
     Draft,
@@ -39,11 +43,10 @@ from fia_fuzz.strategies.draft import (
     shape,
     spec,
 )
+from fia_fuzz.strategies.tail import common_tail
 from fia_fuzz.strategies.workloads import OWN, workloads
 
 FLOAT = ("float16", "bfloat16")
-#: GQA int8 antiquant over 5-D NZ caches [V4 GQA/MHA/MQA伪量化场景下key/value shape为五维].
-NZ_LAYOUTS = ("BSH", "BSND", "BNSD")
 GROUPS = (1, 2, 4, 8, 3, 5, 6, 16, 12, 32, 64)
 LENGTH_FORMS = ("absent", "one", "per_batch", "longer")
 #: Feature values an empty query or S2 = 0 case carries (it has no optional inputs).
@@ -112,23 +115,6 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
 for _name, _scope in FAMILY_SCOPE.items():
     if _name != "workloads":
         _scope["size_edge"] = ("free",)
-
-
-def _common_tail(dr: Draft, inner: tuple[int, ...], lse: tuple[bool, ...] = (False, True)
-                 ) -> None:
-    ch = dr.ch
-    if ch.pick("lse", lse):
-        dr.set("softmax_lse_flag", True)
-    ip = ch.pick("inner_precise", inner)
-    if ip != 1 or ch.coin():
-        dr.set("inner_precise", ip)
-    d_total = dr.d + (64 if "query_rope" in dr.params else 0)
-    dr.set("scale", ch.one((1.0 / math.sqrt(d_total), 1.0, 0.0625)))
-    dr.set("num_heads", dr.n)
-    if dr.kv_n != dr.n or ch.coin():
-        dr.set("num_key_value_heads", dr.kv_n)
-    dr.set("input_layout", dr.layout)
-    fills.qkv(dr)
 
 
 def _layout(dr: Draft, options: tuple[str, ...]) -> None:
@@ -307,7 +293,7 @@ def dense(dr: Draft) -> None:
         if ch.pick("sink", (False, True) if sink_ok else (False,)):
             dr.set("learnable_sink", spec((dr.n,), "float32"))
             dr.fills["learnable_sink"] = {"dist": "normal", "scale": ch.one((1.0, 4.0))}
-    _common_tail(dr, (1, 0) if dr.decode else (1, 0, 2, 3))
+    common_tail(dr, (1, 0) if dr.decode else (1, 0, 2, 3))
 
 
 def _batch_lo(dr: Draft) -> int:
@@ -360,11 +346,23 @@ def antiquant(dr: Draft) -> None:
         _antiquant_prefill(dr)
 
 
-#: Antiquant forms whose scales do not depend on the token position: the only ones a
-#: shared prefix may take (prefix.per_token_antiquant).
-POSITION_FREE_FORMS = ("separate:0/0", "combined:0", "separate:2/2")
-#: int4 (true or int32-packed) KV: separate params, these modes [V4 §AntiQuant].
-INT4_ANTIQUANT = ("separate:0/0", "separate:1/1", "separate:3/3", "separate:0/1")
+#: Antiquant forms of decode: separate (key/value modes) and combined (antiquant_mode).
+ANTIQUANT_DECODE_FORMS = ("separate:0/0", "combined:0", "separate:1/1", "combined:1",
+                          "separate:2/2", "separate:3/3", "separate:4/4", "separate:5/5",
+                          "separate:0/1")
+
+
+def _position_free(form: str) -> bool:
+    """Scales that do not depend on the token position: no per-token mode."""
+    kind, modes = form.split(":")
+    per_token = PER_TOKEN_MODES if kind == "separate" else COMBINED_PER_TOKEN_MODES
+    return not any(int(m) in per_token for m in modes.split("/"))
+
+
+#: The only antiquant forms a shared prefix may take (prefix.per_token_antiquant).
+POSITION_FREE_FORMS = tuple(f for f in ANTIQUANT_DECODE_FORMS if _position_free(f))
+#: int4 (true or int32-packed) KV: separate params, these modes (antiquant.int4_modes).
+INT4_ANTIQUANT = tuple(f"separate:{k}/{v}" for k, v in INT4_MODES)
 INT4_FORMS = ("int4", "int32")
 
 
@@ -380,8 +378,7 @@ def _pinned_forms(dr: Draft, forms: tuple[str, ...]) -> tuple[str, ...]:
 
 def _antiquant_decode(dr: Draft) -> None:
     ch = dr.ch
-    forms = ("separate:0/0", "combined:0", "separate:1/1", "combined:1", "separate:2/2",
-             "separate:3/3", "separate:4/4", "separate:5/5", "separate:0/1")
+    forms = ANTIQUANT_DECODE_FORMS
     form = ch.pick("antiquant", _pinned_forms(dr, forms))
     int4_ok = form in INT4_ANTIQUANT
     # paged caches take no int4 behind a float query [V4 §PagedAttention]
@@ -431,7 +428,7 @@ def _antiquant_decode(dr: Draft) -> None:
         quant.separate_decode(dr, (km, vm), per_tensor, offset, block_num)
     masks.decode_sparse(dr)
     masks.pse(dr)
-    _common_tail(dr, (1, 0))
+    common_tail(dr, (1, 0))
 
 
 def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
@@ -468,7 +465,7 @@ def _antiquant_prefill(dr: Draft) -> None:
         quant.combined(dr, 0, ch.coin(), offset)
     masks.prefill_sparse(dr)
     masks.pse(dr)
-    _common_tail(dr, (1, 0, 2, 3))
+    common_tail(dr, (1, 0, 2, 3))
 
 
 # ---- full int8 quant ---------------------------------------------------------------------
@@ -491,7 +488,7 @@ def full_quant(dr: Draft) -> None:
     _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1, lo_len)
     masks.prefill_sparse(dr, (0, 1, 2, 4) if dr.int8_offset else (0, 1, 2, 3, 4))
     masks.pse(dr)
-    _common_tail(dr, (1, 0, 2, 3))
+    common_tail(dr, (1, 0, 2, 3))
 
 
 # ---- packed TND / NTD_TND ----------------------------------------------------------------
@@ -503,12 +500,7 @@ def packed(dr: Draft) -> None:
     ch.pick("branch", ("prefill",))
     rope = ch.pick("rope_d", ("none", "128")) == "128"
     _layout(dr, ("TND", "NTD_TND"))
-    if rope:
-        dims = ((128, 128),)
-    elif dr.layout == "TND":
-        dims = ((128, 128), (192, 128), (192, 192))
-    else:
-        dims = ((128, 128), (192, 128))
+    dims = TND_ROPE_HEAD_DIMS if rope else TND_HEAD_DIMS[dr.layout]
     want = ch.pins.get("dv")
     dims = tuple(x for x in dims if want is None or (want == "equal") == (x[0] == x[1]))
     dr.d, dr.dv = ch.pick("_dims", dims)
@@ -557,7 +549,7 @@ def packed(dr: Draft) -> None:
     if mode == 3:
         dr.set("sparse_mode", 3)
         masks.optimized_mask(dr)
-    _common_tail(dr, (1, 0, 2, 3))
+    common_tail(dr, (1, 0, 2, 3))
 
 
 def _cumulative(lens: list[int]) -> list[int]:
@@ -579,8 +571,6 @@ def _non_decreasing(lens: list[int]) -> list[int]:
 
 
 # ---- MLA, query D 512 --------------------------------------------------------------------
-MLA_HEADS = (1, 2, 4, 8, 16, 32, 64, 128)
-MLA_TND_HEADS = (32, 64, 128)
 #: MLA full quant: int8 q/k/v in 5-D NZ caches, bf16 rope; not BNSD with NZ, not TND
 #: [TNPU v2 query d=512 全量化; V4 §TND (不支持...全量化)].
 MLA_FULL_QUANT_LAYOUTS = ("BSH", "BSND", "BSND_NBSD", "BSH_NBSD")
@@ -661,7 +651,7 @@ def mla(dr: Draft) -> None:
         else:
             masks.band(dr, ("default",))
     ch.pick("lse", (False,))
-    _common_tail(dr, (1, 0), lse=(False,))
+    common_tail(dr, (1, 0), lse=(False,))
 
 
 # ---- GQA antiquant over 5-D NZ caches ----------------------------------------------------
@@ -707,7 +697,7 @@ def gqa_nz(dr: Draft) -> None:
         masks.optimized_mask(dr)
     masks.band(dr, ("default",))
     ch.pick("pse", (False,))
-    _common_tail(dr, (1,))
+    common_tail(dr, (1,))
     dr.set("inner_precise", 1)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from fia_fuzz.spec.geometry import cache_shape
+from fia_fuzz.spec.geometry import blocks_needed, cache_shape
 from fia_fuzz.strategies.draft import Draft, spec
 
 #: Caches read without a whole-cache layout change, so a lazy one stays cheap everywhere
@@ -74,7 +74,7 @@ def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
     """
     ch = dr.ch
     pins = ch.pins
-    need = [-(-n // block_size) for n in kv_lens]
+    need = [blocks_needed(n, block_size) for n in kv_lens]
     width = max(1, max(need)) + ch.int(1 if pins.get("table_unused") else 0, 2)
     room = dr.prof.max_elements // max(1, block_size * dr.kv_n * (dr.d + dr.dv))
     spare_lo = 1 if pins.get("table_spare") else 0

@@ -20,6 +20,7 @@ from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Draft, packed_shape, shape, spec
+from fia_fuzz.strategies.tail import common_tail
 
 #: Public model head geometries (N, KV_N, D) [production-calls.md, model table].
 MODELS = ((32, 32, 128), (32, 8, 128), (64, 8, 128), (128, 8, 128), (28, 4, 128),
@@ -240,6 +241,4 @@ def _sliding_band(dr: Draft) -> None:
 
 
 def _tail(dr: Draft) -> None:
-    from fia_fuzz.strategies.families import _common_tail  # families registers this module
-
-    _common_tail(dr, (1, 0) if dr.decode else (1, 0, 2, 3))
+    common_tail(dr, (1, 0) if dr.decode else (1, 0, 2, 3))

@@ -310,3 +310,57 @@ def test_wrong_output_shape_is_a_failure_not_a_crash() -> None:
     layout = [r for r in rows if r["relation"] == "layout"]
     assert layout and all(r["outcome"] == "fail" for r in layout), layout
     assert "one frame" in layout[0]["detail"]
+
+
+class MaskBatchDouble(_Double):
+    """TEST DOUBLE: reads batch 0's slice of a batched 4-D atten_mask for every batch."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        mask = call.get("atten_mask")
+        if mask is not None and np.ndim(mask) == 4 and np.shape(mask)[0] > 1:
+            call["atten_mask"] = np.ascontiguousarray(np.asarray(mask)[:1])
+        return call
+
+
+class MaskPast512Double(_Double):
+    """TEST DOUBLE: ignores the mask past the first 512 keys (those keys stay visible)."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        mask = call.get("atten_mask")
+        if mask is not None and np.shape(mask)[-1] > 512:
+            mask = np.array(mask)
+            mask[..., 512:] = False
+            call["atten_mask"] = mask
+        return call
+
+
+class KeyPastLengthDouble(_Double):
+    """TEST DOUBLE: reads one key past each actual KV length (an off-by-one tail)."""
+
+    def rewrite(self, call: dict[str, Any]) -> dict[str, Any]:
+        if call.get("actual_seq_lengths_kv") is not None:
+            s2 = CallView(call).S2
+            call["actual_seq_lengths_kv"] = [min(int(a) + 1, s2)
+                                             for a in call["actual_seq_lengths_kv"]]
+        return call
+
+
+def test_mask_shape_relation_catches_a_mask_read_from_batch_zero() -> None:
+    case = make_case("BNSD", atten_mask=bool_mask(2, 1, 8, 40))
+    assert _outcomes(check_relations(case, MaskBatchDouble(), ["mask_shape"])) == {
+        "B,S1,S2": "fail"}
+
+
+def test_mask_vs_lengths_catches_a_mask_ignored_past_512_keys() -> None:
+    long = make_case("BNSD", s1=4, s2=600, actual_seq_lengths_kv=[530, 580])
+    got = _outcomes(check_relations(long, MaskPast512Double(), ["mask_vs_lengths"]))
+    assert got == {"lengths->mask": "fail"}
+    short = make_case("BNSD", s1=4, s2=500, actual_seq_lengths_kv=[300, 450])
+    got = _outcomes(check_relations(short, MaskPast512Double(), ["mask_vs_lengths"]))
+    assert got == {"lengths->mask": "pass"}  # the bug needs keys past 512 to show
+
+
+def test_kv_tail_relation_catches_a_read_past_the_length() -> None:
+    case = make_case("BNSD", actual_seq_lengths_kv=[30, 17])
+    got = _outcomes(check_relations(case, KeyPastLengthDouble(), ["kv_tail"]))
+    assert got == {"changed-tail": "fail"}

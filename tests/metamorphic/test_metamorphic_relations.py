@@ -25,11 +25,13 @@ from .sources import SOURCES
 #: KV tiles (lse differs by ~2 float32 ulps) and decode_row changes the matmul shapes.
 #: sink_column is exact because every source fits one golden KV tile (512 columns).
 GOLDEN_EXACT = {"layout", "gqa_repeat", "paged", "kv_list", "prefix", "sparse_mask",
-                "sink_column", "v1_v2", "run_twice", "batch_perm"}
+                "sink_column", "v1_v2", "run_twice", "batch_perm", "mask_shape",
+                "mask_vs_lengths", "kv_tail"}
 RUNNERS = ["golden"] + (["torch-sdpa"] if importlib.util.find_spec("torch") else [])
 #: The relations issue 10 asks for, by catalogue name.
 REQUIRED = {"layout", "gqa_repeat", "paged", "kv_list", "padding", "prefix", "sparse_mask",
-            "decode_row", "sink_column", "v1_v2", "eager_graph", "run_twice", "batch_perm"}
+            "decode_row", "sink_column", "v1_v2", "eager_graph", "run_twice", "batch_perm",
+            "mask_shape", "mask_vs_lengths", "kv_tail"}  # issues 10 and 17
 
 
 def test_catalogue_covers_the_issue() -> None:

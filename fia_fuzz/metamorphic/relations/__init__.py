@@ -12,4 +12,5 @@ from fia_fuzz.metamorphic.relations import (  # noqa: F401, I001  (registration;
     sinks,
     api,
     batch,
+    lengths,
 )

@@ -20,7 +20,7 @@ from fia_fuzz.metamorphic.catalogue import (
 )
 from fia_fuzz.metamorphic.equality import Tolerance
 from fia_fuzz.spec import Case
-from fia_fuzz.spec.geometry import from_bnsd, to_bnsd
+from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, from_bnsd, to_bnsd
 
 GQA_TOLERANCE = Tolerance(2, "the kernel may tile the G query heads of a group together and "
                              "pick its S2 tiles by G, which reorders the fp32 softmax and P·V "
@@ -78,10 +78,6 @@ def repeat_heads(x: np.ndarray, form: str, layout: str, kv_n: int, r: int) -> np
     return np.ascontiguousarray(np.repeat(x, r, axis=1))
 
 
-def cache_form(x: np.ndarray) -> str:
-    return {3: "BnBsH", 4: "BnNBsD", 5: "NZ"}[x.ndim]
-
-
 @relation("gqa_repeat", "GQA equals MHA (or a smaller G) with each KV head repeated",
           "V4 参数说明 numKeyValueHeads; fia-semantics.md §5 (GQA)",
           (GQA_TOLERANCE,))
@@ -103,7 +99,7 @@ def gqa_repeat(case: Case, call: Call) -> list[Partner]:
             if isinstance(x, list):
                 new[name] = [repeat_heads(e, "dense", v.in_layout, kv_n, r) for e in x]
             else:
-                form = cache_form(x) if paged else "dense"
+                form = CACHE_FORM_OF_RANK[x.ndim] if paged else "dense"
                 new[name] = repeat_heads(x, form, v.in_layout, kv_n, r)
         for name, mode_attr in ANTIQUANT.items():
             if call.get(name) is not None:

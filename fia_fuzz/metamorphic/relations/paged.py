@@ -29,6 +29,7 @@ from fia_fuzz.spec import Case
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.geometry import (
     CACHE_FORMS,
+    blocks_needed,
     cache_shape,
     cumulative,
     from_bnsd,
@@ -91,7 +92,7 @@ def _paged(case: Case, call: Call, view: CallView, kv: dict[str, np.ndarray],
     for bs, shuffled, form in plans:
         if form == "NZ" and not all(_nz_ok(x) for x in kv.values()):
             continue
-        need = sum(-(-n // bs) for n in act_kv) + 2
+        need = sum(blocks_needed(n, bs) for n in act_kv) + 2
         order = permutation(case.seed, f"paged.{bs}", need) if shuffled else None
         table, blocks = block_table(act_kv, bs, order)
         new = dict(call, block_table=table, block_size=bs, actual_seq_lengths_kv=act_kv)

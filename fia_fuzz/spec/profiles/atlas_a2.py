@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.geometry import LAYOUTS
-from fia_fuzz.spec.profiles import Profile, register
+from fia_fuzz.spec.profiles.profile import Profile, register
 from fia_fuzz.spec.rulebook.mask import OPTIMIZED_SHAPES, sparse_applies
 from fia_fuzz.spec.rulebook.mla import MLA_HEADS
 from fia_fuzz.spec.rulebook.paged import BLOCK_SIZE_MAX

@@ -19,6 +19,8 @@ INT_KV = ("int8", "int4", "int32")
 ALL_PARAMS = ("antiquant_scale", "antiquant_offset", "key_antiquant_scale",
               "key_antiquant_offset", "value_antiquant_scale", "value_antiquant_offset")
 SIDES = ("key", "value")
+#: (key, value) separate modes int4 KV takes [V2 INT4（INT32）伪量化].
+INT4_MODES = ((0, 0), (1, 1), (3, 3), (0, 1))
 
 
 def _modes(c: CallView) -> tuple[int, int]:
@@ -301,8 +303,7 @@ def antiquant_int8_only_forms(c: CallView) -> str | None:
       src("V2", "当Q_S等于1时 (INT4（INT32）伪量化场景仅支持KV伪量化参数分离，具体包括 ...)"))
 def antiquant_int4_modes(c: CallView) -> str | None:
     k = c.need("key")
-    if _sep_on(c) and k.dtype in ("int4", "int32") and _modes(c) not in (
-            (0, 0), (1, 1), (3, 3), (0, 1)):
+    if _sep_on(c) and k.dtype in ("int4", "int32") and _modes(c) not in INT4_MODES:
         return f"key/value {k.dtype} with modes {_modes(c)}"
     return None
 

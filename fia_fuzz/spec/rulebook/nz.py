@@ -13,6 +13,7 @@ from fia_fuzz.spec.rules import rule, src
 NZ_HEADS = ((10, 1), (64, 8), (80, 8), (128, 16))
 NZ_D = 128
 NZ_BLOCK_SIZES = (128, 512)
+NZ_LAYOUTS = ("BSH", "BSND", "BNSD")
 SOURCE = "GQA/MHA/MQA伪量化场景下key/value shape为五维时的参数约束"
 
 
@@ -58,7 +59,7 @@ def nz_heads(c: CallView) -> str | None:
       src("V4", f"{SOURCE} (inputLayout BSH、BSND、BNSD)"))
 def nz_layout(c: CallView) -> str | None:
     lay = c.attrs["input_layout"]
-    if _gqa_nz(c) and lay not in ("BSH", "BSND", "BNSD"):
+    if _gqa_nz(c) and lay not in NZ_LAYOUTS:
         return f"5-D key/value cache with input_layout={lay!r}"
     return None
 

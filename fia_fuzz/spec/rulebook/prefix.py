@@ -135,6 +135,8 @@ def prefix_not_all_int8(c: CallView) -> str | None:
 
 #: Separate antiquant modes with per-token params [V2 keyAntiquantMode 1, 3, 4, 5].
 PER_TOKEN_MODES = (1, 3, 4, 5)
+#: Combined antiquant_mode with per-token params (Q_S = 1) [V2 antiquantMode 1].
+COMBINED_PER_TOKEN_MODES = (1,)
 
 
 @rule("prefix.per_token_antiquant", "shared prefix is not combined with per-token antiquant "
@@ -149,7 +151,8 @@ def prefix_per_token_antiquant(c: CallView) -> str | None:
         modes = (c.attr_int("key_antiquant_mode"), c.attr_int("value_antiquant_mode"))
         if any(m in PER_TOKEN_MODES for m in modes):
             return f"shared prefix with per-token antiquant modes (key, value)={modes}"
-    elif c.combined_antiquant and c.decode and c.attr_int("antiquant_mode") == 1:
+    elif (c.combined_antiquant and c.decode
+          and c.attr_int("antiquant_mode") in COMBINED_PER_TOKEN_MODES):
         return "shared prefix with per-token combined antiquant (antiquant_mode=1, Q_S=1)"
     return None
 

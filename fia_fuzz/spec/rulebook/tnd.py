@@ -10,6 +10,10 @@ from fia_fuzz.spec.rulebook.bases import B, T, bf
 from fia_fuzz.spec.rules import rule, src
 
 T_MAX = 1048576
+#: Packed (Q_D = K_D, V_D) pairs with query D != 512, by layout; with rope 128 only
+#: [V4 TND 综合限制 d不等于512].
+HEAD_DIMS = {"TND": ((128, 128), (192, 128), (192, 192)), "NTD_TND": ((128, 128), (192, 128))}
+ROPE_HEAD_DIMS = ((128, 128),)
 
 
 @rule("tnd.layout_by_d", "query D 512 allows TND/TND_NTD; other D allow TND/NTD_TND (plain N"
@@ -68,12 +72,8 @@ def tnd_head_dims(c: CallView) -> str | None:
         return None
     qd, kd, vd = c.D, c.Dk, c.Dv
     lay = c.attrs["input_layout"]
-    if c.rope:
-        ok = (qd, kd, vd) == (128, 128, 128)
-    elif lay == "NTD_TND":
-        ok = qd == kd and qd in (128, 192) and vd == 128
-    else:
-        ok = (qd, kd, vd) == (128, 128, 128) or (qd == kd == 192 and vd in (128, 192))
+    table = ROPE_HEAD_DIMS if c.rope else HEAD_DIMS.get(lay, HEAD_DIMS["TND"])
+    ok = qd == kd and (qd, vd) in table
     if ok and vd == 192 and (c.G > 1 or c.paged):
         ok = False
     if not ok:

@@ -16,55 +16,34 @@ raise InvalidArgument naming the rule.
 
 from __future__ import annotations
 
+import importlib
+
 from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from fia_fuzz.spec import RULES, Case, validate
+from fia_fuzz.spec import RULES, Case, rulebook, validate
 from fia_fuzz.spec.profiles import DEFAULT
 from fia_fuzz.spec.profiles import get as get_rules
 from fia_fuzz.strategies.edits import apply
-
-# isort: off
-from fia_fuzz.strategies.illegal import (
-    args,
-    dtype,
-    layout,
-    gqa,
-    dims,
-    lengths,
-    mask,
-    pse,
-    padding,
-    kvlist,
-    paged,
-    prefix,
-    antiquant,
-    quant,
-    rope,
-    mla,
-    tnd,
-    nz,
-    precise,
-    sink,
-)
-# isort: on
 from fia_fuzz.strategies.illegal.breaker import Breaker
 
-#: One module per rule-id prefix, in the rulebook's order.
-MODULES = (args, dtype, layout, gqa, dims, lengths, mask, pse, padding, kvlist, paged, prefix,
-           antiquant, quant, rope, mla, tnd, nz, precise, sink)
+#: One module per rule-id prefix, named and ordered as the rulebook's.
+MODULES = tuple(importlib.import_module(f"{__name__}.{m.__name__.rsplit('.', 1)[1]}")
+                for m in rulebook.MODULES)
 
 BREAKERS: dict[str, Breaker] = {rid: b for m in MODULES for rid, b in m.BREAKERS.items()}
 
-#: Rules that a Case (JSON-serialisable TensorSpecs and int lists) cannot violate.
-INEXPRESSIBLE: dict[str, str] = dict(args.INEXPRESSIBLE)
+#: Rules that a Case (JSON-serialisable TensorSpecs and int lists) cannot violate, with why
+#: (each module may list its own).
+INEXPRESSIBLE: dict[str, str] = {rid: why for m in MODULES
+                                 for rid, why in getattr(m, "INEXPRESSIBLE", {}).items()}
 
 #: Rules whose breaking cases cannot be sent to a backend as a call;
 #: illegal_cases() without a rule leaves them out, illegal_cases(rule) still draws them
-#: for validate-level tests.
-NOT_MATERIALISABLE: set[str] = (args.NOT_MATERIALISABLE | dims.NOT_MATERIALISABLE
-                                | tnd.NOT_MATERIALISABLE | paged.NOT_MATERIALISABLE)
+#: for validate-level tests (each module may list its own).
+NOT_MATERIALISABLE: set[str] = {rid for m in MODULES
+                                 for rid in getattr(m, "NOT_MATERIALISABLE", ())}
 
 
 def illegal_cases(rule: str | None = None, rules: str = DEFAULT) -> st.SearchStrategy[Case]:

@@ -19,14 +19,12 @@ from fia_fuzz.strategies.edits import (
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
 
 
-def _int4_combined(draw: st.DrawFn, case: Case) -> Change:
-    _int4_d(case)
-    return kv_dtype(case, draw(st.sampled_from(["int4", "int32"])))
-
-
-def _int4_d(case: Case) -> None:
+def _int4_kv(draw: st.DrawFn, case: Case) -> Change:
+    """The same call with int4 (or int32-packed) KV: combined params (int4 takes separate
+    ones only) or mode 2 (per-tensor + per-head) scales, which are int8-only."""
     if case.view().D % 64:
         reject()    # int4 needs D % 64 == 0 (dims.d_align_int4): not this breaker's rule
+    return kv_dtype(case, draw(st.sampled_from(["int4", "int32"])))
 
 
 def _combined_prefill_query(draw: st.DrawFn, case: Case) -> Change:
@@ -46,21 +44,14 @@ def _int8_only_forms(draw: st.DrawFn, case: Case) -> Change:
             if case.params.get(n) is not None}
 
 
-def _int4_modes(draw: st.DrawFn, case: Case) -> Change:
-    """Mode 2 (per-tensor + per-head) scales are int8-only: the same call with int4 KV."""
-    _int4_d(case)
-    return kv_dtype(case, draw(st.sampled_from(["int4", "int32"])))
-
-
 def _paged_modes(draw: st.DrawFn, case: Case) -> Change:
     m = draw(st.sampled_from([4, 5]))
     return {"key_antiquant_mode": m, "value_antiquant_mode": m}
 
 
 BREAKERS: dict[str, Breaker] = {
-    "antiquant.int4_separate_only": Breaker(_int4_combined, {"antiquant": "combined:0",
-                                                             "branch": "decode",
-                                                             "paged": False},
+    "antiquant.int4_separate_only": Breaker(_int4_kv, {"antiquant": "combined:0",
+                                                       "branch": "decode", "paged": False},
                                             alt=({"antiquant": "combined:0",
                                                   "branch": "decode", "paged": False,
                                                   "d_class": "129-256"},)),
@@ -75,10 +66,10 @@ BREAKERS: dict[str, Breaker] = {
                                                             "kv_dtype": "int4"},
                                          alt=({"antiquant": "separate:0/0",
                                                "kv_dtype": "int32"},)),
-    "antiquant.int4_modes": Breaker(_int4_modes, {"antiquant": "separate:2/2",
-                                                  "paged": False},
-                                    alt=({"antiquant": "separate:2/2", "paged": False,
-                                          "d_class": "129-256"},)),
+    "antiquant.int4_modes": Breaker(_int4_kv, {"antiquant": "separate:2/2",
+                                              "paged": False},
+                                 alt=({"antiquant": "separate:2/2", "paged": False,
+                                       "d_class": "129-256"},)),
     "antiquant.paged_modes": Breaker(_paged_modes, {"antiquant": "separate:1/1",
                                                     "paged": False, "kv_dtype": "int8",
                                                     "branch": "decode"}),

@@ -1,0 +1,122 @@
+"""What a partition carries: its job (config, identity, clock), its running state, and
+the failures it found as drawn, so that the shrink can replay them.
+
+A module of its own so that partition.py (which explores) and shrink.py
+(which it calls at the end) both read it without importing each other.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from hypothesis.database import choices_from_bytes, choices_to_bytes
+
+from fia_fuzz.campaign.config import CampaignConfig
+from fia_fuzz.reports import ResultWriter
+from fia_fuzz.runners.isolation import IsolatedWorker
+from fia_fuzz.spec import Case
+
+#: Where a partition sends its progress events (rows, logs, counts).
+Report = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Found:
+    """A failing case as drawn: its choice sequence through `recorded_cases(profile,
+    **filters)` and the seed mask of a steered draw (see `steered`), from which the shrink
+    replays and shrinks it; `choices` is None when unknown (an old bundle)."""
+
+    case: Case
+    choices: tuple[int, ...] | None = None
+    seed_xor: int = 0
+
+
+@dataclass(frozen=True)
+class PartitionJob:
+    """What one worker process needs: the config, who it is, and the clock."""
+
+    cfg: CampaignConfig
+    run_id: str
+    attempt: int
+    worker: int
+    device: int | None
+    hard_end: float | None  # time.time() at which everything must be over
+    explore_end: float | None  # stop exploring here if a failure waits to be shrunk
+
+    @property
+    def count(self) -> int:
+        return self.cfg.shards * self.cfg.workers
+
+    @property
+    def index(self) -> int:
+        return self.cfg.shard * self.cfg.workers + self.worker
+
+    def owns(self, case_id: str) -> bool:
+        return int(case_id, 16) % self.count == self.index
+
+    @property
+    def stem(self) -> str:
+        c = self.cfg
+        return (f"{self.run_id}-s{c.shard}of{c.shards}-w{self.worker}of{c.workers}"
+                f"-a{self.attempt}")
+
+
+@dataclass
+class PartitionState:
+    """A running partition: its writer and device worker, the case ids done, counts, failures."""
+
+    job: PartitionJob
+    report: Report
+    writer: ResultWriter
+    worker: IsolatedWorker
+    ref: tuple[str, str]
+    meta: dict[str, Any]
+    done: set[str]
+    prior: pd.DataFrame
+    seen: set[str] = field(default_factory=set)
+    positions: int = 0
+    evaluated: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    verdicts: Counter[str] = field(default_factory=Counter)
+    failing: dict[tuple[Any, ...], Found] = field(default_factory=dict)
+    bundles: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    last_mark: float = field(default_factory=time.perf_counter)
+
+    @property
+    def cfg(self) -> CampaignConfig:
+        return self.job.cfg
+
+    def time_left(self) -> float | None:
+        return None if self.job.hard_end is None else self.job.hard_end - time.time()
+
+
+def wind_down(cfg: CampaignConfig) -> float:
+    """Seconds before the budget's end at which no new case starts (room to close files)."""
+    return min(0.025 * (cfg.budget_s or 0.0), 10.0)
+
+
+def steered(case: Case, space: int) -> Case:
+    """The case with its data seed moved into this partition's private seed space."""
+    if not space:
+        return case
+    return Case(params=case.params, fills=case.fills, seed=(case.seed ^ space) & 0xFFFFFFFF,
+                rules=case.rules)
+
+
+def choices_hex(choices: tuple[int, ...]) -> str:
+    """A choice sequence as text for a row (Hypothesis's own serialisation, hex)."""
+    return choices_to_bytes(choices).hex()
+
+
+def choices_from_hex(text: str) -> tuple[int, ...] | None:
+    """The choice sequence of `choices_hex`, or None when it does not decode."""
+    try:
+        decoded = choices_from_bytes(bytes.fromhex(text))
+    except ValueError:
+        return None
+    return None if decoded is None else tuple(int(c) for c in decoded)  # type: ignore[arg-type]

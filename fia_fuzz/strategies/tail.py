@@ -1,0 +1,31 @@
+"""The attributes every strategy family sets last, after its shapes and features.
+
+A module of its own so that families.py and workloads.py (which families.py
+registers) share it without importing each other.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fia_fuzz.strategies import fills
+from fia_fuzz.strategies.draft import Draft
+
+
+def common_tail(dr: Draft, inner: tuple[int, ...], lse: tuple[bool, ...] = (False, True)
+                ) -> None:
+    """Draw lse, inner_precise (from `inner`), scale, heads and layout attributes, then the
+    q/k/v fills: the same last step for every family."""
+    ch = dr.ch
+    if ch.pick("lse", lse):
+        dr.set("softmax_lse_flag", True)
+    ip = ch.pick("inner_precise", inner)
+    if ip != 1 or ch.coin():
+        dr.set("inner_precise", ip)
+    d_total = dr.d + (64 if "query_rope" in dr.params else 0)
+    dr.set("scale", ch.one((1.0 / math.sqrt(d_total), 1.0, 0.0625)))
+    dr.set("num_heads", dr.n)
+    if dr.kv_n != dr.n or ch.coin():
+        dr.set("num_key_value_heads", dr.kv_n)
+    dr.set("input_layout", dr.layout)
+    fills.qkv(dr)
