@@ -175,8 +175,10 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
     rc = min(max(s1, 1), max(1, ROW_TILE_ELEMENTS // cols))
     hc = max(1, min(g, TILE_ELEMENTS // (rc * cols)))
     bc = max(1, TILE_ELEMENTS // (hc * rc * cols))
-    # small heads share a job (their matmuls are the same calls either way)
-    kc = 1 if hc < g else max(1, min(kvn, TILE_ELEMENTS // (min(bc, bsz) * g * rc * cols)))
+    # small heads share a job (their matmuls are the same calls either way), leaving
+    # at least two jobs per thread
+    kc = 1 if hc < g else max(1, min(kvn, TILE_ELEMENTS // (min(bc, bsz) * g * rc * cols),
+                                     -(-bsz // bc) * kvn // (2 * tile_threads())))
     groups = []
     for b0 in range(0, bsz, bc):
         bsl = slice(b0, min(b0 + bc, bsz))
