@@ -21,6 +21,8 @@ from fia_fuzz.spec.profiles import DEFAULT
 
 #: The negative outcome of a call the docs forbid but the campaign's device profile allows.
 ACCEPTED_BY_PROFILE = "accepted (device profile)"
+#: ... and of such a call the backend rejected: the device contradicts its rule profile.
+REJECTED_AGAINST_PROFILE = "rejected (device profile allows it)"
 
 
 def _case(case: Case | str) -> Case:
@@ -58,9 +60,11 @@ def negative_task(ref: tuple[str, str], case_json: Case | str, rules: str = DEFA
     `rejected` (with the backend's message) is the good answer. A result for
     a call the docs forbid is `accepted (device profile)` when the campaign's
     rule profile `rules` (the device's own checks) holds the call legal, as
-    expected; otherwise it is judged against the golden's lenient route
-    (`accepted.classify_accepted`): accepted-correct, accepted-wrong (a silent
-    wrong result) or accepted-undefined (no defined arithmetic).
+    expected (and a rejection of such a call is `rejected (device profile
+    allows it)`, a finding about the profile); otherwise it is judged against
+    the golden's lenient route (`accepted.classify_accepted`): accepted-correct,
+    accepted-wrong (a silent wrong result) or accepted-undefined (no defined
+    arithmetic).
     """
     case = _case(case_json)
     runner = resolve_runner(ref)
@@ -71,7 +75,9 @@ def negative_task(ref: tuple[str, str], case_json: Case | str, rules: str = DEFA
     try:
         out, lse = runner.run(case.call())
     except Exception as exc:  # a clean rejection is what we hope for
-        row.update(outcome="rejected", error=f"{type(exc).__name__}: {exc}"[:2000])
+        contradicted = rules != DEFAULT and not profile_broken
+        row.update(outcome=REJECTED_AGAINST_PROFILE if contradicted else "rejected",
+                   error=f"{type(exc).__name__}: {exc}"[:2000])
         return row
     row.update(error="", accepted_shapes=f"{np.shape(out)} {np.shape(lse)}")
     if not profile_broken:

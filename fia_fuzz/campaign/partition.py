@@ -53,9 +53,9 @@ from fia_fuzz.diff.signature import signature
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
-from fia_fuzz.spec import Case
+from fia_fuzz.spec import Case, validate
 from fia_fuzz.strategies import cases, illegal_cases
-from fia_fuzz.strategies.cases import recorded_cases
+from fia_fuzz.strategies.cases import device_cases, recorded_cases
 
 
 class StopExploring(BaseException):
@@ -226,11 +226,13 @@ def _settings(cfg: CampaignConfig, phases: list[Phase]) -> settings:
 
 
 def _negative_cases(rules: str) -> Any:
-    """Calls the docs forbid; under a device profile also calls only it forbids, so the
-    rows tell `accepted (device profile)` apart from findings (execute.negative_task)."""
+    """Calls the docs forbid; under a device profile also calls only it forbids and calls
+    only it allows, so the rows tell `accepted (device profile)` apart from findings, and
+    show where the device contradicts its profile (execute.negative_task)."""
     if rules == "docs":
         return illegal_cases()
-    return hst.one_of(illegal_cases(), illegal_cases(rules=rules))
+    docs_illegal = device_cases(rules).filter(lambda c: bool(validate(**c.specs())))
+    return hst.one_of(illegal_cases(), illegal_cases(rules=rules), docs_illegal)
 
 
 def _stream_round(st: PartitionState, rnd: int) -> bool:

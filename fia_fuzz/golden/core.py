@@ -7,8 +7,8 @@ accumulation, division by the row sum in fp32 (the caller casts to the
 output dtype).
 
 Memory stays bounded by an online softmax over blocks of KV_BLOCK key
-columns, on tiles of batches and query rows holding at most TILE_ELEMENTS
-scores over all heads, so peak memory does not grow with S1*S2. In device
+columns, on tiles of batches, heads of one KV group and query rows holding at
+most TILE_ELEMENTS scores, so peak memory does not grow with S1*S2. In device
 precision P is relative to the running row max of the blocks seen so far, as
 in the device's flash-style kernel; for S2 <= KV_BLOCK that is the global
 max. The scale multiplies q in the working type before Q·K^T (one rounding,
@@ -18,10 +18,14 @@ Jobs are (batch tile, KV head) groups, so the G query heads of a group read
 their KV head once, from cache, and a job's scores stay small; a job holding
 one row tile (decode) converts its K/V to the working type block by block,
 one holding several converts its KV head once. Jobs run on the golden's own
-threads (golden/threads.py) and write their own rows. The row tiling depends
-only on N, S1 and S2, and each head's matmuls are the same BLAS calls on the
-same rows whatever the job split, so results do not depend on the thread
-count, and GQA equals MHA on repeated KV heads bit for bit.
+threads (golden/threads.py) and write their own rows. A row tile holds
+ROW_TILE_ELEMENTS scores of one head whatever the head count (larger, faster
+matmuls than a share of TILE_ELEMENTS over all heads: the BLAS rounds each
+score the same way only for the same rows, so this choice fixes the fp32
+accumulation order). It depends only on S1 and S2, and each head's matmuls
+are the same BLAS calls on the same rows whatever the job split, so results
+do not depend on the thread count, and GQA equals MHA on repeated KV heads
+bit for bit.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from fia_fuzz.golden.threads import run_all, tile_threads
 PRECISIONS = ("device", "fp64")
 WORK = {"device": np.dtype(np.float32), "fp64": np.dtype(np.float64)}
 KV_BLOCK = 512
+#: Scores of one head in a row tile (rows x KV_BLOCK): sets the rows of every matmul.
+ROW_TILE_ELEMENTS = 1 << 16
+#: Scores of a tile over its heads and batches (bounds the working set).
 TILE_ELEMENTS = 1 << 19
 
 
@@ -163,10 +170,10 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
     if bsz == 0 or k.shape[2] == 0:
         return out, lse
     sink_w = None if sink is None else np.asarray(sink).astype(work).reshape(n)
-    width = int(col_span[1].max()) - int(col_span[0].min())
-    rows_per_tile = max(1, TILE_ELEMENTS // (n * max(1, min(KV_BLOCK, width))))
-    rc = min(max(s1, 1), rows_per_tile)
-    bc = max(1, rows_per_tile // rc)
+    cols = max(1, min(KV_BLOCK, int(col_span[1].max()) - int(col_span[0].min())))
+    rc = min(max(s1, 1), max(1, ROW_TILE_ELEMENTS // cols))
+    hc = max(1, min(g, TILE_ELEMENTS // (rc * cols)))
+    bc = max(1, TILE_ELEMENTS // (hc * rc * cols))
     groups = []
     for b0 in range(0, bsz, bc):
         bsl = slice(b0, min(b0 + bc, bsz))
@@ -182,26 +189,31 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
 
     def job(task: tuple[slice, int, list[slice]]) -> None:
         bsl, h, row_tiles = task
-        heads = slice(h * g, (h + 1) * g)
         c_lo, c_hi = int(col_span[0][bsl].min()), int(col_span[1][bsl].max())
         kh, vh = k[bsl, h:h + 1, c_lo:c_hi], v[bsl, h:h + 1, c_lo:c_hi]
-        if len(row_tiles) > 1:  # shared by the row tiles: convert once
+        if len(row_tiles) > 1 or hc < g:  # shared by several tiles: convert once
             kh, vh = as_work(kh, work), as_work(vh, work)
         for rows in row_tiles:
-            qt = q[bsl, heads, rows].astype(work)
-            if matmuls is None:
-                qt *= work.type(scale)
-            qt = qt.reshape(qt.shape[0], 1, g, qt.shape[2], d)
+            for h0 in range(h * g, (h + 1) * g, hc):
+                heads = slice(h0, min(h0 + hc, (h + 1) * g))
+                tile(bsl, heads, rows, kh, vh, c_lo)
 
-            def tile_mods(cols: slice, rows: slice = rows) -> tuple:
-                bias, excluded = mods(bsl, rows, cols)
-                return (None if bias is None else bias[:, heads]), excluded
+    def tile(bsl: slice, heads: slice, rows: slice, kh: np.ndarray, vh: np.ndarray,
+             c_lo: int) -> None:
+        qt = q[bsl, heads, rows].astype(work)
+        if matmuls is None:
+            qt *= work.type(scale)
+        qt = qt[:, None]
 
-            o, ls = attend_tile(qt, kh, vh, precision=precision, p_dtype=p_dtype,
-                                mods=tile_mods, sink=None if sink_w is None else sink_w[heads],
-                                col_start=c_lo, scale=scale, matmuls=matmuls)
-            out[bsl, heads, rows] = o.reshape(o.shape[0], g, -1, dv)
-            lse[bsl, heads, rows] = ls.reshape(ls.shape[0], g, -1)
+        def tile_mods(cols: slice) -> tuple:
+            bias, excluded = mods(bsl, rows, cols)
+            return (None if bias is None else bias[:, heads]), excluded
+
+        o, ls = attend_tile(qt, kh, vh, precision=precision, p_dtype=p_dtype, mods=tile_mods,
+                            sink=None if sink_w is None else sink_w[heads], col_start=c_lo,
+                            scale=scale, matmuls=matmuls)
+        out[bsl, heads, rows] = o[:, 0]
+        lse[bsl, heads, rows] = ls[:, 0]
 
     run_all(job, jobs)
     return out, lse

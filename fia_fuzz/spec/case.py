@@ -358,7 +358,27 @@ def case_features(case: Case) -> dict[str, Any]:
     feats["view"] = "strided" if any(getattr(t, "strides", None) is not None
                                      for t in p.values()) else "contiguous"
     feats["workload"] = _safe(lambda: _workload(case, v, feats), "none")
+    feats["size_edge"] = _safe(lambda: _size_edge(v, feats), "free")
     return feats
+
+
+#: Kernel key tile (SINNER) every edge is measured against, and the AI-core counts B*N
+#: lands near (Atlas A2: 20 or 24 cube cores per die, 48 on two) [production-calls.md].
+EDGE_TILE = 64
+CORE_COUNTS = (20, 24, 48)
+
+
+def _size_edge(v: CallView, f: dict[str, Any]) -> str:
+    """Which kernel edge the sizes sit on: B*N next to a core count ("cores"), a length one
+    below or above a multiple of 64 ("below", "above"), exactly on one ("multiple")."""
+    if f["B"] and f["N"] and any(abs(f["B"] * f["N"] - c) <= 1 for c in CORE_COUNTS):
+        return "cores"
+    lens = [f["S1"], *([] if f["paged"] else [f["S2"]]), *v.act_q, *v.act_kv]
+    lens = [x for x in lens if x is not None and x >= EDGE_TILE - 1]
+    for kind, rem in (("below", EDGE_TILE - 1), ("above", 1), ("multiple", 0)):
+        if any(x % EDGE_TILE == rem for x in lens):
+            return kind
+    return "free"
 
 
 #: Production call patterns (production-calls.md); strategies/workloads.py draws them.

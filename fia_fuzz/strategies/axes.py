@@ -74,6 +74,7 @@ AXES: dict[str, tuple[Any, ...]] = {
     "plain": BOOL,
     "view": ("contiguous", "strided"),
     "workload": WORKLOADS,
+    "size_edge": ("free", "multiple", "below", "above", "cores"),
 }
 
 #: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its

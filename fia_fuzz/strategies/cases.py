@@ -123,6 +123,14 @@ def cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
     return _cases(*_plan(profile, filters, rules), dict(filters), rules)
 
 
+def device_cases(rules: str, profile: str = "smoke") -> st.SearchStrategy[Case]:
+    """Cases of a device rule profile's own families only: the calls it admits beyond the
+    docs (most of which the docs forbid), for negative campaigns that check the device
+    takes them."""
+    _plan(profile, {}, rules)
+    return _cases(PROFILES[profile], tuple(DEVICE_FAMILIES.get(rules, {})), {}, rules)
+
+
 def recorded_cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
                    ) -> st.SearchStrategy[tuple[Case, tuple[int, ...]]]:
     """`cases(profile, rules, **filters)` drawing (case, its choice sequence): the same draws

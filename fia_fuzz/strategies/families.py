@@ -110,6 +110,11 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
                   "sparse_mode": (0, 3, 4), "workload": OWN},
 }
 
+#: A size_edge filter is steered by the workloads family only (others reach edges by chance).
+for _name, _scope in FAMILY_SCOPE.items():
+    if _name != "workloads":
+        _scope["size_edge"] = ("free",)
+
 
 def _layout(dr: Draft, options: tuple[str, ...]) -> None:
     if dr.ch.pins.get("cache") == "BnNBsD":    # only with a BNSD/TND query [V4 §PagedAttention]

@@ -15,6 +15,7 @@ legal by construction; `case.features()["workload"]` names the pattern
 
 from __future__ import annotations
 
+from fia_fuzz.spec.case import CORE_COUNTS, EDGE_TILE
 from fia_fuzz.spec.geometry import dense_shape, packed_shape
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
@@ -53,15 +54,22 @@ def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int) -> tuple[int, i
     return ch.one(fit or [min(opts, key=lambda o: o[1] * o[2])])
 
 
+#: size_edge filter -> the offset from a tile multiple its lengths take.
+EDGE_OFFSETS = {"below": -1, "above": 1, "multiple": 0}
+
+
 def edge_length(ch: Chooser, lo: int, hi: int) -> int:
-    """A length in [lo, hi]: free, the top, or a tile multiple and one below/above it."""
-    kind = ch.one(("free", "edge", "edge", "top"))
+    """A length in [lo, hi]: free, the top, or a tile multiple and one below/above it
+    (only the edge a size_edge filter names, on tiles >= 64, when one is pinned)."""
+    pinned = EDGE_OFFSETS.get(ch.pins.get("size_edge", ""))
+    kind = "edge" if pinned is not None else ch.one(("free", "edge", "edge", "top"))
     if kind == "top" or hi <= lo:
         return hi
-    if kind == "free":
+    if kind == "free" or ch.pinned("size_edge", "free"):
         return ch.int(lo, hi)
-    tile = ch.one([t for t in TILES if t <= hi] or [hi])
-    x = tile * ch.int(1, max(1, hi // tile)) + ch.one((-1, 0, 1))
+    tiles = [t for t in TILES if t <= hi and (pinned is None or t >= EDGE_TILE)]
+    tile = ch.one(tiles or [hi])
+    x = tile * ch.int(1, max(1, hi // tile)) + (ch.one((-1, 0, 1)) if pinned is None else pinned)
     return min(hi, max(lo, x))
 
 
@@ -92,10 +100,15 @@ def _kv_budget(dr: Draft, query_per_token: bool = False) -> int:
 def _batches(dr: Draft, block_size: int, hi: int) -> int:
     """B up to `hi` with one block per request within the element budget; a quarter of
     the draws serve one long request (a long context spanning many tiles)."""
+    per = block_size * dr.kv_n * (dr.d + dr.dv)
+    top = max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per))
+    if dr.ch.pinned("size_edge", "cores"):  # B*N next to an AI-core count
+        near = [b for c in CORE_COUNTS for b in (c // dr.n, c // dr.n + 1)
+                if 1 <= b <= top and abs(b * dr.n - c) <= 1]
+        return dr.ch.one(near or [1])
     if dr.ch.one((False, False, False, True)):
         return 1
-    per = block_size * dr.kv_n * (dr.d + dr.dv)
-    return dr.ch.int(1, max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per)))
+    return dr.ch.int(1, top)
 
 
 def _fused_kv(dr: Draft) -> None:

@@ -39,7 +39,7 @@ def test_negative_campaign_flags_a_backend_that_silently_accepts(tmp_path) -> No
 ])
 def test_accepted_calls_are_judged_correct_wrong_or_undefined(tmp_path, runner, kinds) -> None:
     out = tmp_path / "neg"
-    assert main(["campaign", "--runner", runner, "--negative", "--max-cases", "12",
+    assert main(["campaign", "--runner", runner, "--negative", "--max-cases", "24",
                  "--out", str(out)]) == 0
     df = read_results(out)
     assert set(df["outcome"]) == kinds

@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from fia_fuzz.campaign.accepted import ACCEPTED
-from fia_fuzz.campaign.execute import ACCEPTED_BY_PROFILE, negative_task
+from fia_fuzz.campaign.execute import (
+    ACCEPTED_BY_PROFILE,
+    REJECTED_AGAINST_PROFILE,
+    negative_task,
+)
 from fia_fuzz.cli import main
 from fia_fuzz.reports import read_results
 from fia_fuzz.runners.isolation import runner_ref
@@ -43,6 +47,10 @@ def test_negative_row_accepted_by_the_device_profile_is_not_a_finding() -> None:
     assert row["outcome"] in ACCEPTED  # torch-sdpa ignores inner_precise: a finding
     row = negative_task(ref, legal_on_a2.to_json())
     assert row["outcome"] in ACCEPTED and row["rules"] == "docs"
+    # the golden runner in negative mode judges by the docs, so it rejects this call:
+    # against the device profile that is a contradiction, not the hoped-for rejection
+    row = negative_task(runner_ref("golden"), legal_on_a2.to_json(), "atlas-a2")
+    assert row["outcome"] == REJECTED_AGAINST_PROFILE and "tnd.causal_lengths" in row["error"]
 
 
 def test_validate_and_coverage_take_rules(tmp_path: Path, capsys) -> None:
@@ -79,6 +87,7 @@ def test_negative_campaign_under_the_device_profile_classifies_rows(tmp_path: Pa
     assert set(df["outcome"]) <= {*ACCEPTED, "rejected", ACCEPTED_BY_PROFILE}
     device_ok = df[df["outcome"] == ACCEPTED_BY_PROFILE]
     assert (device_ok["profile_broken_rules"] == "").all()
+    assert (device_ok["broken_rules"] != "").all()
 
 
 def test_golden_runner_computes_what_a_device_profile_admits() -> None:

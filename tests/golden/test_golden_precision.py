@@ -114,28 +114,28 @@ def test_thread_count_does_not_change_bits(monkeypatch):
 
 
 def test_decode_and_split_jobs_do_not_change_bits(monkeypatch):
-    """Decode (one row tile per job: K/V converted block by block) and a single KV head
-    whose row tiles are split over jobs (each converting K/V itself): same bits for 1
-    and 3 threads, and GQA equal to MHA on repeated KV heads."""
+    """Decode (one row tile per job: K/V converted block by block), a single KV head whose
+    row tiles are split over jobs, and a KV group of 16 heads split over tiles: same bits
+    for 1 and 3 threads, and GQA equal to MHA on repeated KV heads."""
     rng = np.random.default_rng(7)
-    q, k, v = rand(rng, (3, 8, 1, 32)), rand(rng, (3, 2, 2 * KV_BLOCK + 9, 32)), \
-        rand(rng, (3, 2, 2 * KV_BLOCK + 9, 32))
-    q1, k1 = rand(rng, (1, 1, 700, 16)), rand(rng, (1, 1, 900, 16))
+    shapes = [((3, 8, 1, 32), (3, 2, 2 * KV_BLOCK + 9, 32)), ((1, 1, 700, 16), (1, 1, 900, 16)),
+              ((1, 16, 200, 16), (1, 1, KV_BLOCK + 40, 16))]
+    data = [(rand(rng, qs), rand(rng, ks), rand(rng, ks)) for qs, ks in shapes]
     runs = []
     for count in ("1", "3"):
         monkeypatch.setenv("FIA_GOLDEN_THREADS", count)
         for precision in ("device", "fp64"):
-            gqa = npu_fused_infer_attention_score(
-                q, k, v, num_heads=8, num_key_value_heads=2, input_layout="BNSD",
-                softmax_lse_flag=True, precision=precision)
-            mha = npu_fused_infer_attention_score(
-                q, np.repeat(k, 4, 1), np.repeat(v, 4, 1), num_heads=8, input_layout="BNSD",
-                softmax_lse_flag=True, precision=precision)
-            assert gqa[0].tobytes() == mha[0].tobytes() and gqa[1].tobytes() == mha[1].tobytes()
-            one = npu_fused_infer_attention_score(q1, k1, k1, input_layout="BNSD",
-                                                  softmax_lse_flag=True, precision=precision)
-            runs.append([x.tobytes() for x in (*gqa, *one)])
-    assert runs[:2] == runs[2:]
+            for q, k, v in data:
+                n, kvn = q.shape[1], k.shape[1]
+                kw = {"num_heads": n, "input_layout": "BNSD", "softmax_lse_flag": True,
+                      "precision": precision}
+                gqa = npu_fused_infer_attention_score(q, k, v, num_key_value_heads=kvn, **kw)
+                mha = npu_fused_infer_attention_score(q, np.repeat(k, n // kvn, 1),
+                                                      np.repeat(v, n // kvn, 1), **kw)
+                assert gqa[0].tobytes() == mha[0].tobytes()
+                assert gqa[1].tobytes() == mha[1].tobytes()
+                runs.append([x.tobytes() for x in gqa])
+    assert runs[:len(runs) // 2] == runs[len(runs) // 2:]
 
 
 def test_fast_float16_cast_is_numpy_cast():
