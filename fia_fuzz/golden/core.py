@@ -14,8 +14,9 @@ in the device's flash-style kernel; for S2 <= KV_BLOCK that is the global
 max. The scale multiplies q in the working type before Q·K^T (one rounding,
 as scaling the scores would be).
 
-Jobs are (batch tile, KV head) groups, so the G query heads of a group read
-their KV head once, from cache, and a job's scores stay small; a job holding
+Jobs are (batch tile, KV heads) groups (several KV heads only while a tile
+holds them all), so the G query heads of a group read their KV head once,
+from cache, and a job's scores stay small; a job holding
 one row tile (decode) converts its K/V to the working type block by block,
 one holding several converts its KV head once. Jobs run on the golden's own
 threads (golden/threads.py) and write their own rows. A row tile holds
@@ -174,28 +175,30 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
     rc = min(max(s1, 1), max(1, ROW_TILE_ELEMENTS // cols))
     hc = max(1, min(g, TILE_ELEMENTS // (rc * cols)))
     bc = max(1, TILE_ELEMENTS // (hc * rc * cols))
+    # small heads share a job (their matmuls are the same calls either way)
+    kc = 1 if hc < g else max(1, min(kvn, TILE_ELEMENTS // (min(bc, bsz) * g * rc * cols)))
     groups = []
     for b0 in range(0, bsz, bc):
         bsl = slice(b0, min(b0 + bc, bsz))
         r_lo, r_hi = int(row_span[0][bsl].min()), int(row_span[1][bsl].max())
         rows = [slice(r0, min(r0 + rc, r_hi)) for r0 in range(r_lo, r_hi, rc)]
-        groups += [(bsl, h, rows) for h in range(kvn) if rows]
+        groups += [(bsl, slice(h, min(h + kc, kvn)), rows) for h in range(0, kvn, kc) if rows]
     # a group's row tiles are split over several jobs only when groups are too few for the threads
     chunks = -(-2 * tile_threads() // max(1, len(groups)))
     jobs = []
-    for bsl, h, rows in groups:
+    for bsl, hs, rows in groups:
         size = -(-len(rows) // min(len(rows), chunks))
-        jobs += [(bsl, h, rows[i:i + size]) for i in range(0, len(rows), size)]
+        jobs += [(bsl, hs, rows[i:i + size]) for i in range(0, len(rows), size)]
 
-    def job(task: tuple[slice, int, list[slice]]) -> None:
-        bsl, h, row_tiles = task
+    def job(task: tuple[slice, slice, list[slice]]) -> None:
+        bsl, hs, row_tiles = task
         c_lo, c_hi = int(col_span[0][bsl].min()), int(col_span[1][bsl].max())
-        kh, vh = k[bsl, h:h + 1, c_lo:c_hi], v[bsl, h:h + 1, c_lo:c_hi]
+        kh, vh = k[bsl, hs, c_lo:c_hi], v[bsl, hs, c_lo:c_hi]
         if len(row_tiles) > 1 or hc < g:  # shared by several tiles: convert once
             kh, vh = as_work(kh, work), as_work(vh, work)
         for rows in row_tiles:
-            for h0 in range(h * g, (h + 1) * g, hc):
-                heads = slice(h0, min(h0 + hc, (h + 1) * g))
+            for h0 in range(hs.start * g, hs.stop * g, hc if hc < g else (hs.stop - hs.start) * g):
+                heads = slice(h0, min(h0 + hc, hs.stop * g) if hc < g else hs.stop * g)
                 tile(bsl, heads, rows, kh, vh, c_lo)
 
     def tile(bsl: slice, heads: slice, rows: slice, kh: np.ndarray, vh: np.ndarray,
@@ -203,7 +206,7 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         qt = q[bsl, heads, rows].astype(work)
         if matmuls is None:
             qt *= work.type(scale)
-        qt = qt[:, None]
+        qt = qt.reshape(qt.shape[0], kh.shape[1], -1, qt.shape[2], d)
 
         def tile_mods(cols: slice) -> tuple:
             bias, excluded = mods(bsl, rows, cols)
@@ -212,8 +215,8 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         o, ls = attend_tile(qt, kh, vh, precision=precision, p_dtype=p_dtype, mods=tile_mods,
                             sink=None if sink_w is None else sink_w[heads], col_start=c_lo,
                             scale=scale, matmuls=matmuls)
-        out[bsl, heads, rows] = o[:, 0]
-        lse[bsl, heads, rows] = ls[:, 0]
+        out[bsl, heads, rows] = o.reshape(o.shape[0], -1, o.shape[3], dv)
+        lse[bsl, heads, rows] = ls.reshape(ls.shape[0], -1, ls.shape[3])
 
     run_all(job, jobs)
     return out, lse
