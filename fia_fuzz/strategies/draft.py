@@ -1,4 +1,4 @@
-"""A case under construction, the size budget, and tensor shapes per layout.
+"""A case under construction and the size budget (tensor shapes: spec/geometry.py).
 
 Draws happen in dependency order (family and layout, then heads and head
 dims, then B and lengths within the budget, then the features that constrain
@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fia_fuzz.spec import TensorSpec
-from fia_fuzz.spec.geometry import dense_shape as shape  # noqa: F401  (families, breakers)
-from fia_fuzz.spec.geometry import packed_shape  # noqa: F401  (families)
 from fia_fuzz.strategies.choices import Chooser, Dead
 
 

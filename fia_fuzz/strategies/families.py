@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fia_fuzz.spec.geometry import dense_shape, packed_shape
 from fia_fuzz.spec.rulebook.antiquant import INT4_MODES
 from fia_fuzz.spec.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
 from fia_fuzz.spec.rulebook.nz import NZ_BLOCK_SIZES, NZ_D, NZ_HEADS, NZ_LAYOUTS
@@ -36,11 +37,9 @@ from fia_fuzz.strategies.draft import (
     g_class,
     heads,
     lengths,
-    packed_shape,
     q_seq_bounds,
     s1_cap,
     s2_cap,
-    shape,
     spec,
 )
 from fia_fuzz.strategies.tail import common_tail
@@ -128,11 +127,11 @@ def _layout(dr: Draft, options: tuple[str, ...]) -> None:
 
 def _qkv_contiguous(dr: Draft, kv_d: int | None = None) -> None:
     """query and contiguous key/value in the query layout (int32 KV packs 8 int4 in D)."""
-    dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
+    dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
     kd = kv_d or dr.d
     vd = kv_d or dr.dv
-    dr.set("key", spec(shape(dr.q_layout, dr.b, dr.kv_n, dr.s2, kd), dr.kv_dtype))
-    dr.set("value", spec(shape(dr.q_layout, dr.b, dr.kv_n, dr.s2, vd), dr.kv_dtype))
+    dr.set("key", spec(dense_shape(dr.q_layout, dr.b, dr.kv_n, dr.s2, kd), dr.kv_dtype))
+    dr.set("value", spec(dense_shape(dr.q_layout, dr.b, dr.kv_n, dr.s2, vd), dr.kv_dtype))
 
 
 def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int, s2_min: int = 1) -> None:
@@ -247,16 +246,16 @@ def dense(dr: Draft) -> None:
         dr.kv_lens = effective(kv, dr.b, [])
         paged.page(dr, ("BnBsH", "BnNBsD") if dr.layout == "BNSD" else ("BnBsH",), bs,
                    dr.kv_lens)
-        dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
+        dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
         dr.set("actual_seq_lengths_kv", kv)
     else:
         dr.s2 = 0 if empty == "kv" else ch.int(1, s2max)
         if dr.kv_list:
             per = [dr.s2 - ch.int(0, dr.s2 - 1) for _ in range(dr.b)]
             dr.s2 = max(per)
-            dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
+            dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
             for name in ("key", "value"):
-                dr.set(name, [spec(shape(dr.q_layout, 1, dr.kv_n, s, dr.d), dr.kv_dtype)
+                dr.set(name, [spec(dense_shape(dr.q_layout, 1, dr.kv_n, s, dr.d), dr.kv_dtype)
                               for s in per])
             kv_caps = per
         else:
@@ -315,10 +314,10 @@ def _prefix(dr: Draft, s2max: int, allowed: bool = True) -> None:
         return
     dr.prefix_s = ch.int(1, max(1, s2max // 2))
     pack = 8 if dr.kv_dtype == "int32" else 1
-    dr.set("key_shared_prefix", spec(shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s, dr.d // pack),
-                                     dr.kv_dtype))
-    dr.set("value_shared_prefix", spec(shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s,
-                                             dr.dv // pack), dr.kv_dtype))
+    dr.set("key_shared_prefix", spec(dense_shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s,
+                                                 dr.d // pack), dr.kv_dtype))
+    dr.set("value_shared_prefix", spec(dense_shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s,
+                                                   dr.dv // pack), dr.kv_dtype))
     if ch.pick("prefix_len", ("absent", "given")) == "given":
         dr.set("actual_shared_prefix_len", [dr.prefix_s - ch.int(0, dr.prefix_s)])
 
@@ -409,7 +408,7 @@ def _antiquant_decode(dr: Draft) -> None:
         dr.kv_lens = effective(kv, dr.b, [])
         block_num = paged.page(dr, ("BnBsH", "BnNBsD") if dr.layout == "BNSD" else ("BnBsH",),
                                bs, dr.kv_lens)
-        dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, 1, dr.d), dr.q_dtype))
+        dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, 1, dr.d), dr.q_dtype))
         dr.set("actual_seq_lengths_kv", kv)
     else:
         dr.s2 = ch.int(1, s2max)
@@ -619,8 +618,8 @@ def mla(dr: Draft) -> None:
         assert kv_opt is not None
         kv = kv_opt
         kv_lens = effective(kv, dr.b, [])
-        dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, 512), dr.q_dtype))
-        dr.set("query_rope", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, 64), rope_dtype))
+        dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, 512), dr.q_dtype))
+        dr.set("query_rope", spec(dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, 64), rope_dtype))
     caches = ["BnBsH"]
     if dr.layout in ("BNSD", "TND"):
         caches.append("BnNBsD")
@@ -680,7 +679,7 @@ def gqa_nz(dr: Draft) -> None:
     assert kv is not None
     dr.kv_lens = effective(kv, dr.b, [])
     paged.page(dr, ("NZ",), bs, dr.kv_lens)
-    dr.set("query", spec(shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
+    dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
     dr.set("actual_seq_lengths_kv", kv)
     _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1, 1)
     ch.pick("kv_quant_sym", ("sym",))

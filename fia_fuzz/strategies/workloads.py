@@ -16,10 +16,11 @@ legal by construction; `case.features()["workload"]` names the pattern
 from __future__ import annotations
 
 from fia_fuzz.spec.case import CORE_COUNTS, EDGE_TILE
+from fia_fuzz.spec.geometry import dense_shape, packed_shape
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
-from fia_fuzz.strategies.draft import Draft, packed_shape, shape, spec
+from fia_fuzz.strategies.draft import Draft, spec
 from fia_fuzz.strategies.tail import common_tail
 
 #: Public model head geometries (N, KV_N, D) [production-calls.md, model table].
@@ -202,7 +203,7 @@ def _paged_decode(dr: Draft, layout: str) -> None:
     dr.kv_lens = kv_lens
     paged.page(dr, ("BnBsH",), 128, kv_lens)
     _fused_kv(dr)
-    dr.set("query", spec(shape(layout, dr.b, dr.n, 1, dr.d), dt))
+    dr.set("query", spec(dense_shape(layout, dr.b, dr.n, 1, dr.d), dt))
     dr.set("actual_seq_lengths_kv", kv_lens)
     if ch.pick("_mask_on", (True,) if masks.wants_mask(dr) else (False, True, True)):
         masks.decode_mask(dr)
@@ -231,7 +232,7 @@ def _sliding_band(dr: Draft) -> None:
     kv_lens = [s2] * dr.b
     dr.kv_lens = kv_lens
     paged.page(dr, ("BnBsH",), bs, kv_lens)
-    dr.set("query", spec(shape("BSH", dr.b, dr.n, dr.s1, dr.d), dt))
+    dr.set("query", spec(dense_shape("BSH", dr.b, dr.n, dr.s1, dr.d), dt))
     dr.set("actual_seq_lengths_kv", kv_lens)
     dr.set("sparse_mode", ch.pick("sparse_mode", (4,)))
     masks.optimized_mask(dr)
