@@ -16,9 +16,6 @@ import numpy as np
 
 from fia_fuzz.campaign.bundles import GOLDEN_NAMES
 from fia_fuzz.diff import judge
-from fia_fuzz.diff.signature import FAILED_OUTCOMES, failure_kind
-
-__all__ = ["FAILED_OUTCOMES", "evaluate", "failure_kind", "golden_pair", "judge_outputs"]
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import Runner
 from fia_fuzz.spec import Case, output_specs

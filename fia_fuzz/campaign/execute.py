@@ -13,7 +13,8 @@ import numpy as np
 
 from fia_fuzz.campaign.accepted import classify_accepted
 from fia_fuzz.campaign.bundles import write_bundle
-from fia_fuzz.campaign.evaluate import base_row, evaluate, failure_kind
+from fia_fuzz.campaign.evaluate import base_row, evaluate
+from fia_fuzz.diff.signature import failure_kind
 from fia_fuzz.metamorphic import check_relations, summarise
 from fia_fuzz.runners.isolation import resolve_runner
 from fia_fuzz.spec import Case, validate

@@ -36,7 +36,7 @@ from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
-from fia_fuzz.campaign.evaluate import base_row, failure_kind, repro_command
+from fia_fuzz.campaign.evaluate import base_row, repro_command
 from fia_fuzz.campaign.execute import evaluate_task, negative_task
 from fia_fuzz.campaign.shrink import shrink_failures
 from fia_fuzz.campaign.state import (
@@ -49,7 +49,7 @@ from fia_fuzz.campaign.state import (
     steered,
     wind_down,
 )
-from fia_fuzz.diff.signature import signature
+from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref

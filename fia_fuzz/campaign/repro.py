@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fia_fuzz.campaign.bundles import Bundle, find_bundle, load_bundle
-from fia_fuzz.campaign.evaluate import evaluate, failure_kind, golden_pair, judge_outputs
+from fia_fuzz.campaign.evaluate import evaluate, golden_pair, judge_outputs
+from fia_fuzz.diff.signature import failure_kind
 from fia_fuzz.spec import Case
 from fia_fuzz.spec.inputs import InputError, load_case
 

@@ -29,7 +29,7 @@ from hypothesis.database import ExampleDatabase, choices_to_bytes
 
 from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.config import cell_of
-from fia_fuzz.campaign.evaluate import failure_kind, repro_command
+from fia_fuzz.campaign.evaluate import repro_command
 from fia_fuzz.campaign.execute import evaluate_task
 from fia_fuzz.campaign.state import (
     Found,
@@ -38,7 +38,7 @@ from fia_fuzz.campaign.state import (
     steered,
     wind_down,
 )
-from fia_fuzz.diff.signature import signature
+from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.spec import Case
 from fia_fuzz.strategies.cases import recorded_cases
 

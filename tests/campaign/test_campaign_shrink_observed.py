@@ -10,9 +10,10 @@ import runner_doubles
 
 from fia_fuzz.campaign.bundles import load_bundle
 from fia_fuzz.campaign.config import cell_of
-from fia_fuzz.campaign.evaluate import evaluate, failure_kind
+from fia_fuzz.campaign.evaluate import evaluate
 from fia_fuzz.campaign.shrink import STEPS, case_size
 from fia_fuzz.cli import main
+from fia_fuzz.diff.signature import failure_kind
 from fia_fuzz.reports import read_results
 from fia_fuzz.runners import get_runner
 from fia_fuzz.spec import Case
