@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.spec import profiles
+from fia_fuzz.spec import edges, profiles
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND, blocks_read, referenced_blocks
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
@@ -359,26 +359,17 @@ def case_features(case: Case) -> dict[str, Any]:
                                      for t in p.values()) else "contiguous"
     feats["workload"] = _safe(lambda: _workload(case, v, feats), "none")
     feats["size_edge"] = _safe(lambda: _size_edge(v, feats), "free")
+    table = p.get("block_table")
+    feats["table_width"] = edges.table_width(len(table[0]) if table else None)
     return feats
 
 
-#: Kernel key tile (SINNER) every edge is measured against, and the AI-core counts B*N
-#: lands near (Atlas A2: 20 or 24 cube cores per die, 48 on two) [production-calls.md].
-EDGE_TILE = 64
-CORE_COUNTS = (20, 24, 48)
-
-
 def _size_edge(v: CallView, f: dict[str, Any]) -> str:
-    """Which kernel edge the sizes sit on: B*N next to a core count ("cores"), a length one
-    below or above a multiple of 64 ("below", "above"), exactly on one ("multiple")."""
-    if f["B"] and f["N"] and any(abs(f["B"] * f["N"] - c) <= 1 for c in CORE_COUNTS):
-        return "cores"
+    """spec/edges.py's size_edge over S1, S2 (not for paged: a table width times the block
+    size) and the per-request lengths."""
     lens = [f["S1"], *([] if f["paged"] else [f["S2"]]), *v.act_q, *v.act_kv]
-    lens = [x for x in lens if x is not None and x >= EDGE_TILE - 1]
-    for kind, rem in (("below", EDGE_TILE - 1), ("above", 1), ("multiple", 0)):
-        if any(x % EDGE_TILE == rem for x in lens):
-            return kind
-    return "free"
+    bn = f["B"] * f["N"] if f["B"] and f["N"] else None
+    return edges.size_edge(bn, [x for x in lens if x is not None], v.act_kv)
 
 
 #: Production call patterns (production-calls.md); strategies/workloads.py draws them.
@@ -457,7 +448,8 @@ def _table_features(case: Case) -> dict[str, bool]:
     """Which block-table irregularities a paged case carries (fia-semantics.md §2)."""
     table = case.params.get("block_table")
     if table is None:
-        return {"table_unused": False, "table_spare": False, "table_shuffled": False}
+        return {"table_unused": False, "table_spare": False, "table_shuffled": False,
+                "table_oversized": False}
     k = case.params["key"]
     bs = case.attr("block_size")
     lens = case.params.get("actual_seq_lengths_kv") or [0]
@@ -465,11 +457,14 @@ def _table_features(case: Case) -> dict[str, bool]:
     lens = lens * bsz if len(lens) == 1 else lens[:bsz]
     used: list[int] = []
     unused = False
-    for row, need in zip(table, blocks_read(lens, bs), strict=False):
+    needs = blocks_read(lens, bs)
+    for row, need in zip(table, needs, strict=False):
         used.extend(row[:need])
         unused = unused or len(row) > need
     block_num = k.shape[0] if hasattr(k, "shape") else 0
     return {"table_unused": unused,
+            # wider than maxBlockNumPerSeq, the least width the docs admit [V2 blockTable]
+            "table_oversized": len(table[0]) > max(needs, default=0),
             "table_spare": block_num > len(set(used)),
             "table_shuffled": used != sorted(used) or any(
                 b - a != 1 for a, b in zip(used, used[1:], strict=False))}

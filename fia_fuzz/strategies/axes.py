@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from fia_fuzz.spec.case import WORKLOADS
+from fia_fuzz.spec.edges import SIZE_EDGES, TABLE_WIDTHS
 from fia_fuzz.spec.geometry import CACHE_FORMS
 
 BOOL = (False, True)
@@ -35,6 +36,8 @@ AXES: dict[str, tuple[Any, ...]] = {
     "table_unused": BOOL,
     "table_spare": BOOL,
     "table_shuffled": BOOL,
+    "table_oversized": BOOL,
+    "table_width": TABLE_WIDTHS,
     "sparse_mode": (0, 1, 2, 3, 4),
     "band": ("default", "small", "huge", "negative"),
     "mask": ("none", "bool", "int8", "uint8"),
@@ -74,7 +77,7 @@ AXES: dict[str, tuple[Any, ...]] = {
     "plain": BOOL,
     "view": ("contiguous", "strided"),
     "workload": WORKLOADS,
-    "size_edge": ("free", "multiple", "below", "above", "cores"),
+    "size_edge": SIZE_EDGES,
 }
 
 #: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fia_fuzz.spec import TensorSpec
+from fia_fuzz.spec.edges import LONG_KV
 from fia_fuzz.strategies.choices import Chooser, Dead
+from fia_fuzz.strategies.sizes import heads_cap, kv_length, length
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Draft:
     lazy: bool = False         # paged caches hold data in their referenced blocks only
     kv_list: bool = False
     padded: bool = False
+    long: bool = False         # a long-KV draw: B*N under SPLIT_BN, KV up to long_seq
 
     def set(self, name: str, value: Any) -> None:
         self.params[name] = value
@@ -107,6 +110,7 @@ def heads(dr: Draft, max_n: int, groups: tuple[int, ...], kv_fixed: int | None =
     """N and KV_N with G = N/KV_N from `groups` (simplest first), honouring gqa/g_class pins."""
     ch = dr.ch
     gq = ch.pins.get("gqa")
+    max_n = heads_cap(ch, max_n)
     opts = [g for g in groups if g <= max_n and ch.allows("g_class", g_class(g))
             and (gq is None or (gq == "mha") == (g == 1))]
     if kv_fixed is not None:
@@ -145,9 +149,13 @@ def batch_cap(dr: Draft, s1: int, s2: int, hi: int) -> int:
 
 
 def s1_cap(dr: Draft, lo: int, hi: int) -> int:
+    """Largest query S within the budget given B, N, D; for a long-KV draw, short enough
+    that LONG_KV keys still fit the score and FLOP budgets."""
     p = dr.prof
-    return cap(lo, hi, min(p.max_elements / (2 * dr.b * dr.n * dr.d),
-                           p.max_scores / (dr.b * dr.n)))
+    rows = p.max_scores / (dr.b * dr.n)
+    if dr.long:
+        rows = min(rows / LONG_KV, p.max_flops / (2 * dr.b * dr.n * LONG_KV * (dr.d + dr.dv)))
+    return cap(lo, hi, min(p.max_elements / (2 * dr.b * dr.n * dr.d), rows))
 
 
 def s2_cap(dr: Draft, lo: int, hi: int, s1: int) -> int:
@@ -164,20 +172,31 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
     """An actual_seq_lengths(_kv) list in one of the accepted forms [V4 actualSeqLengths].
 
     Absent, length 1 (same for every batch), length B, or longer than B (the
-    extra entries are ignored). Each value is drawn as a shortfall below its
-    cap, so it shrinks toward the full length; zeros are reachable.
+    extra entries are ignored). Each value is free (a shortfall below its cap,
+    so it shrinks toward the full length; zeros are reachable) or at a kernel
+    edge (strategies/sizes.py).
     """
     ch = dr.ch
     form = ch.pick(feature, forms)
     if form == "absent":
         return None
+    def draw(lo: int, hi: int) -> int:
+        return kv_len(dr, lo, hi, top=True) if feature == "actual_kv" \
+            else length(ch, lo, hi, top=True)
+
     if form == "one":
         top = min(caps)
-        return [top - ch.int(0, top - lo)] if top >= lo else [lo]
-    out = [c - ch.int(0, max(0, c - lo)) for c in caps]
+        return [draw(lo, top)] if top >= lo else [lo]
+    out = [draw(lo, c) if c >= lo else c for c in caps]
     if form == "longer":
         out += [ch.int(0, max(caps)) for _ in range(ch.int(1, 2))]
     return out
+
+
+def kv_len(dr: Draft, lo: int, hi: int, top: bool = False) -> int:
+    """A KV length in [lo, hi], free or at a kernel edge (strategies/sizes.py), LONG_KV+
+    in a long-KV draw where hi allows."""
+    return kv_length(dr.ch, lo, hi, top, dr.long)
 
 
 def effective(values: list[int] | None, b: int, full: list[int]) -> list[int]:

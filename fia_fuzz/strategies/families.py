@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fia_fuzz.spec.edges import TABLE_WIDTHS
 from fia_fuzz.spec.geometry import dense_shape, packed_shape
 from fia_fuzz.spec.rulebook.antiquant import INT4_MODES
 from fia_fuzz.spec.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
@@ -28,7 +29,7 @@ from fia_fuzz.spec.rulebook.nz import per_channel_shape as nz_scale_shape
 from fia_fuzz.spec.rulebook.prefix import COMBINED_PER_TOKEN_MODES, PER_TOKEN_MODES
 from fia_fuzz.spec.rulebook.tnd import HEAD_DIMS as TND_HEAD_DIMS
 from fia_fuzz.spec.rulebook.tnd import ROPE_HEAD_DIMS as TND_ROPE_HEAD_DIMS
-from fia_fuzz.strategies import masks, paged, quant
+from fia_fuzz.strategies import masks, paged, quant, sizes
 from fia_fuzz.strategies.choices import Dead
 from fia_fuzz.strategies.draft import (
     Draft,
@@ -36,6 +37,7 @@ from fia_fuzz.strategies.draft import (
     effective,
     g_class,
     heads,
+    kv_len,
     lengths,
     q_seq_bounds,
     s1_cap,
@@ -54,6 +56,7 @@ EMPTY_OK: dict[str, Any] = {
     "post_quant": False, "post_quant_form": "none", "q_padding": False, "kv_padding": False,
     "kv_list": False, "paged": False, "cache": "none", "sink": False, "actual_q": "absent",
     "actual_kv": "absent", "sparse_mode": 0, "band": "default", "act_zero": False,
+    "table_width": "none", "table_oversized": False,
 }
 
 FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
@@ -110,10 +113,10 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
                   "sparse_mode": (0, 3, 4), "workload": OWN},
 }
 
-#: A size_edge filter is steered by the workloads family only (others reach edges by chance).
-for _name, _scope in FAMILY_SCOPE.items():
-    if _name != "workloads":
-        _scope["size_edge"] = ("free",)
+# families with a block table in every draw, and one without
+for _name in ("mla", "gqa_nz", "workloads"):
+    FAMILY_SCOPE[_name]["table_width"] = TABLE_WIDTHS[1:]
+FAMILY_SCOPE["full_quant"].update(table_width=("none",), table_oversized=(False,))
 
 
 def _layout(dr: Draft, options: tuple[str, ...]) -> None:
@@ -171,8 +174,14 @@ PLAIN_IMPLIED: dict[str, Any] = {
     "mask_shape": "none", "mask_fill": "none", "mask_oversized": False, "pse": False,
     "post_quant_form": "none", "post_quant_offset": False, "prefix_len": "none",
     "act_zero": False, "cache": "none", "table_unused": False, "table_spare": False,
-    "table_shuffled": False, "block_edge": "none", "kv_quant_sym": "none",
+    "table_shuffled": False, "table_oversized": False, "table_width": "none",
+    "block_edge": "none", "kv_quant_sym": "none",
 }
+
+
+def _kv_hi(dr: Draft) -> int:
+    """The longest KV a draw may take: max_seq, or long_seq for a long-KV draw."""
+    return dr.prof.long_seq if dr.long else dr.prof.max_seq
 
 
 def _optional_lengths(dr: Draft, feature: str, arg: str, full: int, lo: int = 0) -> None:
@@ -227,9 +236,11 @@ def dense(dr: Draft) -> None:
     heads(dr, _max_heads(dr, max(1, lo), 16), GROUPS)
     s2_floor = min(paged.block_sizes(dr, False)) if dr.paged else 1
     _head_dims(dr, (16, 32, 64, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
-    dr.b = ch.int(_batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor, dr.prof.max_batch))
-    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
-    s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
+    dr.long = sizes.long_kv(ch, dr.n, _batch_lo(dr))
+    dr.b = sizes.batch(ch, dr.n, _batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor,
+                                                          dr.prof.max_batch), dr.long)
+    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
+    s2_hi = dr.prof.long_seq if cls == ">2048" or dr.long else dr.prof.max_seq
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
     # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]
     if full and not dr.padded and dr.d % 32 == 0 and ch.pick("post_quant", (False, True)):
@@ -249,9 +260,9 @@ def dense(dr: Draft) -> None:
         dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
         dr.set("actual_seq_lengths_kv", kv)
     else:
-        dr.s2 = 0 if empty == "kv" else ch.int(1, s2max)
+        dr.s2 = 0 if empty == "kv" else kv_len(dr, 1, s2max)
         if dr.kv_list:
-            per = [dr.s2 - ch.int(0, dr.s2 - 1) for _ in range(dr.b)]
+            per = [kv_len(dr, 1, dr.s2, top=True) for _ in range(dr.b)]
             dr.s2 = max(per)
             dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, dr.d), dr.q_dtype))
             for name in ("key", "value"):
@@ -397,9 +408,10 @@ def _antiquant_decode(dr: Draft) -> None:
     heads(dr, _max_heads(dr, 1, 64), GROUPS)
     s2_floor = min(paged.block_sizes(dr, True)) if dr.paged else 1
     _head_dims(dr, (64, 32, 128, 96, 256) if int8 else (64, 128, 256), 1, s2_floor)
-    dr.b = ch.int(1, batch_cap(dr, 1, s2_floor, dr.prof.max_batch))
+    dr.long = sizes.long_kv(ch, dr.n)
+    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, 1, s2_floor, dr.prof.max_batch), dr.long)
     dr.s1 = 1
-    s2max = s2_cap(dr, 1, dr.prof.max_seq, 1)
+    s2max = s2_cap(dr, 1, _kv_hi(dr), 1)
     block_num = 0
     if dr.paged:
         bs = paged.block_size(dr, paged.block_sizes(dr, True))
@@ -411,7 +423,7 @@ def _antiquant_decode(dr: Draft) -> None:
         dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, 1, dr.d), dr.q_dtype))
         dr.set("actual_seq_lengths_kv", kv)
     else:
-        dr.s2 = ch.int(1, s2max)
+        dr.s2 = kv_len(dr, 1, s2max)
         _qkv_contiguous(dr, dr.d // 8 if dr.kv_dtype == "int32" else None)
         _prefix(dr, s2max, form in POSITION_FREE_FORMS)
         _optional_lengths(dr, "actual_kv", "actual_seq_lengths_kv", dr.s2)
@@ -435,10 +447,11 @@ def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
     ch = dr.ch
     heads(dr, _max_heads(dr, lo, 32), GROUPS)
     _head_dims(dr, (64, 32, 128, 96, 256), lo)
-    dr.b = ch.int(1, batch_cap(dr, lo, 1, dr.prof.max_batch))
-    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
-    s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
-    dr.s2 = ch.int(1, s2_cap(dr, 1, s2_hi, dr.s1))
+    dr.long = sizes.long_kv(ch, dr.n)
+    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long)
+    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
+    s2_hi = dr.prof.long_seq if cls == ">2048" or dr.long else dr.prof.max_seq
+    dr.s2 = kv_len(dr, 1, s2_cap(dr, 1, s2_hi, dr.s1))
     _qkv_contiguous(dr)
 
 
@@ -516,16 +529,17 @@ def packed(dr: Draft) -> None:
     cls = ch.pick("q_seq", ("2-16", "1", "17-2048"))
     top = {"1": 1, "2-16": 16, "17-2048": 2048}[cls]
     low = {"1": 1, "2-16": 2, "17-2048": 17}[cls]
-    dr.b = ch.int(1, batch_cap(dr, low, 1, dr.prof.max_batch))
-    m = ch.int(low, s1_cap(dr, low, top))
-    q_lens = [m] + [m - ch.int(0, m) for _ in range(dr.b - 1)]
+    dr.long = sizes.long_kv(ch, dr.n)
+    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, low, 1, dr.prof.max_batch), dr.long)
+    m = sizes.length(ch, low, s1_cap(dr, low, top))
+    q_lens = [m] + [sizes.length(ch, 0, m, top=True) for _ in range(dr.b - 1)]
     dr.s1 = m
     mode = ch.pick("sparse_mode", (0, 3))
-    s2max = s2_cap(dr, 1, dr.prof.max_seq, m)
+    s2max = s2_cap(dr, 1, _kv_hi(dr), m)
     if mode == 3:  # act_q <= act_kv; equal is the no-cache causal prefill [docs/rules.md 4]
-        kv_lens = [q + ch.int(0, max(0, s2max - q)) for q in q_lens]
+        kv_lens = [kv_len(dr, q, max(q, s2max)) for q in q_lens]
     else:
-        kv_lens = [s2max - ch.int(0, s2max) for _ in q_lens]
+        kv_lens = [kv_len(dr, 0, s2max, top=True) for _ in q_lens]
     ch.pick("actual_q", ("per_batch",))
     ch.pick("actual_kv", ("per_batch",))
     t_q = sum(q_lens)
@@ -599,13 +613,14 @@ def mla(dr: Draft) -> None:
     n_opts = tuple(n for n in (MLA_TND_HEADS if tnd else MLA_HEADS)
                    if n * per_head <= dr.prof.max_elements // 2) or (32 if tnd else 1,)
     heads(dr, max(n_opts), n_opts, kv_fixed=1)
-    dr.b = ch.int(1, batch_cap(dr, lo, 1, dr.prof.max_batch))
-    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
-    s2max = s2_cap(dr, 1, dr.prof.max_seq, dr.s1)
+    dr.long = sizes.long_kv(ch, dr.n)
+    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long)
+    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
+    s2max = s2_cap(dr, 1, _kv_hi(dr), dr.s1)
     if tnd:
-        q_lens = [dr.s1] + [dr.s1 - ch.int(0, dr.s1 - lo) for _ in range(dr.b - 1)]
+        q_lens = [dr.s1] + [sizes.length(ch, lo, dr.s1, top=True) for _ in range(dr.b - 1)]
         ch.pick("actual_q", ("per_batch",))
-        kv_lens = _non_decreasing([q + ch.int(0, max(0, s2max - q)) for q in q_lens])
+        kv_lens = _non_decreasing([kv_len(dr, q, max(q, s2max)) for q in q_lens])
         ch.pick("actual_kv", ("per_batch",))
         t_q = sum(q_lens)
         dr.set("actual_seq_lengths", _cumulative(q_lens))
@@ -665,15 +680,18 @@ def gqa_nz(dr: Draft) -> None:
     dr.decode = cls == "1"
     ch.pick("branch", ("decode",) if dr.decode else ("prefill",))
     _layout(dr, NZ_LAYOUTS)
-    pairs = [p for p in NZ_HEADS if ch.allows("g_class", g_class(p[0] // p[1]))
+    pairs = [p for p in NZ_HEADS if sizes.heads_cap(ch, p[0]) == p[0]
+             and ch.allows("g_class", g_class(p[0] // p[1]))
              and ch.allows("gqa", "mqa" if p[1] == 1 else "gqa")]
     if not pairs:
         raise Dead("no documented NZ head pair has the pinned GQA class")
     dr.n, dr.kv_n = ch.one(pairs)
     dr.d = dr.dv = NZ_D
-    dr.b = ch.int(1, batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.max_batch))
-    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
-    s2max = s2_cap(dr, 1, dr.prof.max_seq, dr.s1)
+    dr.long = sizes.long_kv(ch, dr.n)
+    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.max_batch),
+                       dr.long)
+    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
+    s2max = s2_cap(dr, 1, _kv_hi(dr), dr.s1)
     bs = paged.block_size(dr, NZ_BLOCK_SIZES)
     kv = lengths(dr, "actual_kv", [s2max] * dr.b, ("one", "per_batch", "longer"))
     assert kv is not None

@@ -13,6 +13,7 @@ import random
 
 from fia_fuzz.spec.geometry import blocks_needed, cache_shape
 from fia_fuzz.strategies.draft import Draft, spec
+from fia_fuzz.strategies.sizes import table_width
 
 #: Caches read without a whole-cache layout change, so a lazy one stays cheap everywhere
 #: (an NZ cache is re-tiled whole by torch runners).
@@ -36,7 +37,9 @@ def wanted(dr: Draft) -> bool:
     pins = dr.ch.pins
     return pins.get("cache", "none") != "none" or pins.get("block_edge", "none") != "none" \
         or pins.get("cache_reach", "near") != "near" \
-        or any(pins.get(k) for k in ("table_unused", "table_spare", "table_shuffled"))
+        or pins.get("table_width", "none") != "none" \
+        or any(pins.get(k) for k in ("table_unused", "table_spare", "table_shuffled",
+                                     "table_oversized"))
 
 
 def block_size(dr: Draft, sizes: tuple[int, ...]) -> int:
@@ -66,7 +69,8 @@ def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
           ) -> tuple[list[list[int]], int]:
     """(block_table rows, block_num) for per-batch KV lengths.
 
-    Width is the largest need plus 0-2 unused columns; the pool has 0-3 spare
+    Width is the largest need, a column or two more, or at a kernel edge
+    (sizes.table_width, as wide as the score budget allows); the pool has 0-3 spare
     blocks; one drawn integer seeds the permutation (0 keeps the identity, so
     shrinking goes to the contiguous table). A far `reach` puts every
     referenced block past 2^31 or 2^32 key-cache elements, below them a pool of
@@ -75,7 +79,12 @@ def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
     ch = dr.ch
     pins = ch.pins
     need = [blocks_needed(n, block_size) for n in kv_lens]
-    width = max(1, max(need)) + ch.int(1 if pins.get("table_unused") else 0, 2)
+    most = max(1, max(need))
+    oversized = True if pins.get("table_unused") or pins.get("table_oversized") else \
+        False if pins.get("table_oversized") is False else None
+    # the masks and pse span width x block_size keys: the score budget bounds the width
+    cols = dr.prof.max_scores // max(1, dr.b * dr.n * max(1, dr.s1) * block_size)
+    width = table_width(ch, most, max(most + 2, cols), oversized)
     room = dr.prof.max_elements // max(1, block_size * dr.kv_n * (dr.d + dr.dv))
     spare_lo = 1 if pins.get("table_spare") else 0
     spare = ch.int(spare_lo, max(spare_lo, min(3, room - sum(need))))

@@ -15,12 +15,12 @@ legal by construction; `case.features()["workload"]` names the pattern
 
 from __future__ import annotations
 
-from fia_fuzz.spec.case import CORE_COUNTS, EDGE_TILE
 from fia_fuzz.spec.geometry import dense_shape, packed_shape
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
-from fia_fuzz.strategies.draft import Draft, spec
+from fia_fuzz.strategies.draft import Draft, kv_len, spec
+from fia_fuzz.strategies.sizes import batch, heads_cap, length, long_kv
 from fia_fuzz.strategies.tail import common_tail
 
 #: Public model head geometries (N, KV_N, D) [production-calls.md, model table].
@@ -29,8 +29,6 @@ MODELS = ((32, 32, 128), (32, 8, 128), (64, 8, 128), (128, 8, 128), (28, 4, 128)
           (16, 8, 256), (32, 32, 96), (128, 8, 64), (40, 40, 128))
 #: Tensor-parallel degrees: N and KV_N per device, KV heads replicated once TP > KV_N.
 TP = (1, 2, 4, 8, 16)
-#: Kernel tile sizes whose multiples (and one off them) exercise tail handling.
-TILES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 VLLM = ("vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode", "sliding_causal")
 #: The patterns this family builds; MLA decode/MTP and int8 KV decode are the mla and
 #: antiquant families' draws, classified by spec/case.py.
@@ -50,34 +48,17 @@ def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int) -> tuple[int, i
             kv_n = max(1, kv // tp)
             if (n // tp) % kv_n == 0 and n // tp // kv_n <= 64:
                 opts.append((n // tp, kv_n, d))
+    opts = [o for o in opts if heads_cap(ch, o[0]) == o[0]] or opts
     fit = [o for o in opts if 128 * o[1] * 2 * o[2] <= budget]
     return ch.one(fit or [min(opts, key=lambda o: o[1] * o[2])])
-
-
-#: size_edge filter -> the offset from a tile multiple its lengths take.
-EDGE_OFFSETS = {"below": -1, "above": 1, "multiple": 0}
-
-
-def edge_length(ch: Chooser, lo: int, hi: int) -> int:
-    """A length in [lo, hi]: free, the top, or a tile multiple and one below/above it
-    (only the edge a size_edge filter names, on tiles >= 64, when one is pinned)."""
-    pinned = EDGE_OFFSETS.get(ch.pins.get("size_edge", ""))
-    kind = "edge" if pinned is not None else ch.one(("free", "edge", "edge", "top"))
-    if kind == "top" or hi <= lo:
-        return hi
-    if kind == "free" or ch.pinned("size_edge", "free"):
-        return ch.int(lo, hi)
-    tiles = [t for t in TILES if t <= hi and (pinned is None or t >= EDGE_TILE)]
-    tile = ch.one(tiles or [hi])
-    x = tile * ch.int(1, max(1, hi // tile)) + (ch.one((-1, 0, 1)) if pinned is None else pinned)
-    return min(hi, max(lo, x))
 
 
 def workloads(dr: Draft) -> None:
     """One production pattern, drawn in the shape the engine issues it."""
     ch = dr.ch
-    # the classic decode, where masks past one 512-key tile live, twice as often
-    kind = ch.pick("workload", (*OWN, "paged_decode_bsh", "paged_decode_bnsd"))
+    # the classic decode, where masks past one 512-key tile live, twice as often; first,
+    # so a shrunk workload is a paged decode without a mask
+    kind = ch.pick("workload", ("paged_decode_bsh", "paged_decode_bnsd", *OWN))
     if kind in VLLM:
         _vllm(dr, kind)
     elif kind == "sliding_band":
@@ -102,13 +83,10 @@ def _batches(dr: Draft, block_size: int, hi: int) -> int:
     the draws serve one long request (a long context spanning many tiles)."""
     per = block_size * dr.kv_n * (dr.d + dr.dv)
     top = max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per))
-    if dr.ch.pinned("size_edge", "cores"):  # B*N next to an AI-core count
-        near = [b for c in CORE_COUNTS for b in (c // dr.n, c // dr.n + 1)
-                if 1 <= b <= top and abs(b * dr.n - c) <= 1]
-        return dr.ch.one(near or [1])
-    if dr.ch.one((False, False, False, True)):
+    if "size_edge" not in dr.ch.pins and dr.ch.one((False, False, False, True)):
         return 1
-    return dr.ch.int(1, top)
+    dr.long = long_kv(dr.ch, dr.n)
+    return batch(dr.ch, dr.n, 1, top, dr.long)
 
 
 def _fused_kv(dr: Draft) -> None:
@@ -142,13 +120,13 @@ def _vllm(dr: Draft, kind: str) -> None:
     for _ in range(dr.b):
         if kind == "vllm_prefix_hit":
             cached = bs * ch.int(1, max(1, (room - 1) // bs))
-            new = edge_length(ch, 1, max(1, min(room - cached, 2048)))
+            new = length(ch, 1, max(1, min(room - cached, 2048)))
             kv_lens.append(cached + new)
             q_lens.append(new)
             continue
-        kv = edge_length(ch, 1, max(1, room))
+        kv = kv_len(dr, 1, max(1, room))
         kv_lens.append(kv)
-        q_lens.append({"vllm_decode": 1, "vllm_chunked": edge_length(ch, 1, kv)}.get(kind, kv))
+        q_lens.append({"vllm_decode": 1, "vllm_chunked": length(ch, 1, kv)}.get(kind, kv))
     if kind == "vllm_chunked" and q_lens == kv_lens:
         q_lens[0] = max(1, kv_lens[0] - 1) if kv_lens[0] > 1 else 1
         if q_lens == kv_lens:
@@ -179,7 +157,7 @@ def _vllm(dr: Draft, kind: str) -> None:
     dr.set("sparse_mode", ch.pick("sparse_mode", (3,)))
     masks.optimized_mask(dr)
     if kind == "sliding_causal":
-        dr.set("pre_tokens", edge_length(ch, 1, max(1, max(kv_lens))))
+        dr.set("pre_tokens", length(ch, 1, max(1, max(kv_lens))))
         dr.set("next_tokens", 0)
     _tail(dr)
 
@@ -198,7 +176,7 @@ def _paged_decode(dr: Draft, layout: str) -> None:
     dr.s1 = 1
     dr.b = _batches(dr, 128, 256)
     room = _kv_budget(dr) // dr.b
-    kv_lens = [edge_length(ch, 0 if ch.one((False,) * 15 + (True,)) else 1, max(1, room))
+    kv_lens = [kv_len(dr, 0 if ch.one((False,) * 15 + (True,)) else 1, max(1, room))
                for _ in range(dr.b)]
     dr.kv_lens = kv_lens
     paged.page(dr, ("BnBsH",), 128, kv_lens)
@@ -226,9 +204,9 @@ def _sliding_band(dr: Draft) -> None:
                  if x * dr.kv_n * 2 * dr.d <= dr.prof.max_elements] or [128])
     dr.b = _batches(dr, bs, 8)
     room = max(2, _kv_budget(dr, True) // dr.b)
-    s2 = edge_length(ch, 2, max(2, room))
-    dr.s1 = min(s2, edge_length(ch, 2, max(2, min(2048, dr.prof.max_scores // (dr.b * dr.n * s2)
-                                                   or 2))))
+    s2 = kv_len(dr, 2, max(2, room))
+    dr.s1 = min(s2, length(ch, 2, max(2, min(2048, dr.prof.max_scores // (dr.b * dr.n * s2)
+                                              or 2))))
     kv_lens = [s2] * dr.b
     dr.kv_lens = kv_lens
     paged.page(dr, ("BnBsH",), bs, kv_lens)
@@ -236,7 +214,7 @@ def _sliding_band(dr: Draft) -> None:
     dr.set("actual_seq_lengths_kv", kv_lens)
     dr.set("sparse_mode", ch.pick("sparse_mode", (4,)))
     masks.optimized_mask(dr)
-    dr.set("pre_tokens", edge_length(ch, 1, s2))
+    dr.set("pre_tokens", length(ch, 1, s2))
     dr.set("next_tokens", 0)
     _tail(dr)
 

@@ -1,0 +1,156 @@
+"""Kernel-edge sizes for every family: S1, S2, per-request lengths, B and block-table widths.
+
+Each is drawn from a mix of free values and edge values (spec/edges.py says
+which edges count): a multiple of a kernel tile (16..2048) or one below or
+above it; B with B*N next to an AI-core count; a KV of LONG_KV+ tokens while
+B*N stays under SPLIT_BN; a block-table width on or next to a multiple of
+WIDTH_TILE, or wider than the longest request needs. A `size_edge` or
+`table_width` filter steers every draw to its kind ("free" steers lengths off
+the edges), so the filters work in every family. Free draws shrink as the
+plain integer draws they replace did.
+"""
+
+from __future__ import annotations
+
+from fia_fuzz.spec.edges import (
+    CORE_COUNTS,
+    EDGE_REMAINDERS,
+    EDGE_TILE,
+    LONG_KV,
+    SPLIT_BN,
+    WIDTH_TILE,
+    near_cores,
+)
+from fia_fuzz.strategies.choices import Chooser, Dead
+
+#: Kernel tiles (query rows 32..128, keys 64..512, and their multiples) whose
+#: multiples and one off them exercise tail handling [production-calls.md].
+TILES = (16, 32, 64, 128, 256, 512, 1024, 2048)
+#: The tiles a size_edge filter's edges are drawn on (the ones spec/edges.py counts).
+EDGE_TILES = tuple(t for t in TILES if t >= EDGE_TILE)
+OFFSETS = dict(EDGE_REMAINDERS)
+#: size_edge filters under which no KV may be long (the "long" kind would win).
+SHORT_KV = ("free", "multiple", "below", "above")
+#: How a length is drawn when no filter steers it (simplest first).
+MIX = ("free", "edge", "edge", "top")
+
+
+def length(ch: Chooser, lo: int, hi: int, top: bool = False) -> int:
+    """A length in [lo, hi]: free, hi, or a tile multiple or one below/above it.
+
+    A size_edge filter naming an edge draws that edge (on tiles >= EDGE_TILE)
+    and "free" draws off the edges. `top`: free values are a shortfall below
+    hi, so they shrink toward the full length.
+    """
+    if hi <= lo:
+        return max(lo, hi)
+    pin = ch.pins.get("size_edge")
+    offset = OFFSETS.get(pin)
+    kind = "edge" if offset is not None else "free" if pin is not None else ch.one(MIX)
+    if kind == "edge":
+        x = _edge(ch, lo, hi, offset, TILES if offset is None else EDGE_TILES)
+        if x is not None:
+            return x
+    if kind == "top":
+        return hi
+    x = hi - ch.int(0, hi - lo) if top else ch.int(lo, hi)
+    return _off_edge(x, lo, hi) if pin == "free" else x
+
+
+def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = False) -> int:
+    """A KV length as `length`; a long-KV draw (`long`, or a "long" filter) keeps it at
+    LONG_KV+ where hi allows, a length-edge or "free" filter below LONG_KV where lo allows."""
+    pin = ch.pins.get("size_edge")
+    if (long or pin == "long") and hi >= LONG_KV:
+        lo = max(lo, LONG_KV)
+    elif pin in SHORT_KV and lo < LONG_KV:
+        hi = min(hi, LONG_KV - 1)
+    return length(ch, lo, hi, top)
+
+
+def heads_cap(ch: Chooser, max_n: int) -> int:
+    """The most heads a draw may take: under a "long" filter fewer than SPLIT_BN, under
+    "cores" no more than the largest core count's edge."""
+    pin = ch.pins.get("size_edge")
+    if pin == "long":
+        return min(max_n, SPLIT_BN - 1)
+    return min(max_n, max(CORE_COUNTS) + 1) if pin == "cores" else max_n
+
+
+def long_kv(ch: Chooser, n: int, lo: int = 1) -> bool:
+    """Whether the draw reaches for a long KV (up to the profile's long_seq, B*N under
+    SPLIT_BN with B >= `lo`): every "long"-filtered draw, a quarter of the unfiltered
+    ones that can."""
+    pin = ch.pins.get("size_edge")
+    can = (SPLIT_BN - 1) // n >= lo
+    if pin == "long" and not can:
+        raise Dead(f"N={n}: no B >= {lo} keeps B*N under {SPLIT_BN} for a long KV")
+    return pin == "long" or (pin is None and can and ch.one((False, False, False, True)))
+
+
+def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False) -> int:
+    """B in [lo, hi] for N = `n` heads: free, or B*N next to an AI-core count.
+
+    A long-KV draw keeps B*N under SPLIT_BN; a "cores" filter needs B*N next
+    to a core count, the other size_edge filters away from them.
+    """
+    pin = ch.pins.get("size_edge")
+    if long:  # long_kv saw to it that B = lo fits
+        return ch.int(lo, max(lo, min(hi, (SPLIT_BN - 1) // n)))
+    near = sorted({b for c in CORE_COUNTS for b in range((c - 1) // n, (c + 1) // n + 1)
+                   if lo <= b <= hi and near_cores(b * n)})
+    if pin == "cores" or (pin is None and near and ch.one((False, False, False, True))):
+        if not near:
+            raise Dead(f"no B in [{lo}, {hi}] puts B*N next to a core count for N={n}")
+        return ch.one(near)
+    b = ch.int(lo, hi)
+    if pin is None or not near_cores(b * n):
+        return b
+    away = [x for d in (1, 2, 3) for x in (b + d, b - d) if lo <= x <= hi
+            and not near_cores(x * n)]
+    return away[0] if away else b
+
+
+def table_width(ch: Chooser, need: int, cap: int, oversized: bool | None = None) -> int:
+    """A block-table width from `need` (maxBlockNumPerSeq, the least the docs admit) to
+    max(need, cap): exactly `need`, one or two spare columns, or on or next to a
+    multiple of WIDTH_TILE. `oversized` True/False forces spare columns or none; a
+    table_width filter names the edge (or "free": off the edges)."""
+    pin = ch.pins.get("table_width")
+    cap = max(need, cap)
+    lo = need + 1 if oversized else need
+    if oversized is False or cap < lo:
+        return need
+    offset = OFFSETS.get(pin)
+    kinds = ("exact", "spare", "edge")[1 if oversized else 0:]
+    kind = "edge" if offset is not None else ch.one(kinds[:-1] if pin == "free" else kinds)
+    if kind == "edge":
+        x = _edge(ch, lo, min(cap, lo + 4 * WIDTH_TILE), offset, (WIDTH_TILE,))
+        if x is not None:
+            return x
+    x = need if kind == "exact" or cap == need else ch.int(need + 1, min(cap, need + 2))
+    return _off_edge(x, lo, cap, WIDTH_TILE) if pin == "free" else x
+
+
+def _edge(ch: Chooser, lo: int, hi: int, offset: int | None, tiles: tuple[int, ...]
+          ) -> int | None:
+    """tile * k + offset within [lo, hi] for one of `tiles` (offset -1, 0 or 1; None:
+    any of them), or None when none fits."""
+    opts = [(t, off, max(1, -(-(lo - off) // t)), (hi - off) // t)
+            for t in tiles for off in ((-1, 0, 1) if offset is None else (offset,))]
+    opts = [o for o in opts if o[2] <= o[3]]
+    if not opts:
+        return None
+    t, off, k_lo, k_hi = ch.one(opts)
+    return t * ch.int(k_lo, k_hi) + off
+
+
+def _off_edge(x: int, lo: int, hi: int, tile: int = EDGE_TILE) -> int:
+    """x moved two off the nearest tile edge when it sits on one (and room allows)."""
+    r = x % tile
+    if x < tile - 1 or r not in (tile - 1, 0, 1):
+        return x
+    for y in (x - (r + 2) % tile, x + (2 - r) % tile):
+        if lo <= y <= hi:
+            return y
+    return x
