@@ -2,6 +2,7 @@
 finishes every other case (issue 7 done-when)."""
 
 import runner_doubles  # noqa: F401  (registers the test doubles)
+from runner_doubles import STREAM_SEED
 
 from fia_fuzz.cli import main
 from fia_fuzz.reports import read_results
@@ -12,7 +13,8 @@ PLAIN = ("--filter", "plain=true")
 
 def test_faults_become_rows_and_the_other_cases_finish(tmp_path) -> None:
     out = tmp_path / "run"
-    assert main(["campaign", *PLAIN, "--runner", "test-double-faulty", "--max-cases", "30",
+    assert main(["campaign", *PLAIN, *STREAM_SEED, "--runner", "test-double-faulty",
+                 "--max-cases", "30",
                  "--case-timeout", "2s", "--no-shrink", "--out", str(out)]) == 0
     df = read_results(out)
     assert len(df) == 30 and df["case_id"].is_unique

@@ -2,7 +2,7 @@
 no other result is lost (issue 19)."""
 
 import runner_doubles  # noqa: F401  (registers the test doubles)
-from runner_doubles import HOG_CELL
+from runner_doubles import HOG_CELL, STREAM_SEED
 
 from fia_fuzz.cli import main
 from fia_fuzz.reports import read_results
@@ -10,7 +10,8 @@ from fia_fuzz.reports import read_results
 
 def test_oom_is_recorded_and_the_campaign_goes_on(tmp_path, capsys) -> None:
     out = tmp_path / "run"
-    assert main(["campaign", "--filter", "plain=true", "--runner", "test-double-memory-hog",
+    assert main(["campaign", "--filter", "plain=true", *STREAM_SEED,
+                 "--runner", "test-double-memory-hog",
                  "--max-cases", "16", "--memory-limit", "6G", "--no-shrink",
                  "--out", str(out)]) == 0
     df = read_results(out)

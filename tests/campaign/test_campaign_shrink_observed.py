@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import runner_doubles
+from runner_doubles import STREAM_SEED
 
 from fia_fuzz.campaign.bundles import load_bundle
 from fia_fuzz.campaign.config import cell_of
@@ -21,7 +22,8 @@ from fia_fuzz.spec import Case
 
 def test_every_failing_cell_is_shrunk_from_its_observed_failure(tmp_path) -> None:
     out = tmp_path / "run"
-    assert main(["campaign", "--filter", "plain=true", "--runner", "test-double-rare-bug",
+    assert main(["campaign", "--filter", "plain=true", *STREAM_SEED,
+                 "--runner", "test-double-rare-bug",
                  "--max-cases", "40", "--out", str(out)]) == 0
     df = read_results(out)
     explored = df[df["origin"] == "explore"]

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import runner_doubles
+from runner_doubles import STREAM_SEED
 
 from fia_fuzz.campaign.bundles import load_bundle
 from fia_fuzz.cli import main
@@ -18,7 +19,8 @@ PLAIN = ("--filter", "plain=true")
 
 def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -> None:
     out = tmp_path / "run"
-    assert main(["campaign", *PLAIN, "--runner", "test-double-perturbed-cell", "--max-cases", "24",
+    assert main(["campaign", *PLAIN, *STREAM_SEED, "--runner", "test-double-perturbed-cell",
+                 "--max-cases", "24",
                  "--out", str(out)]) == 0
     df = read_results(out)
     layout, dtype = runner_doubles.PERTURBED_CELL

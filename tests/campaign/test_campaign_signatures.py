@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pandas as pd
 import runner_doubles  # noqa: F401  (registers the test doubles)
+from runner_doubles import STREAM_SEED
 
 from fia_fuzz.cli import main
 from fia_fuzz.diff.signature import error_shape, signature
@@ -42,7 +43,7 @@ def test_error_shapes_read_the_metrics() -> None:
 
 def test_signatures_over_two_runs_in_dataset_dashboard_and_junit(tmp_path) -> None:
     out = tmp_path / "run"
-    cmd = ["campaign", "--filter", "plain=true", "--runner", "test-double-rare-bug",
+    cmd = ["campaign", "--filter", "plain=true", *STREAM_SEED, "--runner", "test-double-rare-bug",
            "--max-cases", "40", "--out", str(out)]
     assert main(cmd) == 0
     assert main(cmd) == 0  # the next night: replays the corpus, the same failures again

@@ -34,11 +34,12 @@ ANTIQUANT = {"antiquant_scale": "antiquant_mode", "antiquant_offset": "antiquant
 
 
 def repeat_param(p: np.ndarray, combined: bool, mode: int, decode: bool, kv_n: int, d: int,
-                 r: int) -> np.ndarray:
+                 r: int, nz: bool = False) -> np.ndarray:
     """An antiquant scale/offset with every KV head's entries repeated r times [SEM §7].
 
     Per-channel forms after the key/value lead dim (2 combined, 1 separate
-    decode, none separate prefill): (H,), (KV_N, D), (KV_N, 1, D); per-tensor
+    decode, none separate prefill or over 5-D NZ caches, whose forms are
+    rulebook/nz.per_channel_shape): (H,), (KV_N, D), (KV_N, 1, D); per-tensor
     and per-token forms have no head axis; mode 2 is (KV_N,), modes 3 and 5
     (B|block_num, KV_N, S2|block_size).
     """
@@ -48,7 +49,7 @@ def repeat_param(p: np.ndarray, combined: bool, mode: int, decode: bool, kv_n: i
         return np.repeat(p, r, axis=1)
     if mode != 0:
         return p
-    lead = 1 if combined or decode else 0
+    lead = 1 if (combined or decode) and not nz else 0
     rest = p.shape[lead:]
     if len(rest) == 0 or p.size == (2 if combined else 1):
         return p
@@ -105,6 +106,6 @@ def gqa_repeat(case: Case, call: Call) -> list[Partner]:
             if call.get(name) is not None:
                 new[name] = repeat_param(np.asarray(call[name]), name.startswith("antiquant"),
                                          int(v.attrs[mode_attr]), v.decode, kv_n,
-                                         v.Dv if name.startswith("value") else v.Dk, r)
+                                         v.Dv if name.startswith("value") else v.Dk, r, v.nz)
         partners.append(Partner(f"G{g}->G{g // r}", new, GQA_TOLERANCE))
     return keep_legal(partners, case.rules)

@@ -49,7 +49,10 @@ def _kv_float_match(draw: st.DrawFn, case: Case) -> Change:
 def _dtype_kv(draw: st.DrawFn, case: Case) -> Change:
     k, v = case.params["key"], case.params["value"]
     dt = draw(st.sampled_from(["float32", "uint8"]))
-    return {"key": TensorSpec(k.shape, dt), "value": TensorSpec(v.shape, dt)}
+    change: Change = {"key": TensorSpec(k.shape, dt), "value": TensorSpec(v.shape, dt)}
+    if dt == "uint8":  # integer data: a float fill (e.g. "negative") cannot materialise
+        change[FILLS] = {n: {"dist": "int", "low": 0, "high": 255} for n in ("key", "value")}
+    return change
 
 
 def _int8_query_kv(draw: st.DrawFn, case: Case) -> Change:
