@@ -76,7 +76,8 @@ BREAKERS: dict[str, Breaker] = {
     "antiquant.needs_int_kv": searched(
         {"plain": True, "branch": "decode"}, "add:antiquant_scale"),  # 100%
     "antiquant.scale_needed": searched(
-        {"antiquant": "combined:0", "branch": "decode"}, "drop:antiquant_scale"),  # 67%
+        {"antiquant": "combined:0", "branch": "decode"}, "drop:antiquant_scale",
+        alt=({"sparse_mode": 4, "full_quant": False},)),
     "antiquant.offset_needs_scale": searched(
         {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
         "add:antiquant_offset"),  # 100%
@@ -85,21 +86,28 @@ BREAKERS: dict[str, Breaker] = {
     "antiquant.combined_mode": searched(
         {"antiquant": "combined:0", "branch": "decode"}, "attr:antiquant_mode"),  # 50%
     "antiquant.combined_shape": searched(
-        {"antiquant": "combined:0", "branch": "decode"}, "rank_up:antiquant_scale"),  # 67%
+        {"antiquant": "combined:0", "branch": "decode"}, "rank_up:antiquant_scale",
+        alt=({"sparse_mode": 4, "full_quant": False},)),
     "antiquant.combined_dtype": searched(
-        {"antiquant": "combined:0", "branch": "decode"}, "dtype:antiquant_scale"),  # 50%
+        {"antiquant": "combined:0", "branch": "decode"}, "dtype:antiquant_scale",
+        alt=({"sparse_mode": 4, "full_quant": False},)),
     "antiquant.sep_scale_pair": searched(
-        {"mask": "bool", "branch": "decode"}, "drop:key_antiquant_scale"),  # 100%
+        {"mask": "bool", "branch": "decode"}, "drop:key_antiquant_scale",
+        alt=({"sparse_mode": 1},)),
     "antiquant.sep_offset_pair": searched(
         {"pse": True, "branch": "decode"}, "drop:key_antiquant_offset"),  # 100%
     "antiquant.sep_mode_pair": searched(
-        {"antiquant": "separate:5/5"}, "attr:value_antiquant_mode"),  # 100%
+        {"antiquant": "separate:5/5"}, "attr:value_antiquant_mode",
+        alt=({"antiquant": "separate:4/4"},)),
     "antiquant.sep_shape": searched(
-        {"mask": "bool", "branch": "decode"}, "pair_axis:key_antiquant_scale:0:+1"),  # 100%
+        {"mask": "bool", "branch": "decode"}, "pair_axis:key_antiquant_scale:0:+1",
+        alt=({"sparse_mode": 1},)),
     "antiquant.sep_dtype": searched(
-        {"mask": "bool", "branch": "decode"}, "dtype:key_antiquant_scale"),  # 100%
+        {"mask": "bool", "branch": "decode"}, "dtype:key_antiquant_scale",
+        alt=({"sparse_mode": 1},)),
     "antiquant.sep_shapes_match": searched(
-        {"antiquant": "separate:3/3"}, "axis:key_antiquant_scale:-1:+1"),  # 67%
+        {"antiquant": "separate:3/3"}, "axis:key_antiquant_scale:-1:+1",
+        alt=({"sparse_mode": 1},)),
     "antiquant.mixed_query_fp16": searched(
         {"antiquant": "separate:0/1", "kv_dtype": "int8"}, "add:quant_scale2"),  # 100%
     "antiquant.sep_prefill_dtypes": searched(

@@ -97,7 +97,14 @@ BREAKERS: dict[str, Breaker] = {
     "dtype.block_table": Breaker(_block_table_dtype, {"paged": True}),
     "dtype.int64_values": Breaker(_int64_values, {"actual_kv": "per_batch"},
                                   alt=({"q_padding": True}, {"prefix_len": "given"})),
-    "dtype.mask": searched({"prefix": True, "branch": "decode"}, "dtype:atten_mask"),  # 100%
+    "dtype.mask": searched(
+        {"prefix": True, "branch": "decode"}, "dtype:atten_mask",
+        alt=({"kv_padding": True, "branch": "decode"},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
+             {"q_seq": ">2048"},
+             {"layout": "BSH_NBSD"})),
     "dtype.pse": searched(
-        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "dtype:pse_shift"),  # 100%
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "dtype:pse_shift",
+        alt=({"prefix": True, "branch": "decode"},
+             {"sparse_mode": 2})),
 }

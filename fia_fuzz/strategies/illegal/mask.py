@@ -13,8 +13,15 @@ BREAKERS: dict[str, Breaker] = {
         {"full_quant": True, "post_quant": False}, "attr:sparse_mode"),  # 83%
     "mask.mode1_required": searched({"sparse_mode": 1}, "drop:atten_mask"),  # 100%
     "mask.optimized_required": searched({"sparse_mode": 2}, "drop:atten_mask"),  # 100%
-    "mask.optimized_shape": searched({"sparse_mode": 2}, "rank_up:atten_mask"),  # 100%
-    "mask.full_form": searched({"kv_list": True}, "axis:atten_mask:0:=2048"),  # 100%
+    "mask.optimized_shape": searched(
+        {"sparse_mode": 2}, "rank_up:atten_mask",
+        alt=({"layout": "TND", "rope": False},
+             {"layout": "NTD_TND"})),
+    "mask.full_form": searched(
+        {"kv_list": True}, "axis:atten_mask:0:=2048",
+        alt=({"prefix": True, "branch": "decode"},
+             {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"})),
     "mask.full_size": searched(
-        {"prefix": True, "branch": "decode"}, "axis:atten_mask:-1:=1"),  # 100%
+        {"prefix": True, "branch": "decode"}, "axis:atten_mask:-1:=1",
+        alt=({"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},)),
 }

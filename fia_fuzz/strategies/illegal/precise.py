@@ -10,6 +10,7 @@ from fia_fuzz.strategies.illegal.breaker import Breaker, searched
 
 BREAKERS: dict[str, Breaker] = {
     "precise.range": searched(
-        {"antiquant": "separate:0/0", "branch": "prefill"}, "attr:inner_precise"),  # 83%
+        {"antiquant": "separate:0/0", "branch": "prefill"}, "attr:inner_precise",
+        alt=({"kv_dtype": "int32"},)),
     "precise.decode_01": searched({"plain": True, "branch": "decode"}, "attr:inner_precise"),  # 83%
 }

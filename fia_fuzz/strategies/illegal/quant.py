@@ -54,16 +54,36 @@ BREAKERS: dict[str, Breaker] = {
                                                             "branch": "prefill"}),
     "quant.int8_query_needs_dequant": searched({"sparse_mode": 1}, "drop:dequant_scale1"),  # 100%
     "quant.float_query_forbids_dequant": searched(
-        {"plain": True, "layout": "BNSD"}, "add:dequant_scale1"),  # 100%
+        {"plain": True, "layout": "BNSD"}, "add:dequant_scale1",
+        alt=({"prefix": True, "branch": "prefill"},
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+             {"layout": "NTD_TND"},
+             {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "quant.dequant_dtype": searched(
-        {"full_quant": True, "post_quant": True}, "dtype:dequant_scale1"),  # 100%
+        {"full_quant": True, "post_quant": True}, "dtype:dequant_scale1",
+        alt=({"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},)),
     "quant.dequant_per_tensor": searched({"sparse_mode": 1}, "axis:dequant_scale1:0:+1"),  # 100%
     "quant.offset2_needs_scale2": searched(
-        {"plain": True, "layout": "BNSD"}, "add:quant_offset2"),  # 100%
-    "quant.offset2_matches": searched({"kv_list": True}, "rank_up:quant_offset2"),  # 100%
+        {"plain": True, "layout": "BNSD"}, "add:quant_offset2",
+        alt=({"prefix": True, "branch": "prefill"},
+             {"sparse_mode": 2},
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+             {"layout": "NTD_TND"},
+             {"sparse_mode": 4, "full_quant": False},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
+    "quant.offset2_matches": searched(
+        {"kv_list": True}, "rank_up:quant_offset2",
+        alt=({"full_quant": True, "post_quant": True},)),
     "quant.per_channel_no_left_padding": searched(
         {"post_quant_form": "per_channel", "layout": "BSH"}, "add:query_padding_size"),  # 67%
     "quant.int4_no_post": searched({"antiquant": "separate:3/3"}, "add:quant_scale2"),  # 100%
     "quant.dequant_scale_query": searched(
-        {"plain": True, "layout": "BNSD"}, "add:dequant_scale_query"),  # 100%
+        {"plain": True, "layout": "BNSD"}, "add:dequant_scale_query",
+        alt=({"prefix": True, "branch": "prefill"},
+             {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+             {"layout": "NTD_TND"},
+             {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
 }

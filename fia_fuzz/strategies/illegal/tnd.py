@@ -10,11 +10,12 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.rulebook.tnd import T_MAX
+from fia_fuzz.spec.rulebook.tnd import HEAD_DIMS, T_MAX
 from fia_fuzz.strategies.edits import (
     DELETE,
     Change,
     grow_blocks,
+    head_dims,
     layout,
     q_layout,
     query_seq,
@@ -65,6 +66,32 @@ def _tnd_causal(draw: st.DrawFn, case: Case) -> Change:
     return {**query_seq(case, total), "actual_seq_lengths": cum}
 
 
+#: Head dims around the packed tables (multiples of 16, so the float alignment holds): just
+#: past 128 and 192 on both sides, and far from them up to the 512 limit.
+ODD_DIMS = (64, 256, 112, 144, 176, 208, 16, 96, 320, 448)
+
+
+def _tnd_head_dims(draw: st.DrawFn, case: Case) -> Change:
+    """Q_D = K_D and V_D off the layout's table: with rope (whose query D must stay 128) V_D
+    only; otherwise either or both (paged: both, the caches share a shape), or the 192/192
+    pair where G > 1 or the KV is paged."""
+    v = case.view()
+    if v.rope:
+        return head_dims(case, v.D, draw(st.sampled_from((*ODD_DIMS, 192))))
+    shared = v.G > 1 or v.paged     # where the table's V_D 192 is not allowed
+    if layout(case) == "TND" and shared and draw(st.booleans()):
+        return head_dims(case, 192, 192)
+    d = draw(st.sampled_from((*ODD_DIMS, 128, 192)))
+    if v.paged:     # paged key and value caches share one shape (paged.kv_shape_match)
+        dv = d
+    else:
+        dv = draw(st.sampled_from((*ODD_DIMS, 128, 192) if d in (128, 192)
+                                  else (d, *ODD_DIMS)))
+    if (d, dv) in HEAD_DIMS[layout(case)] and not (dv == 192 and shared):
+        reject()
+    return head_dims(case, d, dv)
+
+
 def _tnd_block_size(draw: st.DrawFn, case: Case) -> Change:
     """256 or 384 slots: larger blocks from 128, 512 split into 256."""
     if int(case.params["block_size"]) == 512:
@@ -101,13 +128,16 @@ BREAKERS: dict[str, Breaker] = {
                                         {"rope_d": "512", "layout": "TND_NTD",
                                          "cache": "BnBsH"})),
     "tnd.sparse": searched(
-        {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-        "add:atten_mask"),  # 100%
-    "tnd.head_dims": searched({"rope_d": "128"}, "axis:value:-1:+16"),  # 100%
+        {"paged": True, "branch": "prefill", "mask": "none", "pse": False}, "add:atten_mask",
+        alt=({"layout": "NTD_TND"},)),
+    "tnd.head_dims": Breaker(_tnd_head_dims, {"layout": "TND", "rope_d": "none"},
+                             alt=({"layout": "NTD_TND", "rope_d": "none"},
+                                  {"layout": "TND", "paged": True, "rope_d": "none"},
+                                  {"rope_d": "128"})),
     "tnd.rope_not_paged": searched(
         {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
         "add:query_rope"),  # 50%
     "tnd.no_extras": searched(
-        {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-        "add:pse_shift"),  # 100%
+        {"paged": True, "branch": "prefill", "mask": "none", "pse": False}, "add:pse_shift",
+        alt=({"layout": "NTD_TND"},)),
 }
