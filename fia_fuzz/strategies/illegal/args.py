@@ -81,7 +81,9 @@ NOT_MATERIALISABLE = {"args.dtype_known", "args.shape_sane", "args.memory",
                       "args.values_integral", "args.required"}
 
 BREAKERS: dict[str, Breaker] = {
-    "args.required": Breaker(_required, PLAIN_BNSD),
+    "args.required": Breaker(_required, PLAIN_BNSD,
+                             alt=({"layout": "TND"}, {"rope_d": "512"},
+                                  {"antiquant": "separate:1/1"}, {"full_quant": True})),
     "args.attr_type": Breaker(_attr_type, PLAIN_BNSD),
     "args.dtype_known": Breaker(_dtype_known, PLAIN_BNSD),
     "args.shape_sane": Breaker(_shape_sane, PLAIN_BNSD),

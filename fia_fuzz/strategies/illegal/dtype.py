@@ -20,6 +20,9 @@ from fia_fuzz.strategies.edits import (
 )
 from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker, searched
 
+#: Float KV behind a float query beyond plain BNSD: paged BSH, MLA float (D 512, rope).
+FLOAT_KV = ({"layout": "BSH", "paged": True, "rope": False, "antiquant": "none"},
+            {"rope_d": "512", "full_quant": False})
 #: Separate per-token antiquant decode: int8 KV behind a float query.
 AQ_DECODE = {"antiquant": "separate:1/1", "kv_dtype": "int8", "branch": "decode", "pse": False}
 
@@ -48,7 +51,7 @@ def _kv_float_match(draw: st.DrawFn, case: Case) -> Change:
 
 def _dtype_kv(draw: st.DrawFn, case: Case) -> Change:
     k, v = case.params["key"], case.params["value"]
-    dt = draw(st.sampled_from(["float32", "uint8"]))
+    dt = draw(st.sampled_from(["float32", "uint8", "bool", "int64"]))
     return {"key": TensorSpec(k.shape, dt), "value": TensorSpec(v.shape, dt)}
 
 
@@ -86,9 +89,11 @@ BREAKERS: dict[str, Breaker] = {
     # not over 5-D NZ caches, whose own nz.dtypes rule would fire too
     "dtype.query": Breaker(_dtype_query, {**AQ_DECODE, "cache": "none"},
                            alt=({**AQ_DECODE, "cache": "BnBsH"}, {**AQ_DECODE, "cache": "BnNBsD"})),
-    "dtype.kv_match": Breaker(_kv_match, PLAIN_BNSD),
-    "dtype.kv_float_match_query": Breaker(_kv_float_match, PLAIN_BNSD),
-    "dtype.kv": Breaker(_dtype_kv, PLAIN_BNSD),
+    "dtype.kv_match": Breaker(_kv_match, PLAIN_BNSD, alt=FLOAT_KV),
+    # not MLA: its key_rope follows the query dtype (rope.dtype)
+    "dtype.kv_float_match_query": Breaker(_kv_float_match, PLAIN_BNSD, alt=FLOAT_KV[:1]),
+    # not paged: a paged cache's own dtype rule (paged.kv_dtype) would fire too
+    "dtype.kv": Breaker(_dtype_kv, PLAIN_BNSD, alt=({"plain": True, "layout": "BSH"},)),
     # rope: False keeps to the dense int8 family (MLA full quant has rules of its own)
     "dtype.int8_query_kv": Breaker(_int8_query_kv, {"full_quant": True, "rope": False}),
     "dtype.all_int8_decode": Breaker(_all_int8_decode, {"full_quant": True, "mask": "none",

@@ -6,11 +6,25 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case
+from fia_fuzz.strategies.edits import Change
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
 
+
+def _sparse_mode_range(draw: st.DrawFn, case: Case) -> Change:
+    """Just past either end of 0..4, the documented-unsupported 5..8, and far past."""
+    return {"sparse_mode": draw(st.sampled_from([-1, 5, 6, 7, 8, 9, -64, 1024]))}
+
+
 BREAKERS: dict[str, Breaker] = {
-    "mask.sparse_mode_range": searched(
-        {"full_quant": True, "post_quant": False}, "attr:sparse_mode"),  # 83%
+    "mask.sparse_mode_range": Breaker(_sparse_mode_range, {"full_quant": True, "rope": False,
+                                                           "post_quant": False},
+                                      # a prefill rule; MLA and packed have mask rules of
+                                      # their own (mla.sparse, tnd.sparse) that fire too
+                                      alt=({"plain": True, "branch": "prefill"},
+                                           {"antiquant": "separate:1/1", "branch": "prefill"})),
     "mask.mode1_required": searched({"sparse_mode": 1}, "drop:atten_mask"),  # 100%
     "mask.optimized_required": searched({"sparse_mode": 2}, "drop:atten_mask"),  # 100%
     "mask.optimized_shape": searched(

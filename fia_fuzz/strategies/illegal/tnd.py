@@ -31,10 +31,11 @@ def _tnd_layout_by_d(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _tnd_t_max(draw: st.DrawFn, case: Case) -> Change:
-    """One batch of T just above 1M query tokens, one head, the drawn D and dtype."""
+    """One batch of T above 1M query tokens (just past, 2^21 or 2^24), one head, the drawn D
+    and dtype."""
     q, v = case.params["query"], case.params["value"]
     d, dv = q.shape[-1], v.shape[-1]
-    t = T_MAX + draw(st.integers(1, 64))
+    t = draw(st.sampled_from([T_MAX + draw(st.integers(1, 64)), 1 << 21, 1 << 24]))
     s2 = draw(st.integers(t + 1, t + 16)) if case.params.get("sparse_mode") == 3 else 16
     lay = q_layout(case)
     out: Change = {"query": TensorSpec((t, 1, d) if lay == "TND" else (1, t, d), q.dtype),

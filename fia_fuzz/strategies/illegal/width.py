@@ -27,9 +27,10 @@ from fia_fuzz.strategies.illegal.breaker import Breaker
 
 
 def bucket(x: int) -> str:
-    """An int as itself up to 16 and at powers of two, else its power-of-two range."""
+    """An int as itself up to 16 and at powers of two, else its power-of-two range (negative:
+    the same, signed)."""
     if x < 0:
-        return "<0"
+        return f"-{bucket(-x)}"
     if x <= 16 or x & (x - 1) == 0:
         return str(x)
     top = 1 << (x - 1).bit_length()
