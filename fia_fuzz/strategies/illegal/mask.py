@@ -24,7 +24,8 @@ BREAKERS: dict[str, Breaker] = {
                                       # a prefill rule; MLA and packed have mask rules of
                                       # their own (mla.sparse, tnd.sparse) that fire too
                                       alt=({"plain": True, "branch": "prefill"},
-                                           {"antiquant": "separate:1/1", "branch": "prefill"})),
+                                           {"antiquant": "separate:1/1", "branch": "prefill",
+                                            "cache": "none"})),
     "mask.mode1_required": searched({"sparse_mode": 1}, "drop:atten_mask"),  # 100%
     "mask.optimized_required": searched({"sparse_mode": 2}, "drop:atten_mask"),  # 100%
     "mask.optimized_shape": searched(
