@@ -22,8 +22,8 @@ def _breaks(rule: str, n: int = 40):
 
 
 def test_bucket_keeps_edges_and_groups_the_rest() -> None:
-    assert [bucket(x) for x in (-3, 0, 16, 64, 80, 144, 1024, 1025)] == \
-        ["<0", "0", "16", "64", "(64,128)", "(128,256)", "1024", "(1024,2048)"]
+    assert [bucket(x) for x in (-80, -3, 0, 16, 64, 80, 144, 1024, 1025)] == \
+        ["-(64,128)", "-3", "0", "16", "64", "(64,128)", "(128,256)", "1024", "(1024,2048)"]
     assert broken_value("block_size=544 > 512") == "block_size=(512,1024) > 512"
 
 

@@ -22,10 +22,8 @@ from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker
 
 
 def _required(draw: st.DrawFn, case: Case) -> Change:
-    """value or key dropped (key only where V_D = Q_D: else value's own head-dim rule, which
-    then reads the query's D, fires too)."""
-    v = case.view()
-    return {draw(st.sampled_from(["value", "key"] if v.Dv == v.D else ["value"])): DELETE}
+    """value or key dropped (BNSD and TND, where no head count is read off a missing H)."""
+    return {draw(st.sampled_from(["value", "key"])): DELETE}
 
 
 def _attr_type(draw: st.DrawFn, case: Case) -> Change:
@@ -85,8 +83,10 @@ NOT_MATERIALISABLE = {"args.dtype_known", "args.shape_sane", "args.memory",
 
 BREAKERS: dict[str, Breaker] = {
     "args.required": Breaker(_required, PLAIN_BNSD,
-                             alt=({"layout": "TND"}, {"rope_d": "512"},
-                                  {"antiquant": "separate:1/1"}, {"full_quant": True})),
+                             alt=({"layout": "TND"}, {"rope_d": "512", "layout": "BNSD"},
+                                  {"antiquant": "separate:1/1", "layout": "BNSD",
+                                   "kv_dtype": "int8"},
+                                  {"full_quant": True, "layout": "BNSD"})),
     "args.attr_type": Breaker(_attr_type, PLAIN_BNSD),
     "args.dtype_known": Breaker(_dtype_known, PLAIN_BNSD),
     "args.shape_sane": Breaker(_shape_sane, PLAIN_BNSD),
