@@ -33,7 +33,7 @@ def _dtype_query(draw: st.DrawFn, case: Case) -> Change:
     dt = draw(st.sampled_from(["float32", "uint8"]))
     out: Change = {"query": TensorSpec(case.params["query"].shape, dt)}
     if dt == "uint8":
-        out[FILLS] = {"query": {"dist": "int", "low": 0, "high": 255}}
+        out[FILLS] = {"query": INT_FILLS[dt]}
     return out
 
 
@@ -49,10 +49,21 @@ def _kv_float_match(draw: st.DrawFn, case: Case) -> Change:
     return {"key": TensorSpec(k.shape, other), "value": TensorSpec(v.shape, other)}
 
 
+#: Integer data for a tensor a breaker gives an integer or bool dtype (float fills do not
+#: materialise as one).
+INT_FILLS = {"uint8": {"dist": "int", "low": 0, "high": 255},
+             "int64": {"dist": "int", "low": -128, "high": 127},
+             "bool": {"dist": "int", "low": 0, "high": 1}}
+
+
 def _dtype_kv(draw: st.DrawFn, case: Case) -> Change:
+    """float32, or an integer or bool dtype with integer data."""
     k, v = case.params["key"], case.params["value"]
     dt = draw(st.sampled_from(["float32", "uint8", "bool", "int64"]))
-    return {"key": TensorSpec(k.shape, dt), "value": TensorSpec(v.shape, dt)}
+    out: Change = {"key": TensorSpec(k.shape, dt), "value": TensorSpec(v.shape, dt)}
+    if dt in INT_FILLS:
+        out[FILLS] = {"key": INT_FILLS[dt], "value": INT_FILLS[dt]}
+    return out
 
 
 def _int8_query_kv(draw: st.DrawFn, case: Case) -> Change:
