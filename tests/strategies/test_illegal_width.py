@@ -143,11 +143,9 @@ NARROW: dict[str, str] = {
     "prefix.not_all_int8": PRESENCE,
     "prefix.not_kv_list": PRESENCE,
     "prefix.not_paged": PRESENCE,
-    "quant.dequant_per_tensor": NOT_YET,
     "quant.int4_no_post": PRESENCE,
     "quant.int8_query_needs_dequant": PRESENCE,
     "quant.per_channel_no_left_padding": PRESENCE,
-    "quant.scale2_dtype": NOT_YET,
     # 64 breaks paged.block_size_prefill too (test_block_size_64_in_tnd_breaks_two_rules)
     "tnd.block_size": ONE_FORM + " (256 and 384, the 128-multiples between 128 and 512)",
     "tnd.d512_needs_rope": PRESENCE,
