@@ -105,7 +105,6 @@ NARROW: dict[str, str] = {
     "antiquant.offset_needs_scale": PRESENCE,
     "antiquant.paged_modes": ONE_FORM + " (modes 4 and 5)",
     "antiquant.scale_needed": PRESENCE,
-    "antiquant.sep_dtype": NOT_YET,
     "antiquant.sep_offset_pair": PRESENCE,
     "antiquant.sep_prefill_seq": NOT_YET,
     "antiquant.sep_scale_pair": PRESENCE,
