@@ -95,7 +95,6 @@ PRESENCE = "one family's rule broken by an input present or absent (or one of a 
 ONE_FORM = "one family's rule whose illegal range is the one or two forms drawn"
 NOT_YET = "not widened yet: one family's base and a searched or fixed change"
 NARROW: dict[str, str] = {
-    "antiquant.combined_mode": NOT_YET,
     "antiquant.combined_prefill_query": ONE_FORM + " (a bfloat16 query)",
     "antiquant.int4_modes": NOT_YET,
     "antiquant.int4_separate_only": ONE_FORM + " (int4, int32-packed int4)",
@@ -106,7 +105,6 @@ NARROW: dict[str, str] = {
     "antiquant.paged_modes": ONE_FORM + " (modes 4 and 5)",
     "antiquant.scale_needed": PRESENCE,
     "antiquant.sep_offset_pair": PRESENCE,
-    "antiquant.sep_prefill_seq": NOT_YET,
     "antiquant.sep_scale_pair": PRESENCE,
     "args.dtype_known": NOT_YET,
     "args.memory": "a rule on total size alone: any family, one kind of value (past the cap)",
