@@ -49,8 +49,10 @@ def cast_into(dst: np.ndarray, src: np.ndarray) -> None:
 
 
 def as_work(src: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """src as a C-contiguous `dtype` array (src itself when it already is one)."""
-    if src.dtype == dtype and src.flags.c_contiguous:
+    """src as a `dtype` array: src itself (a view, maybe strided) when it already has that
+    dtype, else a C-contiguous converted copy. The golden's matmuls take strided operands
+    as they are (BLAS packs them anyway), so a block of a converted KV head costs no copy."""
+    if src.dtype == dtype:
         return src
     dst = np.empty(src.shape, dtype)
     cast_into(dst, src)
