@@ -155,3 +155,20 @@ def test_fast_float16_cast_is_numpy_cast():
         cast_into(got, strided)
         assert got.tobytes() == want.tobytes()
         assert as_work(strided, np.dtype(dtype)).tobytes() == want.tobytes()
+
+
+def test_blas_core_names_the_core_openblas_runs():
+    """blas_core reports the kernel set, here the one OPENBLAS_CORETYPE forces at load."""
+    import os
+    import subprocess
+    import sys
+
+    from fia_fuzz.golden import threads
+
+    if threads._BLAS is None or threads._BLAS[2] is None:
+        pytest.skip("no OpenBLAS with a core name in this process")
+    env = {**os.environ, "OPENBLAS_CORETYPE": "Nehalem"}
+    got = subprocess.run([sys.executable, "-c", "from fia_fuzz.golden.threads import blas_core;"
+                          " print(blas_core())"], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert got == ["Nehalem"]
