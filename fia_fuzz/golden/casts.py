@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -57,3 +58,21 @@ def as_work(src: np.ndarray, dtype: np.dtype) -> np.ndarray:
     dst = np.empty(src.shape, dtype)
     cast_into(dst, src)
     return dst
+
+
+def work_blocks(src: np.ndarray, dtype: np.dtype, width: int) -> Iterator[np.ndarray]:
+    """src[..., c0:c0 + width, :] for c0 = 0, width, ... in `dtype`: views of src when it
+    already has that dtype, else converted into one buffer reused for every block (each block
+    is valid until the next is drawn), so a block-by-block conversion allocates (and page
+    faults) once instead of once a block."""
+    cols = src.shape[-2]
+    if src.dtype == dtype:
+        for c0 in range(0, cols, width):
+            yield src[..., c0:c0 + width, :]
+        return
+    buf = np.empty((*src.shape[:-2], min(width, cols), src.shape[-1]), dtype)
+    for c0 in range(0, cols, width):
+        block = src[..., c0:c0 + width, :]
+        dst = buf[..., :block.shape[-2], :]
+        cast_into(dst, block)
+        yield dst

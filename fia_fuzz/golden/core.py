@@ -36,7 +36,7 @@ from typing import Protocol
 
 import numpy as np
 
-from fia_fuzz.golden.casts import as_work
+from fia_fuzz.golden.casts import as_work, work_blocks
 from fia_fuzz.golden.threads import run_all, tile_threads
 
 PRECISIONS = ("device", "fp64")
@@ -118,9 +118,10 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
         l_sum += 1
     hit = np.zeros((b, kvn, g, r, 1), bool)
     acc = np.zeros((b, kvn, g, r, dv), work)
+    k_blocks, v_blocks = (work_blocks(x[:, :, None], work, KV_BLOCK) for x in (k, v))
     for c0 in range(0, k.shape[2], KV_BLOCK):
         c1 = min(c0 + KV_BLOCK, k.shape[2])
-        kb = as_work(k[:, :, None, c0:c1], work)
+        kb = next(k_blocks)
         if matmuls is None:
             s = np.matmul(q, kb.swapaxes(-1, -2))
         else:
@@ -139,7 +140,7 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
         s -= base
         p = np.exp(s, out=s)
         l_sum = l_sum * alpha + p.sum(axis=-1, keepdims=True)
-        vb = as_work(v[:, :, None, c0:c1], work)
+        vb = next(v_blocks)
         if matmuls is not None:
             pv = matmuls.pv(p, vb).astype(work)
         else:
