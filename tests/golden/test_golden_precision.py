@@ -172,3 +172,19 @@ def test_blas_core_names_the_core_openblas_runs():
                           " print(blas_core())"], env=env, capture_output=True, text=True,
                          check=True).stdout.split()
     assert got == ["Nehalem"]
+
+
+def test_work_blocks_convert_every_block_exactly():
+    """Blocks along axis -2 with a short last one; float16 converted (into a reused buffer),
+    float32 passed through as views of the source."""
+    from fia_fuzz.golden.casts import work_blocks
+
+    rng = np.random.default_rng(8)
+    src = rng.standard_normal((2, 3, 1, 2 * KV_BLOCK + 7, 16)).astype(np.float16)
+    got = [b.copy() for b in work_blocks(src, np.dtype(np.float64), KV_BLOCK)]
+    want = [src[..., c:c + KV_BLOCK, :].astype(np.float64) for c in range(0, src.shape[-2],
+                                                                         KV_BLOCK)]
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+    same = src.astype(np.float32)
+    assert all(np.shares_memory(b, same) for b in work_blocks(same, np.dtype(np.float32),
+                                                              KV_BLOCK))
