@@ -52,7 +52,7 @@ def test_packed_monotonic_carries_mla_rope() -> None:
 
 
 def test_block_size_max_reaches_1024_in_tnd_and_several_sizes_elsewhere() -> None:
-    found = _breaks("paged.block_size_max")
+    found = _breaks("paged.block_size_max", 80)
     tnd = {b.broken.params["block_size"] for b in found if b.broken.view().packed}
     other = {b.broken.params["block_size"] for b in found if not b.broken.view().packed}
     assert tnd == {1024}        # the one size past 512 the packed layouts' list allows
