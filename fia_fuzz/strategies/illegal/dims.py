@@ -70,5 +70,6 @@ BREAKERS: dict[str, Breaker] = {
                                                  "branch": "decode",
                                                  "kv_dtype": "int8", "d_class": "<64"}),
     "dims.s_max": Breaker(_s_max, {"plain": True, "layout": "BNSD"}),
-    "dims.d_align_int8": searched({"q_padding": True}, "add:quant_scale2"),  # 67%
+    "dims.d_align_int8": searched({"q_padding": True}, "add:quant_scale2",  # 67%
+                                  alt=({"kv_padding": True},)),
 }

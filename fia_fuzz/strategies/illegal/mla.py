@@ -114,8 +114,9 @@ def _bad_scales(draw: st.DrawFn, case: Case) -> Change:
 def _dsq_shape(draw: st.DrawFn, case: Case) -> Change:
     tokens, n, _ = case.params["dequant_scale_query"].shape
     b = case.params["query"].shape[0]
-    shp = draw(st.sampled_from([(tokens, n), (tokens * n,), (b, tokens // b, n, 1),
-                                (tokens, 1, 1)]))
+    # (tokens, 1, 1) is the legal shape itself when N = 1
+    shp = draw(st.sampled_from([x for x in ((tokens, n), (tokens * n,), (b, tokens // b, n, 1),
+                                            (tokens, 1, 1)) if x != (tokens, n, 1)]))
     return {"dequant_scale_query": TensorSpec(shp, "float32")}
 
 

@@ -19,7 +19,9 @@ def _precise_range(draw: st.DrawFn, case: Case) -> Change:
 
 
 BREAKERS: dict[str, Breaker] = {
-    "precise.range": Breaker(_precise_range, {"antiquant": "separate:0/0", "branch": "prefill"},
+    # cache none: gqa_nz's prefill (NZ caches) has its own inner_precise rule
+    "precise.range": Breaker(_precise_range, {"antiquant": "separate:0/0", "branch": "prefill",
+                                              "cache": "none"},
                              alt=({"plain": True}, {"full_quant": True},
                                   {"layout": "TND", "rope": False}, {"rope_d": "512"})),
     "precise.decode_01": searched({"plain": True, "branch": "decode"}, "attr:inner_precise"),  # 83%
