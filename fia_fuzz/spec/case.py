@@ -44,6 +44,12 @@ VALUE_DTYPE_KEY = "dtype"
 LAZY_KEY, LAZY = "blocks", "referenced"
 #: Paged caches that may be lazy.
 CACHE_ARGS = ("key", "value", "key_rope")
+#: Antiquant modes whose parameters are PA-managed: (block_num, [KV_N,] block_size), read
+#: through block_table like the cache [V2 keyAntiquantMode 4/5], so they may be lazy too.
+PAGED_ANTIQUANT_MODES = (4, 5)
+#: Those parameters, each with the mode attribute that decides.
+PAGED_ANTIQUANT_ARGS = {f"{side}_antiquant_{what}": f"{side}_antiquant_mode"
+                        for side in ("key", "value") for what in ("scale", "offset")}
 SCHEMA_VERSION = 1
 
 
@@ -193,8 +199,11 @@ class Case:
         return out
 
     def lazy(self, name: str) -> bool:
-        """True for a paged cache materialised with data in its referenced blocks only."""
-        return name in CACHE_ARGS and self.params.get("block_table") is not None \
+        """True for a paged cache (or PA-managed antiquant parameter) materialised with data
+        in its referenced blocks only."""
+        pa_managed = name in PAGED_ANTIQUANT_ARGS \
+            and self.attr(PAGED_ANTIQUANT_ARGS[name]) in PAGED_ANTIQUANT_MODES
+        return (name in CACHE_ARGS or pa_managed) and self.params.get("block_table") is not None \
             and self.fills.get(name, {}).get(LAZY_KEY) == LAZY \
             and getattr(self.params[name], "strides", None) is None
 

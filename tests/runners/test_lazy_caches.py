@@ -86,3 +86,36 @@ def test_stress_draws_reach_past_2_32_lazily(case: Case) -> None:
     assert case.lazy("key") and case.lazy("value")
     k = case.params["key"]
     assert int(case.referenced_blocks()[-1]) * int(np.prod(k.shape[1:])) >= 1 << 32
+
+
+def _pa_scaled_case(mode: int) -> Case:
+    """int8 decode over a 9-block cache with per-token antiquant scales in `mode`; the
+    table references blocks 2, 5 and 7."""
+    cache = TensorSpec((9, 128, 64), "int8")
+    scale = TensorSpec((9, 1, 128) if mode == 5 else (9, 128), "float32")
+    ints = {"dist": "int", "low": -128, "high": 127, "blocks": "referenced"}
+    scales = {"dist": "uniform", "scale": 0.01, "blocks": "referenced"}
+    return Case(params={"query": TensorSpec((2, 1, 64), "float16"), "key": cache,
+                        "value": cache, "num_heads": 1, "num_key_value_heads": 1,
+                        "input_layout": "BSH", "block_table": [[7, 2, -1], [5, -1, -1]],
+                        "block_size": 128, "actual_seq_lengths_kv": [200, 9],
+                        "key_antiquant_mode": mode, "value_antiquant_mode": mode,
+                        "key_antiquant_scale": scale, "value_antiquant_scale": scale},
+                fills={"key": ints, "value": dict(ints), "key_antiquant_scale": scales,
+                       "value_antiquant_scale": dict(scales)}, seed=3)
+
+
+@pytest.mark.parametrize("mode", [4, 5])
+def test_pa_managed_antiquant_scales_are_lazy_like_their_cache(mode: int) -> None:
+    case = _pa_scaled_case(mode)
+    assert validate(**case.specs()) == []
+    assert case.lazy("key_antiquant_scale") and case.lazy("value_antiquant_scale")
+    scale = case.call()["key_antiquant_scale"]
+    assert not scale[[0, 1, 3, 4, 6, 8]].any()
+    assert all(scale[b].all() for b in (2, 5, 7))
+
+
+def test_per_token_scales_without_pa_management_are_not_lazy() -> None:
+    params = dict(_pa_scaled_case(5).params, key_antiquant_mode=1, value_antiquant_mode=1)
+    case = Case(params=params, fills=_pa_scaled_case(5).fills, seed=3)
+    assert not case.lazy("key_antiquant_scale") and case.lazy("key")
