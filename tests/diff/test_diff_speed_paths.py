@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -42,7 +44,9 @@ def test_dot_is_numpys_pairwise_sum_not_blas() -> None:
     assert _dot(x[:0], y[:0]) == 0.0
 
 
-def test_scratch_lends_a_buffer_to_one_borrower_at_a_time() -> None:
+def test_scratch_lends_a_buffer_to_one_borrower_at_a_time(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    monkeypatch.setattr(scratch, "_local", threading.local())  # an empty pool
     a, b = scratch.take(1000), scratch.take(1000)
     assert not np.shares_memory(a, b)
     scratch.give(a.reshape(10, 100), None)
