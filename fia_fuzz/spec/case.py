@@ -387,12 +387,20 @@ WORKLOADS = ("none", "vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_de
              "mla_decode", "mla_mtp", "int8_kv_decode")
 
 
+#: DeepSeek MLA per device: N = 128 / TP, TP 1..8 (production-calls.md, DeepSeek MLA).
+MLA_PRODUCTION_HEADS = (16, 32, 64, 128)
+#: Multi-token prediction decodes Q_S 2..4 query tokens with a causal mask (same page).
+MTP_Q_S = (2, 3, 4)
+
+
 def _workload(case: Case, v: CallView, f: dict[str, Any]) -> str:
     """The production pattern a case is an instance of, "none" for other calls."""
     if f["rope_d"] == "512":
-        if f["branch"] == "decode" and f["N"] in (16, 32, 64, 128) and f["paged"]:
+        if f["N"] not in MLA_PRODUCTION_HEADS or not f["paged"]:
+            return "none"
+        if f["branch"] == "decode":
             return "mla_decode"
-        return "mla_mtp" if f["S1"] in (2, 3, 4) and f["sparse_mode"] == 3 else "none"
+        return "mla_mtp" if f["S1"] in MTP_Q_S and f["sparse_mode"] == 3 else "none"
     if f["rope"]:
         return "none"
     if f["branch"] == "decode" and f["kv_dtype"] == "int8" and f["antiquant"] != "none" \

@@ -15,7 +15,7 @@ legal by construction; `case.features()["workload"]` names the pattern
 
 from __future__ import annotations
 
-from fia_fuzz.spec.case import CORE_COUNTS, EDGE_TILE
+from fia_fuzz.spec.case import CORE_COUNTS, EDGE_TILE, MLA_PRODUCTION_HEADS, MTP_Q_S
 from fia_fuzz.spec.geometry import dense_shape, packed_shape
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
@@ -32,9 +32,24 @@ TP = (1, 2, 4, 8, 16)
 #: Kernel tile sizes whose multiples (and one off them) exercise tail handling.
 TILES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 VLLM = ("vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode", "sliding_causal")
-#: The patterns this family builds; MLA decode/MTP and int8 KV decode are the mla and
-#: antiquant families' draws, classified by spec/case.py.
+#: The patterns this family builds; int8 KV decode is the antiquant family's draw, MLA
+#: decode/MTP the mla family's, shaped by `mla_pattern` (all classified by spec/case.py).
 OWN = (*VLLM, "paged_decode_bsh", "paged_decode_bnsd", "sliding_band")
+#: DeepSeek's MLA geometry (N, KV_N, D + rope) [production-calls.md, model table].
+MLA_MODEL = (128, 1, 512)
+#: The mla family's draws: generic half the time, else a DeepSeek decode or MTP step.
+MLA_PATTERNS = ("none", "none", "mla_decode", "mla_mtp")
+
+
+def mla_pattern(ch: Chooser) -> tuple[str, tuple[int, ...], tuple[int, int]]:
+    """(pattern, N options, query S range) of an MLA draw: a production pattern takes
+    N = 128 / TP for the TP degrees that keep N in the documented 16..128, and S1 = 1
+    (decode) or 2..4 (MTP); "none" leaves both to the family (N 0, S range 0: no bound)."""
+    kind = ch.pick("workload", MLA_PATTERNS)
+    if kind == "none":
+        return kind, (), (0, 0)
+    heads = tuple(MLA_MODEL[0] // tp for tp in TP if MLA_MODEL[0] // tp in MLA_PRODUCTION_HEADS)
+    return kind, heads, (1, 1) if kind == "mla_decode" else (MTP_Q_S[0], MTP_Q_S[-1])
 
 
 def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int) -> tuple[int, int, int]:
