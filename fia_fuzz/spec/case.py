@@ -217,6 +217,26 @@ class Case:
             pass
         return total
 
+    def host_bytes(self) -> int:
+        """Host memory of the materialised call: every input at its materialised size (a
+        lazy cache: its referenced blocks only) plus the outputs. The golden's working set
+        follows it (fp64 copies of the same elements), not the device's cache size."""
+        blocks = None
+        total = 0
+        for name, v in self.params.items():
+            if name not in TENSOR_ARGS or v is None:
+                continue
+            if self.lazy(name):
+                blocks = self.referenced_blocks() if blocks is None else blocks
+                total += v.nbytes // max(1, v.shape[0]) * len(blocks)
+            else:
+                total += sum(t.storage_nbytes for t in (v if isinstance(v, list) else [v]))
+        try:
+            total += sum(t.nbytes for t in output_specs(self.view()))
+        except (Undetermined, KeyError, ValueError, TypeError):
+            pass
+        return total
+
     def _stored(self, key: str) -> np.ndarray:
         if key not in self.stored:
             raise ValueError(f"{key}: the case's stored tensor is not loaded (load the case "

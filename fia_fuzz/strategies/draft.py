@@ -9,7 +9,7 @@ ones.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fia_fuzz.spec import TensorSpec
@@ -52,6 +52,19 @@ PROFILES: dict[str, Profile] = {
                       cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6),
 }
 
+#: The budget of a far draw (a lazy cache referenced past 2^31 / 2^32 elements): the
+#: nightly budget, so the host memory of the case (materialised call, golden fp64 and
+#: device precision, torch-sdpa) stays under 1 GiB however large the stress profile's
+#: draws (benchmarks/bench_far_memory.py).
+FAR_BUDGET = PROFILES["nightly"]
+
+
+def far_profile(prof: Profile) -> Profile:
+    """`prof` with its element, score and FLOP budgets capped at FAR_BUDGET's."""
+    return replace(prof, max_elements=min(prof.max_elements, FAR_BUDGET.max_elements),
+                   max_scores=min(prof.max_scores, FAR_BUDGET.max_scores),
+                   max_flops=min(prof.max_flops, FAR_BUDGET.max_flops))
+
 
 @dataclass
 class Draft:
@@ -81,6 +94,7 @@ class Draft:
     int8_offset: bool = False
     paged: bool = False
     lazy: bool = False         # paged caches hold data in their referenced blocks only
+    reach: str = "near"        # where a lazy cache's referenced blocks sit (paged.reach)
     kv_list: bool = False
     padded: bool = False
 

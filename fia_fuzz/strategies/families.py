@@ -225,6 +225,8 @@ def dense(dr: Draft) -> None:
     can_page = free and not dr.kv_list and not ch.pinned("actual_kv", "absent")
     dr.paged = ch.pick("paged", ((True,) if paged.wanted(dr) else (False, True)) if can_page
                        else (False,))
+    if dr.paged:
+        paged.reach(dr)
     heads(dr, _max_heads(dr, max(1, lo), 16), GROUPS)
     s2_floor = min(paged.block_sizes(dr, False)) if dr.paged else 1
     _head_dims(dr, (16, 32, 64, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
@@ -393,6 +395,8 @@ def _antiquant_decode(dr: Draft) -> None:
     needs_pa = needs_pa or paged.wanted(dr)
     page_ok = int8 and not ch.pinned("prefix", True)
     dr.paged = ch.pick("paged", (True,) if needs_pa else (False, True) if page_ok else (False,))
+    if dr.paged and form not in ("separate:4/4", "separate:5/5"):  # PA-managed scales span
+        paged.reach(dr)  # the whole cache, never lazy: those caches stay near
     ch.pick("q_seq", ("1",))
     _layout(dr, ("BNSD", "BSND", "BSH"))
     heads(dr, _max_heads(dr, 1, 64), GROUPS)
@@ -509,6 +513,8 @@ def packed(dr: Draft) -> None:
     no_pa = rope or dr.d != dr.dv or dr.dv == 192
     dr.paged = ch.pick("paged", (False,) if no_pa else (True,) if paged.wanted(dr)
                        else (False, True))
+    if dr.paged:
+        paged.reach(dr)
     groups = (1,) if dr.dv == 192 else GROUPS
     budget_heads = max(1, dr.prof.max_elements // 2 // (16 * (dr.d + 64)))
     if dr.paged:  # one 128-token block per batch (B >= 1) and spares must fit the budget too
@@ -517,7 +523,7 @@ def packed(dr: Draft) -> None:
     cls = ch.pick("q_seq", ("2-16", "1", "17-2048"))
     top = {"1": 1, "2-16": 16, "17-2048": 2048}[cls]
     low = {"1": 1, "2-16": 2, "17-2048": 17}[cls]
-    dr.b = ch.int(1, batch_cap(dr, low, 1, dr.prof.max_batch))
+    dr.b = ch.int(1, batch_cap(dr, low, 128 if dr.paged else 1, dr.prof.max_batch))
     m = ch.int(low, s1_cap(dr, low, top))
     q_lens = [m] + [m - ch.int(0, m) for _ in range(dr.b - 1)]
     dr.s1 = m
@@ -590,6 +596,8 @@ def mla(dr: Draft) -> None:
     dr.q_dtype = ch.pick("q_dtype", q_opts)
     dr.kv_dtype = ch.pick("kv_dtype", (dr.q_dtype,))
     full_quant = dr.q_dtype == "int8"
+    if not full_quant and not ch.pinned("cache", "NZ"):  # NZ caches are never lazy
+        paged.reach(dr)
     rope_dtype = "bfloat16" if full_quant else dr.q_dtype
     layouts = MLA_FULL_QUANT_LAYOUTS if full_quant else FAMILY_SCOPE["mla"]["layout"]
     if ch.pinned("cache", "NZ"):  # MLA's 5-D caches not with BNSD/BNSD_NBSD [V4 §MLA]

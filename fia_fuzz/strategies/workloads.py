@@ -93,6 +93,7 @@ def workloads(dr: Draft) -> None:
     ch = dr.ch
     # the classic decode, where masks past one 512-key tile live, twice as often
     kind = ch.pick("workload", (*OWN, "paged_decode_bsh", "paged_decode_bnsd"))
+    paged.reach(dr)
     if kind in VLLM:
         _vllm(dr, kind)
     elif kind == "sliding_band":
