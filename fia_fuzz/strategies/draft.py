@@ -158,10 +158,12 @@ def batch_cap(dr: Draft, s1: int, s2: int, hi: int) -> int:
                           p.max_scores / max(1, dr.n * s1 * max(1, s2))))
 
 
-def s1_cap(dr: Draft, lo: int, hi: int) -> int:
+def s1_cap(dr: Draft, lo: int, hi: int, s2_floor: int = 1) -> int:
+    """Largest query S whose tensors and scores (over at least `s2_floor` keys: a paged
+    cache's one block) fit the budget."""
     p = dr.prof
     return cap(lo, hi, min(p.max_elements / (2 * dr.b * dr.n * dr.d),
-                           p.max_scores / (dr.b * dr.n)))
+                           p.max_scores / (dr.b * dr.n * s2_floor)))
 
 
 def s2_cap(dr: Draft, lo: int, hi: int, s1: int) -> int:

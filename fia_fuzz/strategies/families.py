@@ -227,11 +227,13 @@ def dense(dr: Draft) -> None:
                        else (False,))
     if dr.paged:
         paged.reach(dr)
-    heads(dr, _max_heads(dr, max(1, lo), 16), GROUPS)
-    s2_floor = min(paged.block_sizes(dr, False)) if dr.paged else 1
+    # a paged S2 is at least one block and the unused columns (masks and pse span them)
+    s2_floor = min(paged.block_sizes(dr, False)) * (1 + paged.MAX_UNUSED) if dr.paged else 1
+    heads(dr, min(_max_heads(dr, max(1, lo), 16),
+                  max(1, dr.prof.max_scores // (max(1, lo) * s2_floor))), GROUPS)
     _head_dims(dr, (16, 32, 64, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
     dr.b = ch.int(_batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor, dr.prof.max_batch))
-    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
+    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi, s2_floor))
     s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
     # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]

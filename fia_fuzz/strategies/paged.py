@@ -21,6 +21,8 @@ LAZY_CACHES = ("BnBsH", "BnNBsD")
 REACH = {"2^31": 1 << 31, "2^32": 1 << 32}
 #: Budget multiple the largest block size may use (the edge where kernels break).
 EDGE_SLACK = 4
+#: Unused columns a table row may end with (a mask or pse spans them too).
+MAX_UNUSED = 2
 
 
 def reach(dr: Draft) -> None:
@@ -84,7 +86,7 @@ def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
     ch = dr.ch
     pins = ch.pins
     need = [blocks_needed(n, block_size) for n in kv_lens]
-    width = max(1, max(need)) + ch.int(1 if pins.get("table_unused") else 0, 2)
+    width = max(1, max(need)) + ch.int(1 if pins.get("table_unused") else 0, MAX_UNUSED)
     room = dr.prof.max_elements // max(1, block_size * dr.kv_n * (dr.d + dr.dv))
     spare_lo = 1 if pins.get("table_spare") else 0
     spare = ch.int(spare_lo, max(spare_lo, min(3, room - sum(need))))
