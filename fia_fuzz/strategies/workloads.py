@@ -41,11 +41,30 @@ MLA_MODEL = (128, 1, 512)
 MLA_PATTERNS = ("none", "none", "mla_decode", "mla_mtp")
 
 
+#: Per MLA pattern, feature values a filter may pin without ruling it out.
+_MLA_PINNABLE = {
+    "mla_decode": {"branch": ("decode",), "q_seq": ("1",), "sparse_mode": (0,),
+                   "layout": ("BNSD", "BSND", "BSH")},
+    "mla_mtp": {"branch": ("prefill",), "q_seq": ("2-16",), "sparse_mode": (3,)},
+}
+
+
+def _mla_fits(pins: dict[str, object], kind: str) -> bool:
+    """False when the filters rule the production pattern `kind` out (so the family does
+    not pick it only to be discarded: rejections would skew the draws that filter)."""
+    if kind == "none":
+        return True
+    if pins.get("q_dtype", "bfloat16") not in ("bfloat16", "int8") \
+            or pins.get("N", MLA_MODEL[0]) not in MLA_PRODUCTION_HEADS:
+        return False
+    return all(pins[k] in ok for k, ok in _MLA_PINNABLE[kind].items() if k in pins)
+
+
 def mla_pattern(ch: Chooser) -> tuple[str, tuple[int, ...], tuple[int, int]]:
     """(pattern, N options, query S range) of an MLA draw: a production pattern takes
     N = 128 / TP for the TP degrees that keep N in the documented 16..128, and S1 = 1
     (decode) or 2..4 (MTP); "none" leaves both to the family (N 0, S range 0: no bound)."""
-    kind = ch.pick("workload", MLA_PATTERNS)
+    kind = ch.pick("workload", tuple(k for k in MLA_PATTERNS if _mla_fits(ch.pins, k)))
     if kind == "none":
         return kind, (), (0, 0)
     heads = tuple(MLA_MODEL[0] // tp for tp in TP if MLA_MODEL[0] // tp in MLA_PRODUCTION_HEADS)
