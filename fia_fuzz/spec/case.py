@@ -226,6 +226,26 @@ class Case:
             pass
         return total
 
+    def host_bytes(self) -> int:
+        """Host memory of the materialised call: every input at its materialised size (a
+        lazy cache: its referenced blocks only) plus the outputs. The golden's working set
+        follows it (fp64 copies of the same elements), not the device's cache size."""
+        blocks = None
+        total = 0
+        for name, v in self.params.items():
+            if name not in TENSOR_ARGS or v is None:
+                continue
+            if self.lazy(name):
+                blocks = self.referenced_blocks() if blocks is None else blocks
+                total += v.nbytes // max(1, v.shape[0]) * len(blocks)
+            else:
+                total += sum(t.storage_nbytes for t in (v if isinstance(v, list) else [v]))
+        try:
+            total += sum(t.nbytes for t in output_specs(self.view()))
+        except (Undetermined, KeyError, ValueError, TypeError):
+            pass
+        return total
+
     def _stored(self, key: str) -> np.ndarray:
         if key not in self.stored:
             raise ValueError(f"{key}: the case's stored tensor is not loaded (load the case "
@@ -396,12 +416,20 @@ WORKLOADS = ("none", "vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_de
              "mla_decode", "mla_mtp", "int8_kv_decode")
 
 
+#: DeepSeek MLA per device: N = 128 / TP, TP 1..8 (production-calls.md, DeepSeek MLA).
+MLA_PRODUCTION_HEADS = (16, 32, 64, 128)
+#: Multi-token prediction decodes Q_S 2..4 query tokens with a causal mask (same page).
+MTP_Q_S = (2, 3, 4)
+
+
 def _workload(case: Case, v: CallView, f: dict[str, Any]) -> str:
     """The production pattern a case is an instance of, "none" for other calls."""
     if f["rope_d"] == "512":
-        if f["branch"] == "decode" and f["N"] in (16, 32, 64, 128) and f["paged"]:
+        if f["N"] not in MLA_PRODUCTION_HEADS or not f["paged"]:
+            return "none"
+        if f["branch"] == "decode":
             return "mla_decode"
-        return "mla_mtp" if f["S1"] in (2, 3, 4) and f["sparse_mode"] == 3 else "none"
+        return "mla_mtp" if f["S1"] in MTP_Q_S and f["sparse_mode"] == 3 else "none"
     if f["rope"]:
         return "none"
     if f["branch"] == "decode" and f["kv_dtype"] == "int8" and f["antiquant"] != "none" \
