@@ -28,9 +28,9 @@ from fia_fuzz.spec.call import CallView
 
 #: The campaign seed of the tests that need these doubles' cells among a stream's first
 #: plain cases: its first rounds hold few independent draws (the rest are Hypothesis's
-#: mutations of them), and seed 6's cover every cell below with shrinkable failures;
+#: mutations of them), and seed 11's cover every cell below with shrinkable failures;
 #: seed 0's do not since the strategies draw kernel-edge sizes (strategies/sizes.py).
-STREAM_SEED = ("--seed", "6")
+STREAM_SEED = ("--seed", "11")
 #: The cell the perturbing double breaks: (input_layout, query dtype).
 PERTURBED_CELL = ("BSH", "bfloat16")
 
