@@ -46,8 +46,8 @@ class PerturbedCellDouble(GoldenRunner):
 
     def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         out, lse = super().run(call)
-        if _cell(call) == PERTURBED_CELL:
-            out = (out.astype(np.float32) + 0.5).astype(out.dtype)
+        if _cell(call) == PERTURBED_CELL:   # off by 0.5 and by 2% (large fills too)
+            out = (out.astype(np.float32) * 1.02 + 0.5).astype(out.dtype)
         return out, lse
 
 

@@ -31,7 +31,7 @@ def test_tnd_head_dims_reaches_d_64_and_256_and_dv_under_rope() -> None:
     found = _breaks("tnd.head_dims", 60)
     dims = {(b.broken.view().D, b.broken.view().Dv) for b in found}
     qd = {d for d, _ in dims}
-    assert {64, 256} <= qd, qd
+    assert 64 in qd and max(qd) >= 256, qd     # both ends of the range: 64 and 256 or past
     rope_dv = {b.broken.view().Dv for b in found if b.broken.view().rope}
     assert len(rope_dv - {144}) >= 2, rope_dv
     assert any(b.broken.view().paged for b in found)
