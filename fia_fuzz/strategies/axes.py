@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from fia_fuzz.spec.case import WORKLOADS
+from fia_fuzz.spec.forms import FORM_AXES
 from fia_fuzz.spec.geometry import CACHE_FORMS
 
 BOOL = (False, True)
@@ -75,6 +76,8 @@ AXES: dict[str, tuple[Any, ...]] = {
     "view": ("contiguous", "strided"),
     "workload": WORKLOADS,
     "size_edge": ("free", "multiple", "below", "above", "cores"),
+    # one axis per optional argument: its documented forms per branch (spec/forms.py)
+    **FORM_AXES,
 }
 
 #: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its
