@@ -22,7 +22,7 @@ from fia_fuzz.spec import Case
 def test_every_failing_cell_is_shrunk_from_its_observed_failure(tmp_path) -> None:
     out = tmp_path / "run"
     assert main(["campaign", "--filter", "plain=true", "--runner", "test-double-rare-bug",
-                 "--max-cases", "40", "--out", str(out)]) == 0
+                 "--max-cases", "60", "--out", str(out)]) == 0
     df = read_results(out)
     explored = df[df["origin"] == "explore"]
     failed = explored[explored["verdict"] == "fail"]
