@@ -251,11 +251,13 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     from fia_fuzz.strategies.sample import draw_cases
 
     _positive("--cases", args.cases)
+    if args.illegal is not None:
+        return _illegal_coverage(args)
     filters = _filters(args.filter)
     _check_filters(args.profile, filters, args.rules)
 
     t0, c0 = time.perf_counter(), time.process_time()
-    drawn = draw_cases(args.cases, args.seed, args.profile, rules=args.rules, **filters)
+    drawn = draw_cases(args.cases or 1000, args.seed, args.profile, rules=args.rules, **filters)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     counts: dict[str, Counter[str]] = {axis: Counter() for axis in AXES}
     for case in drawn:
@@ -295,6 +297,33 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     print(f"validate: {n} cases in {t2 - t1:.2f}s, violations by rule: "
           f"{dict(illegal) if illegal else 'none (all legal)'} ({bad} violations)")
     return 1 if missed or illegal else 0
+
+
+def _illegal_coverage(args: argparse.Namespace) -> int:
+    """`coverage --illegal [PREFIX]`: per rule, the width of its breaker over --cases draws
+    (default 20): distinct broken values and the families, layouts and branches of its bases.
+    Exit status 1 when a rule's breaker never lands."""
+    import time
+
+    from fia_fuzz.spec.profiles import DEFAULT
+    from fia_fuzz.strategies.illegal import BREAKERS
+    from fia_fuzz.strategies.illegal.width import breaks, table, width
+
+    if args.rules != DEFAULT or args.filter:
+        raise InputError("--illegal measures the documented rules' breakers; it takes no "
+                         "--rules or --filter")
+    ids = sorted(r for r in BREAKERS if r.startswith(args.illegal))
+    if not ids:
+        raise InputError(f"--illegal {args.illegal!r}: no rule id starts with it")
+    n = args.cases or 20
+    t0 = time.perf_counter()
+    widths = {rid: width(breaks(rid, BREAKERS[rid], n, args.seed)) for rid in ids}
+    dt = time.perf_counter() - t0
+    print("\n".join(table(widths)))
+    dead = [rid for rid, w in widths.items() if not w.landed]
+    print(f"{len(ids)} breakers x {n} draws in {dt:.1f}s; "
+          f"never landed: {dead or 'none'}")
+    return 1 if dead else 0
 
 
 def _rules_flag(p: argparse.ArgumentParser) -> None:
@@ -374,7 +403,11 @@ def build_parser() -> argparse.ArgumentParser:
     im.set_defaults(fn=cmd_import_msprobe)
 
     cv = sub.add_parser("coverage", help="how often the strategies reach each feature value")
-    cv.add_argument("--cases", type=int, default=1000)
+    cv.add_argument("--cases", type=int, help="cases drawn (default 1000); with --illegal, "
+                    "draws per rule (default 20)")
+    cv.add_argument("--illegal", nargs="?", const="", metavar="PREFIX",
+                    help="measure the breakers instead (rules whose id starts with PREFIX): "
+                         "distinct broken values, families, layouts, branches per rule")
     cv.add_argument("--seed", type=int, default=0)
     cv.add_argument("--profile", default="smoke", choices=["smoke", "nightly", "stress"])
     cv.add_argument("--filter", action="append", default=[], metavar="FEATURE=VALUE",

@@ -81,6 +81,19 @@ def head_dim(t: TensorSpec, lay: str, heads: int, d: int) -> TensorSpec:
     return with_axis(t, -1, heads * d if lay == "BSH" else d)
 
 
+def head_dims(case: Case, d: int, dv: int) -> Change:
+    """query and key with head dim `d`, value with `dv`, in any layout and in a paged cache
+    (BSH and a BnBsH cache hold H = heads * D); not for 5-D NZ caches."""
+    v = case.view()
+    lay = q_layout(case)
+    out: Change = {"query": head_dim(case.params["query"], lay, v.N, d)}
+    for name, dd in (("key", d), ("value", dv)):
+        t = case.params[name]
+        paged_h = len(t.shape) == 3 and case.params.get("block_table") is not None
+        out[name] = with_axis(t, -1, v.KV_N * dd) if paged_h else head_dim(t, lay, v.KV_N, dd)
+    return out
+
+
 def modes(case: Case) -> tuple[int, int]:
     return (int(case.params.get("key_antiquant_mode") or 0),
             int(case.params.get("value_antiquant_mode") or 0))

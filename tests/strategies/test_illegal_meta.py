@@ -41,12 +41,13 @@ def test_written_breaker_lands_whenever_it_applies(rule: str) -> None:
     # they do make must break exactly their rule, so a rulebook or strategy change that
     # makes a second rule co-fire fails here instead of silently raising the discard rate
     breaker = BREAKERS[rule]
+    bases = breaker.cases()
 
     @settings(max_examples=6, phases=[Phase.generate],
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(st.data())
     def check(data: st.DataObject) -> None:
-        case = data.draw(breaker.cases())
+        case = data.draw(bases)
         broken = apply(case, breaker.change(data.draw, case))
         assert [v.rule for v in validate(**broken.specs())] == [rule]
 
@@ -59,13 +60,14 @@ def test_written_breaker_lands_in_most_draws(rule: str) -> None:
     # the figure behind "single-violation rate": 200 draws, every applied change exact,
     # and the change applies (does not reject) in at least half of the base draws
     breaker = BREAKERS[rule]
+    bases = breaker.cases()
     tried, landed = [0], [0]
 
     @settings(max_examples=200, phases=[Phase.generate], database=None,
               suppress_health_check=list(HealthCheck))
     @given(st.data())
     def check(data: st.DataObject) -> None:
-        case = data.draw(breaker.cases())
+        case = data.draw(bases)
         tried[0] += 1
         broken = apply(case, breaker.change(data.draw, case))
         assert [v.rule for v in validate(**broken.specs())] == [rule]

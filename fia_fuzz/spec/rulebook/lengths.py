@@ -12,9 +12,18 @@ from typing import Any
 
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.rulebook.bases import T, bf
-from fia_fuzz.spec.rules import rule, src
+from fia_fuzz.spec.rules import Undetermined, rule, src
 
 PACKED_MAX_BATCH = 4096
+
+
+def ordered(lens: list[int], name: str) -> list[int]:
+    """Per-batch lengths read off cumulative ends, Undetermined where one is negative: the
+    ends decrease there, which lengths.packed_monotonic reports (rules on the per-batch
+    lengths have nothing to judge)."""
+    if any(n < 0 for n in lens):
+        raise Undetermined(name)
+    return lens
 
 
 def _ints(c: CallView, name: str) -> list[int] | None:

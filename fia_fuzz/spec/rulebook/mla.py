@@ -6,6 +6,7 @@ from typing import Any
 
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.rulebook.bases import B, T, bf, f32, i8
+from fia_fuzz.spec.rulebook.lengths import ordered
 from fia_fuzz.spec.rulebook.mask import OPTIMIZED_SHAPES
 from fia_fuzz.spec.rulebook.rope import rope_on
 from fia_fuzz.spec.rules import rule, src
@@ -40,7 +41,7 @@ def mla_num_heads(c: CallView) -> str | None:
 def mla_q_seq(c: CallView) -> str | None:
     if not _mla(c):
         return None
-    lens = c.act_q if c.packed else [c.S1]
+    lens = ordered(c.act_q, "actual_seq_lengths") if c.packed else [c.S1]
     bad = [s for s in lens if not 1 <= s <= 16]
     return f"MLA D=512 with query lengths {bad[:4]} outside 1..16" if bad else None
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.rulebook.bases import B, T, bf
+from fia_fuzz.spec.rulebook.lengths import ordered
 from fia_fuzz.spec.rules import rule, src
 
 T_MAX = 1048576
@@ -90,7 +91,8 @@ def tnd_head_dims(c: CallView) -> str | None:
 def tnd_causal_lengths(c: CallView) -> str | None:
     if not _not512(c) or c.attr_int("sparse_mode") != 3:
         return None
-    pairs = enumerate(zip(c.act_q, c.act_kv, strict=False))
+    pairs = enumerate(zip(ordered(c.act_q, "actual_seq_lengths"),
+                          ordered(c.act_kv, "actual_seq_lengths_kv"), strict=False))
     bad = [(b, q, kv) for b, (q, kv) in pairs if q > kv]
     return f"(batch, act_q, act_kv) {bad[:4]} violate act_q <= act_kv" if bad else None
 

@@ -14,6 +14,7 @@ from fia_fuzz.strategies.edits import (
     SEP_SCALES,
     Change,
     kv_dtype,
+    query_seq,
     with_dtype,
 )
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
@@ -36,6 +37,21 @@ def _sep_mode_range(draw: st.DrawFn, case: Case) -> Change:
     top = 5 if case.view().decode else 1
     m = draw(st.sampled_from([top + 1, 6, -1]))
     return {"key_antiquant_mode": m, "value_antiquant_mode": m}
+
+
+def _combined_mode(draw: st.DrawFn, case: Case) -> Change:
+    """Decode combined antiquant in mode 2 or 3 (documented for prefill only) or out of
+    range (4, -1, 64)."""
+    return {"antiquant_mode": draw(st.sampled_from([2, 3, 4, -1, 64]))}
+
+
+#: Separate-antiquant prefill without inputs sized by Q_S (mask, pse, query lengths).
+PREFILL_SEQ = {"branch": "prefill", "mask": "none", "pse": False, "actual_q": "absent"}
+
+
+def _sep_prefill_seq(draw: st.DrawFn, case: Case) -> Change:
+    """Q_S past 16: just (17, 24) or far (128, 1024)."""
+    return query_seq(case, draw(st.sampled_from([17, 24, 128, 1024])))
 
 
 def _int8_only_forms(draw: st.DrawFn, case: Case) -> Change:
@@ -76,36 +92,46 @@ BREAKERS: dict[str, Breaker] = {
     "antiquant.needs_int_kv": searched(
         {"plain": True, "branch": "decode"}, "add:antiquant_scale"),  # 100%
     "antiquant.scale_needed": searched(
-        {"antiquant": "combined:0", "branch": "decode"}, "drop:antiquant_scale"),  # 67%
+        {"antiquant": "combined:0", "branch": "decode"}, "drop:antiquant_scale",
+        alt=({"sparse_mode": 4, "full_quant": False},)),
     "antiquant.offset_needs_scale": searched(
         {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
         "add:antiquant_offset"),  # 100%
     "antiquant.offset_matches_scale": searched(
         {"pse": True, "branch": "decode"}, "dtype:key_antiquant_offset"),  # 100%
-    "antiquant.combined_mode": searched(
-        {"antiquant": "combined:0", "branch": "decode"}, "attr:antiquant_mode"),  # 50%
+    # from mode 0: mode 1's per-token scale shape is its own (combined_shape fires too)
+    "antiquant.combined_mode": Breaker(_combined_mode, {"antiquant": "combined:0",
+                                                        "branch": "decode"}),
     "antiquant.combined_shape": searched(
-        {"antiquant": "combined:0", "branch": "decode"}, "rank_up:antiquant_scale"),  # 67%
+        {"antiquant": "combined:0", "branch": "decode"}, "rank_up:antiquant_scale",
+        alt=({"sparse_mode": 4, "full_quant": False},)),
     "antiquant.combined_dtype": searched(
-        {"antiquant": "combined:0", "branch": "decode"}, "dtype:antiquant_scale"),  # 50%
+        {"antiquant": "combined:0", "branch": "decode"}, "dtype:antiquant_scale",
+        alt=({"sparse_mode": 4, "full_quant": False},)),
     "antiquant.sep_scale_pair": searched(
-        {"mask": "bool", "branch": "decode"}, "drop:key_antiquant_scale"),  # 100%
+        {"mask": "bool", "branch": "decode"}, "drop:key_antiquant_scale",
+        alt=({"sparse_mode": 1},)),
     "antiquant.sep_offset_pair": searched(
         {"pse": True, "branch": "decode"}, "drop:key_antiquant_offset"),  # 100%
     "antiquant.sep_mode_pair": searched(
-        {"antiquant": "separate:5/5"}, "attr:value_antiquant_mode"),  # 100%
+        {"antiquant": "separate:5/5"}, "attr:value_antiquant_mode",
+        alt=({"antiquant": "separate:4/4"},)),
     "antiquant.sep_shape": searched(
-        {"mask": "bool", "branch": "decode"}, "pair_axis:key_antiquant_scale:0:+1"),  # 100%
+        {"mask": "bool", "branch": "decode"}, "pair_axis:key_antiquant_scale:0:+1",
+        alt=({"sparse_mode": 1},)),
     "antiquant.sep_dtype": searched(
-        {"mask": "bool", "branch": "decode"}, "dtype:key_antiquant_scale"),  # 100%
+        {"mask": "bool", "branch": "decode"}, "dtype:key_antiquant_scale",
+        alt=({"sparse_mode": 1},)),
     "antiquant.sep_shapes_match": searched(
-        {"antiquant": "separate:3/3"}, "axis:key_antiquant_scale:-1:+1"),  # 67%
+        {"antiquant": "separate:3/3"}, "axis:key_antiquant_scale:-1:+1",
+        alt=({"sparse_mode": 1},)),
     "antiquant.mixed_query_fp16": searched(
         {"antiquant": "separate:0/1", "kv_dtype": "int8"}, "add:quant_scale2"),  # 100%
     "antiquant.sep_prefill_dtypes": searched(
         {"antiquant": "separate:1/1", "branch": "prefill"}, "add:quant_scale2"),  # 100%
-    "antiquant.sep_prefill_seq": searched(
-        {"antiquant": "separate:0/0", "branch": "prefill"}, "axis:query:1:+16"),  # 33%
+    "antiquant.sep_prefill_seq": Breaker(_sep_prefill_seq, {**PREFILL_SEQ,
+                                                            "antiquant": "separate:0/0"},
+                                         alt=({**PREFILL_SEQ, "antiquant": "separate:1/1"},)),
     "antiquant.sep_prefill_features": searched(
         {"antiquant": "separate:1/1", "branch": "prefill"}, "add:query_padding_size"),  # 100%
 }

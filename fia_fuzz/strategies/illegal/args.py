@@ -22,6 +22,7 @@ from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker
 
 
 def _required(draw: st.DrawFn, case: Case) -> Change:
+    """value or key dropped (BNSD and TND, where no head count is read off a missing H)."""
     return {draw(st.sampled_from(["value", "key"])): DELETE}
 
 
@@ -81,7 +82,11 @@ NOT_MATERIALISABLE = {"args.dtype_known", "args.shape_sane", "args.memory",
                       "args.values_integral", "args.required"}
 
 BREAKERS: dict[str, Breaker] = {
-    "args.required": Breaker(_required, PLAIN_BNSD),
+    "args.required": Breaker(_required, PLAIN_BNSD,
+                             alt=({"layout": "TND"}, {"rope_d": "512", "layout": "BNSD"},
+                                  {"antiquant": "separate:1/1", "layout": "BNSD",
+                                   "kv_dtype": "int8"},
+                                  {"full_quant": True, "layout": "BNSD"})),
     "args.attr_type": Breaker(_attr_type, PLAIN_BNSD),
     "args.dtype_known": Breaker(_dtype_known, PLAIN_BNSD),
     "args.shape_sane": Breaker(_shape_sane, PLAIN_BNSD),

@@ -46,11 +46,14 @@ class Breaker:
         return st.one_of([cases(**b) for b in (self.base, *self.alt)])
 
 
-def searched(base: dict[str, Any], mutation: str) -> Breaker:
-    """A breaker found by the search: replay the named mutation with Hypothesis draws."""
+def searched(base: dict[str, Any], mutation: str,
+             alt: tuple[dict[str, Any], ...] = ()) -> Breaker:
+    """A breaker found by the search: replay the named mutation with Hypothesis draws, from
+    `cases(**base)` or any of `cases(**alt[i])` (bases of other families where the same
+    mutation breaks the rule alone)."""
     def change(draw: st.DrawFn, case: Case) -> Change:
         out = MUTATIONS[mutation](HypothesisChooser(draw, {}), case)
         if out is None:
             reject()
         return out
-    return Breaker(change, base, mutation=mutation)
+    return Breaker(change, base, alt, mutation=mutation)

@@ -26,19 +26,21 @@ def _d_align(draw: st.DrawFn, case: Case) -> Change:
 
 def _d_max(draw: st.DrawFn, case: Case) -> Change:
     b, n, s1, _, kv_n, s2, dt = bnsd(case)
-    return bnsd_qkv(1, 1, min(s1, 2), draw(st.sampled_from([528, 544, 1024])), 1, min(s2, 2), dt)
+    d = draw(st.sampled_from([528, 1024, 2048, 4096]))     # just past 512 to far past
+    return bnsd_qkv(1, 1, min(s1, 2), d, 1, min(s2, 2), dt)
 
 
 def _n_max(draw: st.DrawFn, case: Case) -> Change:
     b, _, _, _, _, _, dt = bnsd(case)
-    kv_n = draw(st.sampled_from([5, 8, 16]))
-    g = -(-257 // kv_n)
+    n = draw(st.sampled_from([257, 1024, 4096]))    # just past 256 to far past
+    kv_n = draw(st.sampled_from([k for k in (5, 8, 16, 64, 128) if -(-n // k) <= 64]))
+    g = -(-n // kv_n)      # G stays <= 64 (gqa.ratio_max_64)
     return bnsd_qkv(1, kv_n * g, 2, 16, kv_n, 1, dt)
 
 
 def _b_max(draw: st.DrawFn, case: Case) -> Change:
     _, _, _, _, _, _, dt = bnsd(case)
-    return bnsd_qkv(65537, 1, 2, 16, 1, 1, dt)
+    return bnsd_qkv(draw(st.sampled_from([65537, 131072, 262144])), 1, 2, 16, 1, 1, dt)
 
 
 def _d_align_int4(draw: st.DrawFn, case: Case) -> Change:
@@ -47,9 +49,10 @@ def _d_align_int4(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _s_max(draw: st.DrawFn, case: Case) -> Change:
-    """One head of D 16 with query S or key/value S just above 20M (prefill, S_MAX)."""
+    """One head of D 16 with query S or key/value S above 20M (prefill, S_MAX): just past, or
+    2^25 or 2^26."""
     dt = case.params["query"].dtype
-    big = S_MAX + draw(st.integers(1, 64))
+    big = draw(st.sampled_from([S_MAX + draw(st.integers(1, 64)), 1 << 25, 1 << 26]))
     s1, s2 = (big, 16) if draw(st.booleans()) else (16, big)
     return {"query": TensorSpec((1, 1, s1, 16), dt), "key": TensorSpec((1, 1, s2, 16), dt),
             "value": TensorSpec((1, 1, s2, 16), dt), "num_heads": 1, "num_key_value_heads": 1}

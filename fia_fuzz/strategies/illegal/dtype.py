@@ -20,6 +20,9 @@ from fia_fuzz.strategies.edits import (
 )
 from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker, searched
 
+#: Float KV behind a float query beyond plain BNSD: paged BSH, MLA float (D 512, rope).
+FLOAT_KV = ({"layout": "BSH", "paged": True, "rope": False, "antiquant": "none"},
+            {"rope_d": "512", "full_quant": False})
 #: Separate per-token antiquant decode: int8 KV behind a float query.
 AQ_DECODE = {"antiquant": "separate:1/1", "kv_dtype": "int8", "branch": "decode", "pse": False}
 
@@ -30,7 +33,7 @@ def _dtype_query(draw: st.DrawFn, case: Case) -> Change:
     dt = draw(st.sampled_from(["float32", "uint8"]))
     out: Change = {"query": TensorSpec(case.params["query"].shape, dt)}
     if dt == "uint8":
-        out[FILLS] = {"query": {"dist": "int", "low": 0, "high": 255}}
+        out[FILLS] = {"query": INT_FILLS[dt]}
     return out
 
 
@@ -46,10 +49,21 @@ def _kv_float_match(draw: st.DrawFn, case: Case) -> Change:
     return {"key": TensorSpec(k.shape, other), "value": TensorSpec(v.shape, other)}
 
 
+#: Integer data for a tensor a breaker gives an integer or bool dtype (float fills do not
+#: materialise as one).
+INT_FILLS = {"uint8": {"dist": "int", "low": 0, "high": 255},
+             "int64": {"dist": "int", "low": -128, "high": 127},
+             "bool": {"dist": "int", "low": 0, "high": 1}}
+
+
 def _dtype_kv(draw: st.DrawFn, case: Case) -> Change:
+    """float32, or an integer or bool dtype with integer data."""
     k, v = case.params["key"], case.params["value"]
-    dt = draw(st.sampled_from(["float32", "uint8"]))
-    return {"key": TensorSpec(k.shape, dt), "value": TensorSpec(v.shape, dt)}
+    dt = draw(st.sampled_from(["float32", "uint8", "bool", "int64"]))
+    out: Change = {"key": TensorSpec(k.shape, dt), "value": TensorSpec(v.shape, dt)}
+    if dt in INT_FILLS:
+        out[FILLS] = {"key": INT_FILLS[dt], "value": INT_FILLS[dt]}
+    return out
 
 
 def _int8_query_kv(draw: st.DrawFn, case: Case) -> Change:
@@ -86,9 +100,11 @@ BREAKERS: dict[str, Breaker] = {
     # not over 5-D NZ caches, whose own nz.dtypes rule would fire too
     "dtype.query": Breaker(_dtype_query, {**AQ_DECODE, "cache": "none"},
                            alt=({**AQ_DECODE, "cache": "BnBsH"}, {**AQ_DECODE, "cache": "BnNBsD"})),
-    "dtype.kv_match": Breaker(_kv_match, PLAIN_BNSD),
-    "dtype.kv_float_match_query": Breaker(_kv_float_match, PLAIN_BNSD),
-    "dtype.kv": Breaker(_dtype_kv, PLAIN_BNSD),
+    "dtype.kv_match": Breaker(_kv_match, PLAIN_BNSD, alt=FLOAT_KV),
+    # not MLA: its key_rope follows the query dtype (rope.dtype)
+    "dtype.kv_float_match_query": Breaker(_kv_float_match, PLAIN_BNSD, alt=FLOAT_KV[:1]),
+    # not paged: a paged cache's own dtype rule (paged.kv_dtype) would fire too
+    "dtype.kv": Breaker(_dtype_kv, PLAIN_BNSD, alt=({"plain": True, "layout": "BSH"},)),
     # rope: False keeps to the dense int8 family (MLA full quant has rules of its own)
     "dtype.int8_query_kv": Breaker(_int8_query_kv, {"full_quant": True, "rope": False}),
     "dtype.all_int8_decode": Breaker(_all_int8_decode, {"full_quant": True, "mask": "none",
@@ -97,7 +113,14 @@ BREAKERS: dict[str, Breaker] = {
     "dtype.block_table": Breaker(_block_table_dtype, {"paged": True}),
     "dtype.int64_values": Breaker(_int64_values, {"actual_kv": "per_batch"},
                                   alt=({"q_padding": True}, {"prefix_len": "given"})),
-    "dtype.mask": searched({"prefix": True, "branch": "decode"}, "dtype:atten_mask"),  # 100%
+    "dtype.mask": searched(
+        {"prefix": True, "branch": "decode"}, "dtype:atten_mask",
+        alt=({"kv_padding": True, "branch": "decode"},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
+             {"q_seq": ">2048"},
+             {"layout": "BSH_NBSD"})),
     "dtype.pse": searched(
-        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "dtype:pse_shift"),  # 100%
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "dtype:pse_shift",
+        alt=({"prefix": True, "branch": "decode"},
+             {"sparse_mode": 2})),
 }

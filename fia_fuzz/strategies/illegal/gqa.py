@@ -18,11 +18,11 @@ from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker
 
 
 def _num_heads_positive(draw: st.DrawFn, case: Case) -> Change:
-    return {"num_heads": draw(st.sampled_from([0, -1]))}
+    return {"num_heads": draw(st.sampled_from([0, -1, -64]))}
 
 
 def _kv_heads_nonneg(draw: st.DrawFn, case: Case) -> Change:
-    return {"num_key_value_heads": draw(st.sampled_from([-1, -8]))}
+    return {"num_key_value_heads": draw(st.sampled_from([-1, -8, -65]))}
 
 
 def _gqa_divisible(draw: st.DrawFn, case: Case) -> Change:
@@ -34,7 +34,7 @@ def _gqa_divisible(draw: st.DrawFn, case: Case) -> Change:
 def _gqa_ratio(draw: st.DrawFn, case: Case) -> Change:
     """One KV head shared by more than 64 query heads."""
     b, _, s1, d, _, s2, dt = bnsd(case)
-    return bnsd_qkv(b, draw(st.sampled_from([65, 96, 128])), s1, d, 1, s2, dt)
+    return bnsd_qkv(b, draw(st.sampled_from([65, 96, 128, 256])), s1, d, 1, s2, dt)
 
 
 BREAKERS: dict[str, Breaker] = {

@@ -37,8 +37,9 @@ def _uniform(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _list_b_max(draw: st.DrawFn, case: Case) -> Change:
-    """257 batches: the query's B and both lists (cycling the drawn tensors)."""
-    b = draw(st.integers(257, 260))
+    """Past 256 batches, just (257-260) or far (512, 1024): the query's B and both lists
+    (cycling the drawn tensors)."""
+    b = draw(st.sampled_from([draw(st.integers(257, 260)), 512, 1024]))
     out: Change = {"query": with_axis(case.params["query"], 0, b)}
     for n in ("key", "value"):
         ts = case.params[n]

@@ -7,31 +7,89 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
+from hypothesis import reject
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case
+from fia_fuzz.strategies.edits import Change
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+
+
+def _kv_count(draw: st.DrawFn, case: Case) -> Change:
+    """Fewer KV lengths than batches: packed calls keep 1..B-1 (a contiguous packed KV its
+    last cumulative ends, so its total holds), others 2..B-1 (one applies to every batch)."""
+    v = case.view()
+    vals = list(case.params["actual_seq_lengths_kv"])
+    lo = 1 if v.packed else 2
+    if v.B <= lo:
+        reject()
+    k = draw(st.integers(lo, v.B - 1))
+    return {"actual_seq_lengths_kv": vals[-k:] if v.packed and not v.paged
+            else (vals * v.B)[:k]}
+
+
+def _packed_monotonic(draw: st.DrawFn, case: Case) -> Change:
+    """A cumulative list that decreases: one end before the last raised past its successor,
+    by one or by up to the total (the last end, T, stays). Paged KV lengths are per batch,
+    so there only the query's list is cumulative."""
+    names = ["actual_seq_lengths"] + ([] if case.view().paged else ["actual_seq_lengths_kv"])
+    name = draw(st.sampled_from(names))
+    ends = list(case.params[name])
+    if len(ends) < 2:
+        reject()
+    j = draw(st.integers(0, len(ends) - 2))
+    ends[j] = ends[j + 1] + draw(st.sampled_from([1, max(1, ends[-1] - ends[j + 1])]))
+    return {name: ends}
+
+
+#: Bases with per-batch KV lengths, one per family that carries them.
+KV_LENGTHS = ({"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+              {"layout": "TND", "paged": True, "rope_d": "none"},
+              {"layout": "NTD_TND", "paged": False},
+              {"actual_kv": "per_batch", "antiquant": "separate:1/1"},
+              {"actual_kv": "per_batch", "full_quant": True},
+              {"rope_d": "512", "layout": "BSND"})
+#: Packed bases: TND and NTD_TND, paged or not, MLA rope D 128 and D 512.
+PACKED = ({"layout": "TND", "paged": True, "rope_d": "none"},
+          {"layout": "TND", "paged": False},
+          {"layout": "NTD_TND"},
+          {"rope_d": "128"},
+          {"rope_d": "512", "layout": "TND"})
 
 BREAKERS: dict[str, Breaker] = {
     "lengths.q_count": searched(
-        {"prefix": True, "branch": "prefill"}, "values:actual_seq_lengths:empty"),  # 100%
-    "lengths.kv_count": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
-        "values:actual_seq_lengths_kv:count"),  # 100%
+        {"prefix": True, "branch": "prefill"}, "values:actual_seq_lengths:empty",
+        alt=({"sparse_mode": 1},
+             {"antiquant": "separate:1/1", "branch": "prefill"})),
+    "lengths.kv_count": Breaker(_kv_count, KV_LENGTHS[0], alt=KV_LENGTHS[1:]),
     "lengths.q_nonnegative": searched(
-        {"prefix": True, "branch": "prefill"}, "values:actual_seq_lengths:neg"),  # 100%
+        {"prefix": True, "branch": "prefill"}, "values:actual_seq_lengths:neg",
+        alt=({"sparse_mode": 1},
+             {"antiquant": "separate:1/1", "branch": "prefill"})),
     "lengths.kv_nonnegative": searched(
         {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
-        "values:actual_seq_lengths_kv:neg"),  # 100%
+        "values:actual_seq_lengths_kv:neg",
+        alt=({"prefix": True, "branch": "prefill"},
+             {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "lengths.q_max": searched(
-        {"antiquant": "combined:0", "branch": "prefill"}, "values:actual_seq_lengths:big"),  # 100%
+        {"antiquant": "combined:0", "branch": "prefill"}, "values:actual_seq_lengths:big",
+        alt=({"post_quant_offset": True, "sparse_mode": 4},
+             {"antiquant": "separate:1/1", "branch": "prefill"})),
     "lengths.kv_max": searched(
-        {"prefix": True, "branch": "decode"}, "values:actual_seq_lengths_kv:big"),  # 100%
+        {"prefix": True, "branch": "decode"}, "values:actual_seq_lengths_kv:big",
+        alt=({"post_quant_offset": True, "sparse_mode": 4},)),
     "lengths.packed_required": searched(
         {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-        "drop:actual_seq_lengths"),  # 100%
+        "drop:actual_seq_lengths",
+        alt=({"layout": "NTD_TND"},
+             {"layout": "TND", "paged": True})),
     "lengths.packed_count_max": searched(
         {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-        "values:actual_seq_lengths_kv:many"),  # 100%
-    "lengths.packed_monotonic": searched(
-        {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-        "values:actual_seq_lengths:decreasing"),  # 100%
+        "values:actual_seq_lengths_kv:many",
+        alt=({"layout": "NTD_TND"},
+             {"layout": "TND", "paged": True})),
+    "lengths.packed_monotonic": Breaker(_packed_monotonic, PACKED[0], alt=PACKED[1:]),
     "lengths.packed_total": searched({"layout": "TND", "rope": False}, "axis:query:0:-1"),  # 100%
 }

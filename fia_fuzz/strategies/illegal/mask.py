@@ -6,15 +6,37 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case
+from fia_fuzz.strategies.edits import Change
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
 
+
+def _sparse_mode_range(draw: st.DrawFn, case: Case) -> Change:
+    """Just past either end of 0..4, the documented-unsupported 5..8, and far past."""
+    return {"sparse_mode": draw(st.sampled_from([-1, 5, 6, 7, 8, 9, -64, 1024]))}
+
+
 BREAKERS: dict[str, Breaker] = {
-    "mask.sparse_mode_range": searched(
-        {"full_quant": True, "post_quant": False}, "attr:sparse_mode"),  # 83%
+    "mask.sparse_mode_range": Breaker(_sparse_mode_range, {"full_quant": True, "rope": False,
+                                                           "post_quant": False},
+                                      # a prefill rule; MLA and packed have mask rules of
+                                      # their own (mla.sparse, tnd.sparse) that fire too
+                                      alt=({"plain": True, "branch": "prefill"},
+                                           {"antiquant": "separate:1/1", "branch": "prefill",
+                                            "cache": "none"})),
     "mask.mode1_required": searched({"sparse_mode": 1}, "drop:atten_mask"),  # 100%
     "mask.optimized_required": searched({"sparse_mode": 2}, "drop:atten_mask"),  # 100%
-    "mask.optimized_shape": searched({"sparse_mode": 2}, "rank_up:atten_mask"),  # 100%
-    "mask.full_form": searched({"kv_list": True}, "axis:atten_mask:0:=2048"),  # 100%
+    "mask.optimized_shape": searched(
+        {"sparse_mode": 2}, "rank_up:atten_mask",
+        alt=({"layout": "TND", "rope": False},
+             {"layout": "NTD_TND"})),
+    "mask.full_form": searched(
+        {"kv_list": True}, "axis:atten_mask:0:=2048",
+        alt=({"prefix": True, "branch": "decode"},
+             {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"})),
     "mask.full_size": searched(
-        {"prefix": True, "branch": "decode"}, "axis:atten_mask:-1:=1"),  # 100%
+        {"prefix": True, "branch": "decode"}, "axis:atten_mask:-1:=1",
+        alt=({"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},)),
 }

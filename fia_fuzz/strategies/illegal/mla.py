@@ -19,6 +19,7 @@ from fia_fuzz.strategies.edits import (
     layout,
     q_layout,
     query_seq,
+    split_blocks,
     with_axis,
 )
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
@@ -28,13 +29,15 @@ F32_1 = TensorSpec((1,), "float32")
 
 
 def _mla_kv_heads(draw: st.DrawFn, case: Case) -> Change:
-    """Two KV heads: every cache holds two (num_heads stays, so G halves; odd N rejected)."""
-    if case.params["num_heads"] % 2:
+    """2, 4 or 8 KV heads: every cache holds them (num_heads stays, so G shrinks; N not a
+    multiple rejected)."""
+    k = draw(st.sampled_from([2, 4, 8]))
+    if case.params["num_heads"] % k:
         reject()
-    out: Change = {"num_key_value_heads": 2}
+    out: Change = {"num_key_value_heads": k}
     for n in ("key", "value", "key_rope"):
         t = case.params[n]
-        out[n] = with_axis(t, -1, t.shape[-1] * 2) if t.ndim == 3 else with_axis(t, 1, 2)
+        out[n] = with_axis(t, -1, t.shape[-1] * k) if t.ndim == 3 else with_axis(t, 1, k)
     return out
 
 
@@ -72,6 +75,11 @@ def _mla_layout(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _mla_block_size(draw: st.DrawFn, case: Case) -> Change:
+    """Larger blocks (256, 512; past 512 paged.block_size_max fires too), or in decode, where
+    the general paged rules ask only 16 (int8: 32) alignment, smaller ones (64 down to 16)."""
+    if case.view().decode and draw(st.booleans()):
+        small = [64, 32] if case.params["key"].dtype == "int8" else [64, 32, 16]
+        return split_blocks(case, 128 // draw(st.sampled_from(small)))
     return grow_blocks(case, draw(st.sampled_from([256, 512])))
 
 

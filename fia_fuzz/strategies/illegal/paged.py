@@ -44,8 +44,11 @@ def _block_table_rank(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _block_size_max(draw: st.DrawFn, case: Case) -> Change:
-    """1024 slots (the packed layouts' own list allows it; the general limit is 512)."""
-    return grow_blocks(case, 1024)
+    """Past 512 slots, just (544) to far (2048), 32-aligned so the alignment rules hold;
+    packed layouts 1024, the one size past 512 their own list allows."""
+    if case.view().packed:
+        return grow_blocks(case, 1024)
+    return grow_blocks(case, draw(st.sampled_from([544, 1024, 640, 2048])))
 
 
 def _block_size_align(draw: st.DrawFn, case: Case) -> Change:
@@ -129,7 +132,14 @@ NOT_MATERIALISABLE = {"paged.block_table_rank"}
 BREAKERS: dict[str, Breaker] = {
     "paged.block_table_rank": Breaker(_block_table_rank, {**PAGED, "branch": "decode"}),
     "paged.block_size_max": Breaker(_block_size_max, {**PAGED, **NO_FULL_MASK,
-                                                      "antiquant": "none"}),
+                                                      "antiquant": "none"},
+                                    alt=({"layout": "TND", "paged": True, "rope": False},
+                                         {**PAGED, **NO_FULL_MASK, "antiquant": "separate:0/0",
+                                          "cache": "BnBsH"},
+                                         {**PAGED, **NO_FULL_MASK, "antiquant": "combined:0",
+                                          "cache": "BnNBsD"},
+                                         {**PAGED, "layout": "BSH", "sparse_mode": 3,
+                                          "cache": "BnBsH", "pse": False})),
     "paged.block_size_align": Breaker(_block_size_align, {**PAGED, "branch": "decode",
                                                           "cache": "BnBsH"},
                                       alt=({**PAGED, "branch": "decode", "cache": "BnNBsD"},)),
@@ -156,24 +166,38 @@ BREAKERS: dict[str, Breaker] = {
                                                     "branch": "prefill"}),
     "paged.kv_lengths_required": searched(
         {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
-        "drop:actual_seq_lengths_kv"),  # 100%
+        "drop:actual_seq_lengths_kv",
+        alt=({"antiquant": "separate:4/4"},)),
     "paged.block_table_batch": searched(
         {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
-        "table:extra_row"),  # 100%
+        "table:extra_row",
+        alt=({"pse": True, "branch": "decode"},
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "paged.block_table_width": searched(
-        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "table:narrow"),  # 50%
-    "paged.block_size_positive": searched({"antiquant": "separate:2/2"}, "add:block_table"),  # 100%
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "table:narrow",
+        alt=({"mask": "bool", "branch": "decode"},
+             {"layout": "NTD_TND"},
+             {"antiquant": "separate:1/1", "branch": "prefill"})),
+    "paged.block_size_positive": searched(
+        {"antiquant": "separate:2/2"}, "add:block_table",
+        alt=({"antiquant": "combined:1"},)),
     "paged.kv_shape_match": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
-        "rank_up:value"),  # 100%
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"}, "rank_up:value",
+        alt=({"antiquant": "separate:4/4"},
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False})),
     "paged.cache_block_size": searched(
-        {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-        "pair_axis:key:1:+1"),  # 100%
+        {"paged": True, "branch": "prefill", "mask": "none", "pse": False}, "pair_axis:key:1:+1",
+        alt=({"sink": True},
+             {"antiquant": "combined:1"})),
     "paged.cache_heads": searched(
         {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
-        "pair_axis:key:-1:=1"),  # 100%
+        "pair_axis:key:-1:=1",
+        alt=({"antiquant": "separate:4/4"},)),
     "paged.block_count": searched(
-        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "pair_axis:key:0:=1"),  # 100%
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "pair_axis:key:0:=1",
+        alt=({"antiquant": "combined:1"},)),
     "paged.pse_last_dim": searched(
-        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "axis:pse_shift:-1:=1"),  # 100%
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "axis:pse_shift:-1:=1",
+        alt=({"antiquant": "separate:4/4"},)),
 }

@@ -6,10 +6,21 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
+from fia_fuzz.spec import Case
+from fia_fuzz.strategies.edits import Change
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
 
+
+def _precise_range(draw: st.DrawFn, case: Case) -> Change:
+    """Just past either end of 0..3 and far past."""
+    return {"inner_precise": draw(st.sampled_from([-1, 4, 5, -16, 64]))}
+
+
 BREAKERS: dict[str, Breaker] = {
-    "precise.range": searched(
-        {"antiquant": "separate:0/0", "branch": "prefill"}, "attr:inner_precise"),  # 83%
+    "precise.range": Breaker(_precise_range, {"antiquant": "separate:0/0", "branch": "prefill"},
+                             alt=({"plain": True}, {"full_quant": True},
+                                  {"layout": "TND", "rope": False}, {"rope_d": "512"})),
     "precise.decode_01": searched({"plain": True, "branch": "decode"}, "attr:inner_precise"),  # 83%
 }

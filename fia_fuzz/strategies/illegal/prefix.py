@@ -43,7 +43,12 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"antiquant": "separate:3/3", **PER_TOKEN},
              {"antiquant": "combined:1", **PER_TOKEN})),
     "prefix.both_or_neither": searched(
-        {"plain": True, "layout": "BNSD"}, "add:value_shared_prefix"),  # 100%
+        {"plain": True, "layout": "BNSD"}, "add:value_shared_prefix",
+        alt=({"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+             {"layout": "NTD_TND"},
+             {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "prefix.rank_dtype": searched(
         {"prefix": True, "branch": "prefill"}, "dtype:key_shared_prefix"),  # 100%
     "prefix.batch_one": searched(
@@ -51,11 +56,14 @@ BREAKERS: dict[str, Breaker] = {
     "prefix.heads_dim": searched(
         {"prefix": True, "branch": "prefill"}, "pair_axis:key_shared_prefix:-1:x2"),  # 100%
     "prefix.same_shape": searched(
-        {"prefix": True, "branch": "prefill"}, "axis:key_shared_prefix:-2:-1"),  # 100%
+        {"prefix": True, "branch": "prefill"}, "axis:key_shared_prefix:-2:-1",
+        alt=({"sparse_mode": 3, "layout": "BNSD"},)),
     "prefix.len_shape": searched(
-        {"prefix": True, "branch": "prefill"}, "values:actual_shared_prefix_len:empty"),  # 100%
+        {"prefix": True, "branch": "prefill"}, "values:actual_shared_prefix_len:empty",
+        alt=({"prefix": True, "branch": "decode"},)),
     "prefix.len_range": searched(
-        {"prefix": True, "branch": "prefill"}, "values:actual_shared_prefix_len:neg"),  # 100%
+        {"prefix": True, "branch": "prefill"}, "values:actual_shared_prefix_len:neg",
+        alt=({"prefix": True, "branch": "decode"},)),
     # base re-picked by hand: per-token 4/4 now also breaks prefix.per_token_antiquant
     "prefix.not_paged": searched(
         {"antiquant": "separate:0/0", "paged": True}, "add:key_shared_prefix"),  # 56%

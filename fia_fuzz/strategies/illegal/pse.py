@@ -32,5 +32,7 @@ BREAKERS: dict[str, Breaker] = {
                                                  "kv_list": False, "prefix": False,
                                                  "post_quant": False}),
     "pse.shape": searched(
-        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "rank_down:pse_shift"),  # 100%
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "rank_down:pse_shift",
+        alt=({"prefix": True, "branch": "prefill"},
+             {"sparse_mode": 1})),
 }

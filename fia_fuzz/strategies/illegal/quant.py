@@ -8,19 +8,37 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case
+from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.spec.rulebook.quant import DEQUANT
 from fia_fuzz.strategies.edits import (
+    FILLS,
     Change,
     with_axis,
     with_dtype,
 )
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
 
+#: Data for a scale a breaker gives an integer dtype.
+INT_SCALE_FILLS = {"int32": {"dist": "int", "low": 1, "high": 4},
+                   "uint64": {"dist": "u64_scale", "value": 1.0}}
+
 
 def _scale2_dtype(draw: st.DrawFn, case: Case) -> Change:
-    dt = draw(st.sampled_from(["bfloat16", "float16"]))
-    return {n: with_dtype(case.params[n], dt) for n in ("quant_scale2", "quant_offset2")
-            if case.params.get(n) is not None}
+    """A float16 (or, with a float16 query, bfloat16) or integer post-quant scale."""
+    floats = ["float16"] if case.params["query"].dtype == "bfloat16" else ["bfloat16", "float16"]
+    dt = draw(st.sampled_from([*floats, "int32", "uint64"]))
+    names = [n for n in ("quant_scale2", "quant_offset2") if case.params.get(n) is not None]
+    out: Change = {n: with_dtype(case.params[n], dt) for n in names}
+    if dt in INT_SCALE_FILLS:       # a float recipe does not materialise as an integer
+        out[FILLS] = {n: INT_SCALE_FILLS[dt] for n in names}
+    return out
+
+
+def _dequant_per_tensor(draw: st.DrawFn, case: Case) -> Change:
+    """One full-quant scale holding 2, 3 or 64 values (a per-channel guess)."""
+    name = draw(st.sampled_from([n for n in DEQUANT if case.params.get(n) is not None]))
+    t = case.params[name]
+    return {name: TensorSpec((draw(st.sampled_from([2, 3, 64])),), t.dtype)}
 
 
 def _scale2_shape(draw: st.DrawFn, case: Case) -> Change:
@@ -44,7 +62,9 @@ def _rows_not_computed(draw: st.DrawFn, case: Case) -> Change:
 
 
 BREAKERS: dict[str, Breaker] = {
-    "quant.scale2_dtype": Breaker(_scale2_dtype, {"post_quant": True, "q_dtype": "float16"}),
+    "quant.scale2_dtype": Breaker(_scale2_dtype, {"post_quant": True, "q_dtype": "float16"},
+                                  alt=({"post_quant": True, "q_dtype": "bfloat16"},
+                                       {"post_quant": True, "full_quant": True})),
     "quant.scale2_shape": Breaker(_scale2_shape, {"post_quant_form": "per_channel"}),
     "quant.band_negative": Breaker(_band_negative, {"post_quant": True, "sparse_mode": 4,
                                                     "post_quant_offset": False,
@@ -54,16 +74,38 @@ BREAKERS: dict[str, Breaker] = {
                                                             "branch": "prefill"}),
     "quant.int8_query_needs_dequant": searched({"sparse_mode": 1}, "drop:dequant_scale1"),  # 100%
     "quant.float_query_forbids_dequant": searched(
-        {"plain": True, "layout": "BNSD"}, "add:dequant_scale1"),  # 100%
+        {"plain": True, "layout": "BNSD"}, "add:dequant_scale1",
+        alt=({"prefix": True, "branch": "prefill"},
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+             {"layout": "NTD_TND"},
+             {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "quant.dequant_dtype": searched(
-        {"full_quant": True, "post_quant": True}, "dtype:dequant_scale1"),  # 100%
-    "quant.dequant_per_tensor": searched({"sparse_mode": 1}, "axis:dequant_scale1:0:+1"),  # 100%
+        {"full_quant": True, "post_quant": True}, "dtype:dequant_scale1",
+        alt=({"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},)),
+    "quant.dequant_per_tensor": Breaker(_dequant_per_tensor, {"full_quant": True, "rope": False},
+                                        alt=({"full_quant": True, "rope": False,
+                                              "post_quant": True},)),
     "quant.offset2_needs_scale2": searched(
-        {"plain": True, "layout": "BNSD"}, "add:quant_offset2"),  # 100%
-    "quant.offset2_matches": searched({"kv_list": True}, "rank_up:quant_offset2"),  # 100%
+        {"plain": True, "layout": "BNSD"}, "add:quant_offset2",
+        alt=({"prefix": True, "branch": "prefill"},
+             {"sparse_mode": 2},
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+             {"layout": "NTD_TND"},
+             {"sparse_mode": 4, "full_quant": False},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
+    "quant.offset2_matches": searched(
+        {"kv_list": True}, "rank_up:quant_offset2",
+        alt=({"full_quant": True, "post_quant": True},)),
     "quant.per_channel_no_left_padding": searched(
         {"post_quant_form": "per_channel", "layout": "BSH"}, "add:query_padding_size"),  # 67%
     "quant.int4_no_post": searched({"antiquant": "separate:3/3"}, "add:quant_scale2"),  # 100%
     "quant.dequant_scale_query": searched(
-        {"plain": True, "layout": "BNSD"}, "add:dequant_scale_query"),  # 100%
+        {"plain": True, "layout": "BNSD"}, "add:dequant_scale_query",
+        alt=({"prefix": True, "branch": "prefill"},
+             {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+             {"layout": "NTD_TND"},
+             {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
 }

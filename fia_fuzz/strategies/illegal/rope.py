@@ -9,16 +9,23 @@ from __future__ import annotations
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
 
 BREAKERS: dict[str, Breaker] = {
-    "rope.both_or_neither": searched({"plain": True, "layout": "BNSD"}, "add:key_rope"),  # 100%
+    "rope.both_or_neither": searched(
+        {"plain": True, "layout": "BNSD"}, "add:key_rope",
+        alt=({"prefix": True, "branch": "prefill"},
+             {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "rope.dim_64": searched(
         {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
-        "axis:query_rope:-1:+1"),  # 100%
+        "axis:query_rope:-1:+1",
+        alt=({"layout": "NTD_TND"},)),
     "rope.shapes": searched(
         {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
-        "rank_down:query_rope"),  # 100%
+        "rank_down:query_rope",
+        alt=({"layout": "NTD_TND"},)),
     "rope.dtype": searched(
         {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
-        "dtype:query_rope"),  # 100%
+        "dtype:query_rope",
+        alt=({"layout": "NTD_TND"},)),
     "rope.query_d": searched(
         {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
         "add:query_rope"),  # 100%

@@ -10,11 +10,12 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.rulebook.tnd import T_MAX
+from fia_fuzz.spec.rulebook.tnd import HEAD_DIMS, T_MAX
 from fia_fuzz.strategies.edits import (
     DELETE,
     Change,
     grow_blocks,
+    head_dims,
     layout,
     q_layout,
     query_seq,
@@ -30,10 +31,11 @@ def _tnd_layout_by_d(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _tnd_t_max(draw: st.DrawFn, case: Case) -> Change:
-    """One batch of T just above 1M query tokens, one head, the drawn D and dtype."""
+    """One batch of T above 1M query tokens (just past, 2^21 or 2^24), one head, the drawn D
+    and dtype."""
     q, v = case.params["query"], case.params["value"]
     d, dv = q.shape[-1], v.shape[-1]
-    t = T_MAX + draw(st.integers(1, 64))
+    t = draw(st.sampled_from([T_MAX + draw(st.integers(1, 64)), 1 << 21, 1 << 24]))
     s2 = draw(st.integers(t + 1, t + 16)) if case.params.get("sparse_mode") == 3 else 16
     lay = q_layout(case)
     out: Change = {"query": TensorSpec((t, 1, d) if lay == "TND" else (1, t, d), q.dtype),
@@ -63,6 +65,32 @@ def _tnd_causal(draw: st.DrawFn, case: Case) -> Change:
         total += n
         cum.append(total)
     return {**query_seq(case, total), "actual_seq_lengths": cum}
+
+
+#: Head dims around the packed tables (multiples of 16, so the float alignment holds): just
+#: past 128 and 192 on both sides, and far from them up to the 512 limit.
+ODD_DIMS = (64, 256, 112, 144, 176, 208, 16, 96, 320, 448)
+
+
+def _tnd_head_dims(draw: st.DrawFn, case: Case) -> Change:
+    """Q_D = K_D and V_D off the layout's table: with rope (whose query D must stay 128) V_D
+    only; otherwise either or both (paged: both, the caches share a shape), or the 192/192
+    pair where G > 1 or the KV is paged."""
+    v = case.view()
+    if v.rope:
+        return head_dims(case, v.D, draw(st.sampled_from((*ODD_DIMS, 192))))
+    shared = v.G > 1 or v.paged     # where the table's V_D 192 is not allowed
+    if layout(case) == "TND" and shared and draw(st.booleans()):
+        return head_dims(case, 192, 192)
+    d = draw(st.sampled_from((*ODD_DIMS, 128, 192)))
+    if v.paged:     # paged key and value caches share one shape (paged.kv_shape_match)
+        dv = d
+    else:
+        dv = draw(st.sampled_from((*ODD_DIMS, 128, 192) if d in (128, 192)
+                                  else (d, *ODD_DIMS)))
+    if (d, dv) in HEAD_DIMS[layout(case)] and not (dv == 192 and shared):
+        reject()
+    return head_dims(case, d, dv)
 
 
 def _tnd_block_size(draw: st.DrawFn, case: Case) -> Change:
@@ -101,13 +129,16 @@ BREAKERS: dict[str, Breaker] = {
                                         {"rope_d": "512", "layout": "TND_NTD",
                                          "cache": "BnBsH"})),
     "tnd.sparse": searched(
-        {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-        "add:atten_mask"),  # 100%
-    "tnd.head_dims": searched({"rope_d": "128"}, "axis:value:-1:+16"),  # 100%
+        {"paged": True, "branch": "prefill", "mask": "none", "pse": False}, "add:atten_mask",
+        alt=({"layout": "NTD_TND"},)),
+    "tnd.head_dims": Breaker(_tnd_head_dims, {"layout": "TND", "rope_d": "none"},
+                             alt=({"layout": "NTD_TND", "rope_d": "none"},
+                                  {"layout": "TND", "paged": True, "rope_d": "none"},
+                                  {"rope_d": "128"})),
     "tnd.rope_not_paged": searched(
         {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
         "add:query_rope"),  # 50%
     "tnd.no_extras": searched(
-        {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-        "add:pse_shift"),  # 100%
+        {"paged": True, "branch": "prefill", "mask": "none", "pse": False}, "add:pse_shift",
+        alt=({"layout": "NTD_TND"},)),
 }

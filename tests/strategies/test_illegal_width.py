@@ -1,0 +1,163 @@
+"""Breakers reach across their rule's illegal range and across families (issue 15 part 7).
+
+`illegal/width.py` measures each breaker: the seeded draws that break its rule
+alone, their distinct broken values and the families they come from
+(`fia-fuzz coverage --illegal` prints it). The tests pin the width of the
+issue's four examples and hold every breaker to a general bar.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fia_fuzz.spec import validate
+from fia_fuzz.strategies.edits import apply, split_blocks
+from fia_fuzz.strategies.illegal import BREAKERS
+from fia_fuzz.strategies.illegal.width import breaks, broken_value, bucket, family, table, width
+from fia_fuzz.strategies.sample import draw_cases
+
+
+def _breaks(rule: str, n: int = 40):
+    return breaks(rule, BREAKERS[rule], n)
+
+
+def test_bucket_keeps_edges_and_groups_the_rest() -> None:
+    assert [bucket(x) for x in (-80, -3, 0, 16, 64, 80, 144, 1024, 1025)] == \
+        ["-(64,128)", "-3", "0", "16", "64", "(64,128)", "(128,256)", "1024", "(1024,2048)"]
+    assert broken_value("block_size=544 > 512") == "block_size=(512,1024) > 512"
+
+
+def test_tnd_head_dims_reaches_d_64_and_256_and_dv_under_rope() -> None:
+    found = _breaks("tnd.head_dims", 60)
+    dims = {(b.broken.view().D, b.broken.view().Dv) for b in found}
+    qd = {d for d, _ in dims}
+    assert {64, 256} <= qd, qd
+    rope_dv = {b.broken.view().Dv for b in found if b.broken.view().rope}
+    assert len(rope_dv - {144}) >= 2, rope_dv
+    assert any(b.broken.view().paged for b in found)
+    assert len({b.base.features()["layout"] for b in found}) == 2
+
+
+def test_kv_count_breaks_packed_paged_calls_and_several_families() -> None:
+    found = _breaks("lengths.kv_count")
+    assert any(b.broken.view().packed and b.broken.view().paged for b in found)
+    assert len(width(found).families) >= 3
+
+
+def test_packed_monotonic_carries_mla_rope() -> None:
+    found = _breaks("lengths.packed_monotonic")
+    ropes = {b.base.features()["rope_d"] for b in found}
+    assert {"128", "512"} <= ropes, ropes
+    assert any(not b.broken.view().paged for b in found)
+
+
+def test_block_size_max_reaches_1024_in_tnd_and_several_sizes_elsewhere() -> None:
+    found = _breaks("paged.block_size_max")
+    tnd = {b.broken.params["block_size"] for b in found if b.broken.view().packed}
+    other = {b.broken.params["block_size"] for b in found if not b.broken.view().packed}
+    assert tnd == {1024}        # the one size past 512 the packed layouts' list allows
+    assert len(other) >= 3 and min(other) < 1024, other
+
+
+def test_block_size_prefill_reaches_64_and_32() -> None:
+    sizes = {b.broken.params["block_size"] for b in _breaks("paged.block_size_prefill")}
+    assert {32, 64} <= sizes
+
+
+def test_block_size_64_in_tnd_breaks_two_rules() -> None:
+    # why no breaker reaches 64 in TND: it breaks the packed list and V2's prefill rule both
+    base = draw_cases(1, 0, layout="TND", paged=True, rope=False)[0]
+    assert base.params["block_size"] in (128, 512)
+    broken = apply(base, split_blocks(base, base.params["block_size"] // 64))
+    assert [v.rule for v in validate(**broken.specs())] == \
+        ["paged.block_size_prefill", "tnd.block_size"]
+
+
+def test_width_table_names_each_rule() -> None:
+    found = _breaks("tnd.head_dims", 10)
+    text = "\n".join(table({"tnd.head_dims": width(found)}))
+    assert "tnd.head_dims" in text and "packed" in text
+    assert {family(b.base.features()) for b in found} <= {"packed", "packed_mla"}
+
+
+def test_coverage_illegal_prints_the_table(capsys) -> None:
+    from fia_fuzz.cli import main
+
+    assert main(["coverage", "--illegal", "tnd.head", "--cases", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "tnd.head_dims" in out and "never landed: none" in out
+
+
+#: Breakers below the general bar (>= 2 families or >= 3 distinct broken values), and why.
+#: Each is a rule of one family's own (its inputs exist there only) whose range is narrow,
+#: or a breaker not widened yet.
+PRESENCE = "one family's rule broken by an input present or absent (or one of a pair)"
+ONE_FORM = "one family's rule whose illegal range is the one or two forms drawn"
+NOT_YET = "not widened yet: one family's base and a searched or fixed change"
+NARROW: dict[str, str] = {
+    "antiquant.combined_prefill_query": ONE_FORM + " (a bfloat16 query)",
+    "antiquant.int4_modes": NOT_YET,
+    "antiquant.int4_separate_only": ONE_FORM + " (int4, int32-packed int4)",
+    "antiquant.int8_only_forms": NOT_YET,
+    "antiquant.mixed_query_fp16": NOT_YET,
+    "antiquant.needs_int_kv": PRESENCE,
+    "antiquant.offset_needs_scale": PRESENCE,
+    "antiquant.paged_modes": ONE_FORM + " (modes 4 and 5)",
+    "antiquant.scale_needed": PRESENCE,
+    "antiquant.sep_offset_pair": PRESENCE,
+    "antiquant.sep_scale_pair": PRESENCE,
+    "args.dtype_known": NOT_YET,
+    "args.memory": "a rule on total size alone: any family, one kind of value (past the cap)",
+    "args.values_integral": NOT_YET,
+    "dims.d_align_int4": ONE_FORM + " (int4 or int32 KV over the base's D < 64)",
+    "dtype.all_int8_decode": ONE_FORM + " (Q_S = 1 in full quant)",
+    "dtype.int8_query_kv": ONE_FORM + " (float16 or bfloat16 KV)",
+    "dtype.kv_float_match_query": "float16 against bfloat16 either way is the whole range; "
+                                  "MLA's key_rope follows the query (rope.dtype fires too)",
+    "dtype.query": NOT_YET,
+    "kvlist.no_left_padding": PRESENCE,
+    "layout.bnsd_bsnd_prefill": ONE_FORM + " (Q_S = 1)",
+    "layout.nbsd_seq": NOT_YET,
+    "mla.actual_seq_lengths": PRESENCE,
+    "mla.full_quant_nz": ONE_FORM + " (a 3-D or 4-D cache)",
+    "mla.layout": NOT_YET,
+    "mla.no_extras": NOT_YET,
+    "mla.paged_required": PRESENCE,
+    "mla.q_seq": NOT_YET,
+    "mla.sparse": NOT_YET,
+    "nz.antiquant": NOT_YET,
+    "nz.dtypes": NOT_YET,
+    "nz.inner_precise": NOT_YET,
+    "nz.layout": NOT_YET,
+    "nz.no_extras": NOT_YET,
+    "padding.not_paged": PRESENCE,
+    "paged.block_size_positive": NOT_YET,
+    "paged.bsh_kvn_d_max": NOT_YET,
+    "paged.cache_layout_query": ONE_FORM + " (a BSND or BSH query)",
+    "paged.int8_query": ONE_FORM + " (int8 query, key and value)",
+    "paged.kv_dtype": NOT_YET,
+    "precise.decode_01": ONE_FORM + " (2 and 3, the rest of 0..3)",
+    "prefix.not_all_int8": PRESENCE,
+    "prefix.not_kv_list": PRESENCE,
+    "prefix.not_paged": PRESENCE,
+    "quant.int4_no_post": PRESENCE,
+    "quant.int8_query_needs_dequant": PRESENCE,
+    "quant.per_channel_no_left_padding": PRESENCE,
+    # 64 breaks paged.block_size_prefill too (test_block_size_64_in_tnd_breaks_two_rules)
+    "tnd.block_size": ONE_FORM + " (256 and 384, the 128-multiples between 128 and 512)",
+    "tnd.d512_needs_rope": PRESENCE,
+    "tnd.rope_not_paged": PRESENCE,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rule", sorted(BREAKERS))
+def test_breaker_reaches_two_families_or_three_values(rule: str) -> None:
+    w = width(_breaks(rule, 50))
+    assert w.landed, f"{rule}: no draw broke it alone"
+    wide = len(w.families) >= 2 or len(w.values) >= 3
+    if rule in NARROW:
+        assert not wide, f"{rule} is listed NARROW ({NARROW[rule]}) but reaches " \
+                         f"{dict(w.families)} / {len(w.values)} values: drop it from NARROW"
+    else:
+        assert wide, f"{rule}: {dict(w.families)}, values {list(w.values)}"
