@@ -13,6 +13,8 @@ Run: .venv/bin/python benchmarks/bench_golden.py [--repeat 3] [--skip-memory]
      [--shape decode|gqa|prefill ...]
 Timings are best-of-repeat, the three sides interleaved; the load average is
 printed with each shape because a busy shared machine slows the sides differently.
+The header names the OpenBLAS core the golden's matmuls ran on (torch's SDPA does
+not use it): the prefill shapes are bound by those matmuls.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
-from fia_fuzz.golden.threads import tile_threads
+from fia_fuzz.golden.threads import blas_core, tile_threads
 
 #: name -> (B, N, KV_N, S1, S2, D), the three shapes of issue 18.
 SHAPES = {
@@ -86,7 +88,8 @@ def speed(names: list[str], repeat: int) -> None:
     import torch
 
     print(f"golden tile threads {tile_threads()}, torch threads {torch.get_num_threads()}, "
-          f"{os.cpu_count()} CPUs; best of {repeat}")
+          f"{os.cpu_count()} CPUs; best of {repeat}; OpenBLAS core {blas_core()} "
+          f"(OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     print(f"{'shape':<44} {'SDPA s':>8} {'device s':>9} {'ratio':>7} {'fp64 s':>8} "
           f"{'ratio':>7}  load")
     for name in names:

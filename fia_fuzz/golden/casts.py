@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -49,9 +50,29 @@ def cast_into(dst: np.ndarray, src: np.ndarray) -> None:
 
 
 def as_work(src: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """src as a C-contiguous `dtype` array (src itself when it already is one)."""
-    if src.dtype == dtype and src.flags.c_contiguous:
+    """src as a `dtype` array: src itself (a view, maybe strided) when it already has that
+    dtype, else a C-contiguous converted copy. The golden's matmuls take strided operands
+    as they are (BLAS packs them anyway), so a block of a converted KV head costs no copy."""
+    if src.dtype == dtype:
         return src
     dst = np.empty(src.shape, dtype)
     cast_into(dst, src)
     return dst
+
+
+def work_blocks(src: np.ndarray, dtype: np.dtype, width: int) -> Iterator[np.ndarray]:
+    """src[..., c0:c0 + width, :] for c0 = 0, width, ... in `dtype`: views of src when it
+    already has that dtype, else converted into one buffer reused for every block (each block
+    is valid until the next is drawn), so a block-by-block conversion allocates (and page
+    faults) once instead of once a block."""
+    cols = src.shape[-2]
+    if src.dtype == dtype:
+        for c0 in range(0, cols, width):
+            yield src[..., c0:c0 + width, :]
+        return
+    buf = np.empty((*src.shape[:-2], min(width, cols), src.shape[-1]), dtype)
+    for c0 in range(0, cols, width):
+        block = src[..., c0:c0 + width, :]
+        dst = buf[..., :block.shape[-2], :]
+        cast_into(dst, block)
+        yield dst

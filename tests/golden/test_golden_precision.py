@@ -155,3 +155,36 @@ def test_fast_float16_cast_is_numpy_cast():
         cast_into(got, strided)
         assert got.tobytes() == want.tobytes()
         assert as_work(strided, np.dtype(dtype)).tobytes() == want.tobytes()
+
+
+def test_blas_core_names_the_core_openblas_runs():
+    """blas_core reports the kernel set, here the one OPENBLAS_CORETYPE forces at load."""
+    import os
+    import subprocess
+    import sys
+
+    from fia_fuzz.golden import threads
+
+    if threads._BLAS is None or threads._BLAS[2] is None:
+        pytest.skip("no OpenBLAS with a core name in this process")
+    env = {**os.environ, "OPENBLAS_CORETYPE": "Nehalem"}
+    got = subprocess.run([sys.executable, "-c", "from fia_fuzz.golden.threads import blas_core;"
+                          " print(blas_core())"], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert got == ["Nehalem"]
+
+
+def test_work_blocks_convert_every_block_exactly():
+    """Blocks along axis -2 with a short last one; float16 converted (into a reused buffer),
+    float32 passed through as views of the source."""
+    from fia_fuzz.golden.casts import work_blocks
+
+    rng = np.random.default_rng(8)
+    src = rng.standard_normal((2, 3, 1, 2 * KV_BLOCK + 7, 16)).astype(np.float16)
+    got = [b.copy() for b in work_blocks(src, np.dtype(np.float64), KV_BLOCK)]
+    want = [src[..., c:c + KV_BLOCK, :].astype(np.float64) for c in range(0, src.shape[-2],
+                                                                         KV_BLOCK)]
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+    same = src.astype(np.float32)
+    assert all(np.shares_memory(b, same) for b in work_blocks(same, np.dtype(np.float32),
+                                                              KV_BLOCK))

@@ -28,11 +28,11 @@ AQ_DECODE = {"antiquant": "separate:1/1", "kv_dtype": "int8", "branch": "decode"
 
 
 def _dtype_query(draw: st.DrawFn, case: Case) -> Change:
-    """An int-KV (antiquant) case, so no float-KV-matches-query rule fires alongside; a
-    uint8 query gets integer data (a float fill does not materialise as uint8)."""
-    dt = draw(st.sampled_from(["float32", "uint8"]))
+    """An int-KV (antiquant) case, so no float-KV-matches-query rule fires alongside; an
+    integer or bool query gets integer data (a float fill does not materialise as one)."""
+    dt = draw(st.sampled_from(["float32", "uint8", "int64", "bool"]))
     out: Change = {"query": TensorSpec(case.params["query"].shape, dt)}
-    if dt == "uint8":
+    if dt in INT_FILLS:
         out[FILLS] = {"query": INT_FILLS[dt]}
     return out
 

@@ -57,8 +57,9 @@ def _mla_num_heads(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _mla_q_seq(draw: st.DrawFn, case: Case) -> Change:
-    """MLA prefill with Q_S 17..64 (BSH/BSND/BNSD, non-NBSD output)."""
-    s = draw(st.integers(17, 64))
+    """MLA prefill with Q_S just past 16 (17..32) or far (64 to 1024), BSH/BSND/BNSD,
+    non-NBSD output."""
+    s = draw(st.sampled_from([draw(st.integers(17, 32)), 64, 256, 1024]))
     return {**query_seq(case, s), **follow_dsq(case, tokens=case.params["query"].shape[0] * s)}
 
 

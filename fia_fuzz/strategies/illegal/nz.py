@@ -62,7 +62,8 @@ def _nz_layout(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _nz_precise(draw: st.DrawFn, case: Case) -> Change:
-    return {"inner_precise": 0}
+    """0, and in prefill also 2 or 3 (decode takes only 0/1: precise.decode_01)."""
+    return {"inner_precise": draw(st.sampled_from([0] if case.view().decode else [0, 2, 3]))}
 
 
 def _nz_mask(draw: st.DrawFn, case: Case) -> Change:
