@@ -267,7 +267,19 @@ _IMPLIES: dict[str, Any] = {
     "actual_shared_prefix_len_form": lambda v: {"prefix": True, "prefix_len": "given"},
     "learnable_sink_form": lambda v: {"sink": True},
     "num_key_value_heads_form": lambda v: {} if v == "KV_N" else {"gqa": "mha"},
+    "antiquant_scale_form": lambda v: {"antiquant": f"combined:{v.split(':')[1][1]}"},
+    "key_antiquant_scale_form": lambda v: _separate_modes(v, "key"),
+    "value_antiquant_scale_form": lambda v: _separate_modes(v, "value"),
 }
+
+
+def _separate_modes(value: str, side: str) -> dict[str, Any]:
+    """The antiquant feature a separate-scale form implies where its mode names one pair
+    (mode 0 may be MLA full quant or the key of the 0/1 pair; value mode 1 the 0/1 pair)."""
+    mode = int(value.split(":")[1][1])
+    if mode >= 2 or (mode == 1 and side == "key"):
+        return {"antiquant": f"separate:{mode}/{mode}"}
+    return {}
 
 
 def implied_pins(filters: dict[str, Any]) -> dict[str, Any]:
