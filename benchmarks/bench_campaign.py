@@ -55,8 +55,13 @@ SHAPES = {
 }
 
 
-def nightly_cases(count: int, seed: int) -> list[tuple[str, Case, float]]:
-    """(label, case, seconds to draw it) for `count` seeded nightly draws."""
+def nightly_cases(count: int, seed: int, illegal: list[str] | None = None
+                  ) -> list[tuple[str, Case, float]]:
+    """(label, case, seconds to draw it) for `count` seeded legal nightly draws.
+
+    A draw its own rules reject (a strategy defect, which the campaign records as a
+    golden error) is left out and its label and rules appended to `illegal`.
+    """
     prof, out = PROFILES["nightly"], []
     i = 0
     while len(out) < count:
@@ -67,7 +72,12 @@ def nightly_cases(count: int, seed: int) -> list[tuple[str, Case, float]]:
         except Dead:
             i += 1
             continue
-        out.append((f"nightly#{i}", case, time.perf_counter() - t0))
+        t_draw = time.perf_counter() - t0
+        broken = case.violations()
+        if broken and illegal is not None:
+            illegal.append(f"nightly#{i} {case.case_id} {[v.rule for v in broken]}")
+        if not broken:
+            out.append((f"nightly#{i}", case, t_draw))
         i += 1
     return out
 
@@ -118,9 +128,11 @@ def measure(case: Case, t_generate: float, runner: Any, repeat: int
     t = {"generate": (t_generate, t_generate)}
     call, *t["materialise"] = timed(case.call, repeat)
     truth, *t["golden_fp64"] = timed(
-        lambda: npu_fused_infer_attention_score(**call, precision="fp64"), repeat)
+        lambda: npu_fused_infer_attention_score(**call, precision="fp64", rules=case.rules),
+        repeat)
     baseline, *t["golden_device"] = timed(
-        lambda: npu_fused_infer_attention_score(**call, precision="device"), repeat)
+        lambda: npu_fused_infer_attention_score(**call, precision="device", rules=case.rules),
+        repeat)
     ok, _ = runner.supports(case)
     actual = runner.run(call) if ok else baseline
     _, *t["diff"] = timed(lambda: judge_outputs(case, actual, truth, baseline), repeat)
@@ -139,12 +151,15 @@ def main() -> None:
     import torch
 
     runner = get_runner("torch-sdpa")
+    illegal: list[str] = []
     sets: dict[str, list[tuple[str, Case, float]]] = {
-        "nightly": nightly_cases(args.cases, args.seed)}
+        "nightly": nightly_cases(args.cases, args.seed, illegal)}
     if not args.no_shapes:
         sets["shapes"] = [(name, shape_case(*dims), 0.0) for name, dims in SHAPES.items()]
     print(f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f} at start; best of {args.repeat} per stage")
+    for line in illegal:
+        print(f"left out, illegal under its own rules: {line}")
     for set_name, items in sets.items():
         wall = dict.fromkeys((*HOST, "sdpa"), 0.0)
         cpu = dict.fromkeys((*HOST, "sdpa"), 0.0)

@@ -10,9 +10,12 @@ the decode B=1 N=8 KV_N=1 S2=131072 D=128 in a fresh subprocess (VmHWM; target
 < 2 GiB each).
 
 Run: .venv/bin/python benchmarks/bench_golden.py [--repeat 3] [--skip-memory]
-     [--shape decode|gqa|prefill ...]
+     [--shape decode|gqa|prefill ...] [--cpu]
 Timings are best-of-repeat, the three sides interleaved; the load average is
 printed with each shape because a busy shared machine slows the sides differently.
+--cpu times process CPU seconds instead of wall seconds, with torch on one thread
+(its idle OpenMP threads would spin on the clock; the golden's threads do not): on
+a machine loaded past its core count wall time mostly measures the other processes.
 The header names the OpenBLAS core the golden's matmuls ran on (torch's SDPA does
 not use it): the prefill shapes are bound by those matmuls.
 """
@@ -31,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.golden import npu_fused_infer_attention_score
-from fia_fuzz.golden.threads import blas_core, tile_threads
+from fia_fuzz.golden import npu_fused_infer_attention_score, threads
+from fia_fuzz.golden.threads import tile_threads
 
 #: name -> (B, N, KV_N, S1, S2, D), the three shapes of issue 18.
 SHAPES = {
@@ -56,16 +59,17 @@ def data(b: int, n: int, kvn: int, s1: int, s2: int, d: int, seed: int = 0
                  for shape in ((b, n, s1, d), (b, kvn, s2, d), (b, kvn, s2, d)))
 
 
-def best(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
+def best(fns: dict[str, Callable[[], Any]], repeat: int,
+         clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Best-of-`repeat` seconds of each function, run in turns after one warm-up each."""
     for fn in fns.values():
         fn()
     times = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            times[name] = min(times[name], time.perf_counter() - t0)
+            times[name] = min(times[name], clock() - t0)
     return times
 
 
@@ -84,11 +88,14 @@ def sdpa_fp32(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float
     return run
 
 
-def speed(names: list[str], repeat: int) -> None:
+def speed(names: list[str], repeat: int, cpu: bool = False) -> None:
     import torch
 
+    if cpu:
+        torch.set_num_threads(1)
     print(f"golden tile threads {tile_threads()}, torch threads {torch.get_num_threads()}, "
-          f"{os.cpu_count()} CPUs; best of {repeat}; OpenBLAS core {blas_core()} "
+          f"{os.cpu_count()} CPUs; best of {repeat}; {'CPU' if cpu else 'wall'} seconds; "
+          f"OpenBLAS core {getattr(threads, 'blas_core', lambda: '?')()} "  # '?': a tree before it
           f"(OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     print(f"{'shape':<44} {'SDPA s':>8} {'device s':>9} {'ratio':>7} {'fp64 s':>8} "
           f"{'ratio':>7}  load")
@@ -102,7 +109,8 @@ def speed(names: list[str], repeat: int) -> None:
         t = best({"sdpa": sdpa_fp32(q, k, v, scale),
                   "device": functools.partial(npu_fused_infer_attention_score, q, k, v, **kw),
                   "fp64": functools.partial(npu_fused_infer_attention_score, q, k, v,
-                                            precision="fp64", **kw)}, repeat)
+                                            precision="fp64", **kw)}, repeat,
+                 time.process_time if cpu else time.perf_counter)
         load = max(load, os.getloadavg()[0])
         label = f"{name} B{b} N{n} KV_N{kvn} S1={s1} S2={s2} D{d}"
         print(f"{label:<44} {t['sdpa']:8.3f} {t['device']:9.3f} "
@@ -147,12 +155,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--shape", action="append", choices=sorted(SHAPES))
+    parser.add_argument("--cpu", action="store_true",
+                        help="process CPU seconds, torch on one thread (for a loaded machine)")
     parser.add_argument("--memory-child", choices=sorted(MEMORY_SHAPES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.memory_child)
         return
-    speed(args.shape or list(SHAPES), args.repeat)
+    speed(args.shape or list(SHAPES), args.repeat, args.cpu)
     if not args.skip_memory:
         memory()
 

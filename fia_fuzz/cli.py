@@ -107,24 +107,32 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         budget = parse_duration(args.budget) if args.budget else None
         timeout = parse_duration(args.case_timeout)
         memory = parse_size(args.memory_limit) if args.memory_limit else None
+        given = args.device_memory
+        device_memory = None if given is None or given.strip().lower() == "none" \
+            else parse_size(given)
         devices = parse_devices(args.devices) if args.devices else None
     except ValueError as exc:
         raise InputError(str(exc)) from None
     _positive("--budget", budget)
     _positive("--case-timeout", timeout)
     _positive("--memory-limit", memory)
+    _positive("--device-memory", device_memory)
     filters = _filters(args.filter)
     if not args.negative:
         _check_filters(args.profile, filters, args.rules)
-    ok, why = _runner(args.runner).available()
+    runner = _runner(args.runner)
+    ok, why = runner.available()
     if not ok:
         raise InputError(f"runner {args.runner!r} is not available here: {why}")
+    if args.device_memory is None:  # the backend's device, none for a host backend
+        device_memory = getattr(runner, "device_memory", None)
     seeds = _seed_cases(args.seed_cases) if args.seed_cases else ()
     cfg = CampaignConfig(
         runner=args.runner, out=Path(args.out), max_cases=args.max_cases, budget_s=budget,
         seed=args.seed, profile=args.profile, filters=filters, workers=args.workers,
         devices=devices, shard=shard, shards=shards, negative=args.negative, rules=args.rules,
-        case_timeout_s=timeout, memory_limit=memory, shrink=not args.no_shrink,
+        case_timeout_s=timeout, memory_limit=memory, device_memory=device_memory,
+        shrink=not args.no_shrink,
         metamorphic=args.metamorphic, seed_cases=seeds)
     s = run_campaign(cfg, started=started)
     rate = s.cases / s.elapsed_s * 60 if s.elapsed_s else 0.0
@@ -359,6 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--case-timeout", default="300s",
                    help="a case running longer is killed and recorded as timeout")
     c.add_argument("--memory-limit", help="address-space cap per worker, e.g. 32G")
+    c.add_argument("--device-memory",
+                   help="memory of one device, e.g. 64GiB: cases needing more (device_bytes) "
+                        "are recorded as skipped, not run; default the runner's device (NPU "
+                        "runners: 64GiB, Atlas A2), none for host runners; 'none' skips nothing")
     c.add_argument("--no-shrink", action="store_true",
                    help="skip shrinking failing cells to minimal cases")
     c.add_argument("--metamorphic", action="store_true",

@@ -37,6 +37,9 @@ class CampaignConfig:
     case_timeout_s: float = 300.0
     #: Address-space cap of a worker process in bytes (RLIMIT_AS); None = no cap.
     memory_limit: int | None = None
+    #: Memory of one device in bytes: a case whose `device_bytes` exceed it is recorded as
+    #: `skipped`, not run (None: nothing is skipped).
+    device_memory: int | None = None
     #: Failure bundles written per feature cell and worker (rows are kept for all).
     bundles_per_cell: int = 25
     shrink: bool = True
@@ -58,6 +61,7 @@ class CampaignConfig:
         keys = ("runner", "max_cases", "budget_s", "seed", "profile", "filters", "workers",
                 "shard", "shards", "negative", "round_size")
         keys += ("rules",) if self.rules != "docs" else ()  # docs runs keep their old identity
+        keys += ("device_memory",) if self.device_memory is not None else ()
         d: dict[str, Any] = {k: getattr(self, k) for k in keys}
         if self.seed_cases:
             d["seed_cases"] = sorted(c.case_id for c in self.seed_cases)
@@ -81,6 +85,28 @@ class CampaignConfig:
         if not self.devices:
             return None
         return self.devices[worker % len(self.devices)]
+
+
+#: The outcome of a case the device cannot hold (device_bytes over --device-memory).
+SKIPPED = "skipped"
+#: Byte units of sizes given and printed (powers of 1024).
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def device_shortfall(case: Case, device_memory: int | None) -> str:
+    """Why a device of `device_memory` bytes cannot hold `case` ("" when it can)."""
+    if device_memory is None:
+        return ""
+    need = case.device_bytes()
+    if need <= device_memory:
+        return ""
+    return (f"device memory: the case needs {_size(need)} (device_bytes {need}), the device "
+            f"holds {_size(device_memory)} (--device-memory)")
+
+
+def _size(n: int) -> str:
+    unit = next(u for u in ("TiB", "GiB", "MiB", "KiB", "B") if n >= _UNITS[u] or u == "B")
+    return f"{n / _UNITS[unit]:.2f} {unit}" if unit != "B" else f"{n} B"
 
 
 def parse_duration(text: str) -> float:
@@ -125,15 +151,16 @@ def parse_devices(text: str) -> tuple[int, ...]:
 
 
 def parse_size(text: str) -> int:
-    """'16G', '512M' or bytes -> bytes."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    t = text.strip().upper().rstrip("B")
+    """'16G', '16GiB', '512M' or bytes -> bytes (K/M/G/T are powers of 1024)."""
+    units = {u[0]: v for u, v in _UNITS.items() if u != "B"}
+    t = text.strip().upper()
+    t = t[:-2] if t.endswith("IB") else t[:-1] if t.endswith("B") else t
     try:
         if t and t[-1] in units:
             return int(float(t[:-1]) * units[t[-1]])
         return int(t)
-    except ValueError:
-        raise ValueError(f"cannot read size {text!r} (use e.g. 512M, 32G)") from None
+    except (ValueError, OverflowError):
+        raise ValueError(f"cannot read size {text!r} (use e.g. 512M, 32G, 64GiB)") from None
 
 
 def cell_axes() -> tuple[str, ...]:

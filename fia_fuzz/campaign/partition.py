@@ -35,7 +35,7 @@ from hypothesis import strategies as hst
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
-from fia_fuzz.campaign.config import CampaignConfig, cell_of
+from fia_fuzz.campaign.config import SKIPPED, CampaignConfig, cell_of, device_shortfall
 from fia_fuzz.campaign.evaluate import base_row, repro_command
 from fia_fuzz.campaign.execute import evaluate_task, negative_task
 from fia_fuzz.campaign.shrink import shrink_failures
@@ -101,19 +101,23 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
              {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
     payload = case if case.stored else case.to_json()  # stored tensors travel with the case
-    if cfg.negative:
-        res = st.worker.call(negative_task, st.ref, payload, cfg.rules, timeout=timeout)
+    too_big = device_shortfall(case, cfg.device_memory)
+    if too_big:  # never sent to the device; a row all the same, so nothing is lost
+        row = {**base_row(case, cfg.runner), "outcome": SKIPPED, "error": too_big}
     else:
-        res = st.worker.call(evaluate_task, st.ref, payload, bundle_dir,
-                             {**tags, **drawn}, cfg.metamorphic, timeout=timeout)
-    if res.outcome == "timeout" and budget_cut:
-        return None  # not a finished case: the budget ran out under it
-    if res.ok:
-        row = res.value
-    else:
-        row = base_row(case, cfg.runner)
-        msg = res.message if res.outcome != "error" else f"harness: {res.message}"
-        row.update(outcome=res.outcome, error=msg)
+        if cfg.negative:
+            res = st.worker.call(negative_task, st.ref, payload, cfg.rules, timeout=timeout)
+        else:
+            res = st.worker.call(evaluate_task, st.ref, payload, bundle_dir,
+                                 {**tags, **drawn}, cfg.metamorphic, timeout=timeout)
+        if res.outcome == "timeout" and budget_cut:
+            return None  # not a finished case: the budget ran out under it
+        if res.ok:
+            row = res.value
+        else:
+            row = base_row(case, cfg.runner)
+            msg = res.message if res.outcome != "error" else f"harness: {res.message}"
+            row.update(outcome=res.outcome, error=msg)
     row.update(tags, t_generate=t_generate, t_case=time.perf_counter() - t0,
                timestamp=time.time())
     kind = None if cfg.negative else failure_kind(row)

@@ -92,9 +92,9 @@ def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.nda
             "lse": np.asarray(truth[1]) == np.inf}
     for prefix, i, dtype, tol in parts:
         log = prefix == "lse"
-        ref = Reference(truth[i], dtype, tol, dead[prefix], log_scale=log)
-        m = compare(actual[i], ref, dtype)
-        b = compare(baseline[i], ref, dtype) if baseline is not None else None
+        with Reference(truth[i], dtype, tol, dead[prefix], log_scale=log) as ref:
+            m = compare(actual[i], ref, dtype)
+            b = compare(baseline[i], ref, dtype) if baseline is not None else None
         if dtype in INT_RANGE:
             slack = int_rounding_slack(feats)
             for mm in (m, b):

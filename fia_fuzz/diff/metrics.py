@@ -41,9 +41,13 @@ element still fails. Without a same-dtype golden nothing is explained.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
+
+from fia_fuzz.diff import scratch
+from fia_fuzz.spec.tensors import NUMPY_DTYPES
 
 EPS = 1e-12
 #: |g| below this is judged by absolute error in the thousandth rule (standards §1).
@@ -72,17 +76,36 @@ def _cast(x: np.ndarray, dtype: str) -> np.ndarray:
     return x
 
 
+@functools.cache
+def _spacings(dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """(spacing, 1 / spacing) of `dtype` per fp64 biased exponent 0..2047 (powers of two).
+
+    Biased exponent k holds |x| in [2^(k-1023), 2^(k-1022)) (k = 0: zero and fp64
+    subnormals); the spacing is 2^(max(k - 1023, emin) - bits), the subnormal spacing
+    below the normal range, and non-finite x (k = 2047) take that too. Both columns
+    are exact, so x / spacing == x * (1 / spacing) bit for bit.
+    """
+    bits, emin = FLOAT_FORMAT[dtype]
+    k = np.arange(2048)
+    e = np.where(k == 2047, emin, np.maximum(k - 1023, emin)) - bits
+    return np.ldexp(1.0, e), np.ldexp(1.0, -e)
+
+
+def _biased_exponent(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The fp64 biased exponent (0..2047) of each element of contiguous float64 `x`
+    (into int64 `out` when given)."""
+    k = np.right_shift(x.view(np.int64), 52, out=out)
+    return np.bitwise_and(k, 0x7FF, out=k)
+
+
 def ulp(x: np.ndarray, dtype: str) -> np.ndarray:
     """Spacing of `dtype` at |x| (subnormal spacing below the normal range).
 
-    The exponent comes from frexp, exact (log2 rounds up to the next integer
-    just below a power of two, doubling the spacing there).
+    The exponent comes from the fp64 bits, exact (log2 rounds up to the next
+    integer just below a power of two, doubling the spacing there).
     """
-    bits, emin = FLOAT_FORMAT[dtype]
     x = np.asarray(x, np.float64)
-    _, e = np.frexp(x)
-    e = np.where(np.isfinite(x) & (x != 0), e - 1, emin)
-    return np.ldexp(1.0, np.maximum(e, emin) - bits)
+    return _spacings(dtype)[0][_biased_exponent(np.ascontiguousarray(x))].reshape(x.shape)
 
 
 def _fa_noise(golden: np.ndarray, dtype: str) -> np.ndarray:
@@ -100,9 +123,22 @@ def _fa_noise(golden: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def fa_noise_floor(golden: np.ndarray, dtype: str) -> float:
-    """FA3's forward atol: twice the rounding noise of adding and removing 0.3 in `dtype`."""
-    noise = _fa_noise(golden, dtype)
-    return float(2 * noise.max()) if noise.size else 0.0
+    """FA3's forward atol: twice the rounding noise of adding and removing 0.3 in `dtype`.
+
+    The noise is a function of round(g) alone; a 16-bit dtype has at most 65536
+    of those, so each distinct rounded value is probed once (the same numbers,
+    far fewer casts than one probe per element).
+    """
+    g = np.asarray(golden, np.float64)
+    if g.size == 0 or dtype not in FLOAT_FORMAT:
+        return 0.0
+    if dtype in ("float16", "bfloat16"):
+        with np.errstate(over="ignore"):
+            codes = g.astype(NUMPY_DTYPES[dtype]).reshape(-1).view(np.uint16)
+        seen = np.zeros(1 << 16, bool)
+        seen[codes] = True
+        g = np.flatnonzero(seen).astype(np.uint16).view(NUMPY_DTYPES[dtype]).astype(np.float64)
+    return float(2 * _fa_noise(g, dtype).max())
 
 
 def _zero_rows(golden: np.ndarray, out_layout: str | None, num_heads: int | None
@@ -161,14 +197,15 @@ class Reference:
     truth; everything that depends on the truth alone (fp64 copy, non-finite
     and invalid elements, relative-error denominators, small values, ULP
     sizes, vendor tolerances, FA3's noise, RMS and norm) is computed here once.
-    Arguments as `compare`'s.
+    Arguments as `compare`'s. Its per-element arrays are lent by
+    `diff.scratch`; `release` (or leaving its `with` block) gives them back.
     """
 
     def __init__(self, golden: np.ndarray, dtype: str, tol_dtype: str | None = None,
                  invalid: np.ndarray | None = None, log_scale: bool = False):
         tol = tol_dtype or dtype
         self.dtype, self.tol, self.log_scale = dtype, tol, log_scale
-        g = np.asarray(golden).astype(np.float64, order="C")
+        g = np.asarray(golden, np.float64, order="C")  # read only: no copy of an fp64 truth
         self.g = g
         # a finite sum proves every element finite in one pass (values stay far below overflow)
         self.all_finite = bool(np.isfinite(np.sum(g)))
@@ -181,6 +218,23 @@ class Reference:
         self.invalid = np.ascontiguousarray(inv).reshape(-1)
         self.invalid_count = int(np.count_nonzero(self.invalid))
         self._parts: dict[bool, dict[str, Any]] = {}
+        self._lent: list[np.ndarray] = []
+
+    def __enter__(self) -> Reference:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Give the truth-only arrays back to `diff.scratch`; the next `part` recomputes them."""
+        scratch.give(*self._lent)
+        self._lent, self._parts = [], {}
+
+    def _take(self, n: int) -> np.ndarray:
+        a = scratch.take(n)
+        self._lent.append(a)
+        return a
 
     def part(self, both: np.ndarray | None) -> dict[str, Any]:
         """Truth-only arrays over the elements finite on both sides (`both`, None: all)."""
@@ -189,26 +243,35 @@ class Reference:
             return self._parts[key]
         gf = self.g.reshape(-1) if both is None else self.g.reshape(-1)[both]
         tol, log_scale = self.tol, self.log_scale
-        absg = np.abs(gf)
+        n = gf.size
+        absg = np.abs(gf, out=self._take(n))
         small = absg < (0.0 if log_scale else SMALL_VALUE.get(tol, 2.0 ** -10))
+        square = np.square(gf, out=scratch.take(n))
+        sum_sq = float(np.sum(square))
+        scratch.give(square)
         part: dict[str, Any] = {
             "g": gf,
-            "denom": np.maximum(absg + EPS, 1.0 if log_scale else 0.0),
+            "absg": absg,
             "small_idx": np.flatnonzero(small),
             "normal": ~small if small.any() else None,
-            "rms": float(np.sqrt(np.mean(gf ** 2))) if gf.size else 0.0,
-            "norm": float(np.linalg.norm(gf)) if gf.size else 0.0,
-            "fa_noise": float(2 * _fa_noise(gf, tol).max()) if gf.size else 0.0,
+            "rms": float(np.sqrt(sum_sq / n)) if n else 0.0,
+            "norm": float(np.sqrt(sum_sq)),
+            "fa_noise": fa_noise_floor(gf, tol),
         }
         if self.dtype in INT_RANGE:
             lo, hi = INT_RANGE[self.dtype]
-            part["clipped"] = np.clip(gf, lo, hi)
+            part["clipped"] = np.clip(gf, lo, hi, out=self._take(n))
         elif self.dtype in FLOAT_FORMAT:
-            part["ulp"] = ulp(gf, self.dtype)
+            exponent = _biased_exponent(absg, scratch.take(n).view(np.int64))
+            part["inv_ulp"] = np.take(_spacings(self.dtype)[1], exponent, out=self._take(n),
+                                      mode="clip")  # unbuffered; exponents are 0..2047
+            scratch.give(exponent)
         if self.dtype not in INT_RANGE and tol in VENDOR_TOL:
             rtol, atol = VENDOR_TOL[tol]
-            part["close_bound"] = atol + rtol * absg
-            part["absg"] = absg
+            part["close_bound"] = np.multiply(absg, rtol, out=self._take(n))
+            part["close_bound"] += atol
+        denom = np.add(absg, EPS, out=self._take(n))
+        part["denom"] = np.maximum(denom, 1.0, out=denom) if log_scale else denom
         if key:
             self._parts[key] = part
         return part
@@ -232,16 +295,30 @@ def compare(actual: np.ndarray, golden: np.ndarray | Reference, dtype: str,
     the policies' absolute-error floors are relative to. `golden` may be a
     `Reference` built with the same arguments, shared by several calls.
     """
-    ref = golden if isinstance(golden, Reference) else Reference(golden, dtype, tol_dtype,
-                                                                 invalid, log_scale)
+    if not isinstance(golden, Reference):
+        with Reference(golden, dtype, tol_dtype, invalid, log_scale) as ref:
+            return compare(actual, ref, dtype)
+    ref = golden
+    actual = np.asarray(actual)
+    if actual.shape != ref.g.shape:
+        return {"shape_mismatch": True, "actual_shape": str(actual.shape),
+                "golden_shape": str(ref.g.shape)}
+    if actual.dtype == np.float64 and actual.flags.c_contiguous:
+        return _compare(actual, ref)
+    a = scratch.take(actual.size).reshape(actual.shape)
+    try:
+        a[...] = actual
+        return _compare(a, ref)
+    finally:
+        scratch.give(a)
+
+
+def _compare(a: np.ndarray, ref: Reference) -> dict[str, Any]:
+    """`compare` of float64 `a`, of the golden's shape."""
     tol, log_scale, g = ref.tol, ref.log_scale, ref.g
-    a = np.asarray(actual).astype(np.float64, order="C")
-    if a.shape != g.shape:
-        return {"shape_mismatch": True, "actual_shape": str(a.shape),
-                "golden_shape": str(g.shape)}
     flat = a.reshape(-1)
     # sum of squares: finite exactly when every element is (it is the norm, too)
-    a_sq = float(np.dot(flat, flat)) if flat.size else 0.0
+    a_sq = _dot(flat, flat)
     if np.isfinite(a_sq) and ref.all_finite:  # nothing non-finite on either side
         counts = dict.fromkeys(("nan_actual_only", "nan_golden_only", "inf_actual_only",
                                 "inf_golden_only", "nonfinite_mismatch"), 0)
@@ -276,14 +353,28 @@ def compare(actual: np.ndarray, golden: np.ndarray | Reference, dtype: str,
     part = ref.part(both)
     gf = part["g"]
     af = flat if both is None else flat[both]
-    err = np.subtract(af, gf)
+    err, rel = scratch.take(gf.size), scratch.take(gf.size)
+    try:
+        out.update(_errors(af, part, ref, err, rel, both, a_sq, a.shape))
+    finally:
+        scratch.give(err, rel)
+    return out
+
+
+def _errors(af: np.ndarray, part: dict[str, Any], ref: Reference, err: np.ndarray,
+            rel: np.ndarray, both: np.ndarray | None, a_sq: float, shape: tuple[int, ...]
+            ) -> dict[str, Any]:
+    """The error metrics of `compare` over the finite elements `af` (of `both`, None: all;
+    `a_sq`: the sum of squares of all) into work arrays `err` and `rel`."""
+    tol, log_scale, gf = ref.tol, ref.log_scale, part["g"]
+    np.subtract(af, gf, out=err)
     np.abs(err, out=err)
-    rmse = float(np.sqrt(np.dot(err, err) / err.size))
-    rel = np.divide(err, part["denom"])
+    rmse = float(np.sqrt(_dot(err, err, rel) / err.size))
     worst = int(np.argmax(err))
-    norm = float(np.sqrt(a_sq) if both is None else np.linalg.norm(af)) * part["norm"]
+    norm = float(np.sqrt(a_sq if both is None else _dot(af, af, rel))) * part["norm"]
     max_abs = float(err[worst])
-    cos = float(np.dot(af, gf) / norm) if norm > 0 else (1.0 if max_abs == 0 else 0.0)
+    cos = _dot(af, gf, rel) / norm if norm > 0 else (1.0 if max_abs == 0 else 0.0)
+    np.divide(err, part["denom"], out=rel)
     t = THOUSANDTH.get(tol, 1e-3)
     small_idx, normal = part["small_idx"], part["normal"]
     small_bad = err[small_idx] > SMALL_VALUE_ATOL.get(tol, 2.0 ** -16)
@@ -302,7 +393,7 @@ def compare(actual: np.ndarray, golden: np.ndarray | Reference, dtype: str,
             np.count_nonzero(rel > bound) - np.count_nonzero(rel[small_idx] > bound)
         return float((over + np.count_nonzero(small_bad)) / rel.size)
 
-    out.update(
+    out = dict(
         max_abs=max_abs,
         mean_abs=float(err.mean()),
         max_rel=max_rel,
@@ -318,14 +409,31 @@ def compare(actual: np.ndarray, golden: np.ndarray | Reference, dtype: str,
         hundredth_share=share_over(10 * t),
         small_count=int(small_idx.size),
         small_err_share=float(np.count_nonzero(small_bad) / rel.size),
-        worst_index=_index(np.arange(a.size)[both][worst:worst + 1] if both is not None
-                           else np.array([worst]), a.shape),
+        worst_index=_index(np.flatnonzero(both)[worst:worst + 1] if both is not None
+                           else np.array([worst]), shape),
         worst_actual=float(af[worst]),
         worst_golden=float(gf[worst]),
         fa_noise=part["fa_noise"],
     )
-    out.update(_dtype_metrics(af, err, part, ref.dtype, tol))
+    out.update(_dtype_metrics(af, err, part, ref.dtype, tol, rel))
     return out
+
+
+def _dot(x: np.ndarray, y: np.ndarray, work: np.ndarray | None = None) -> float:
+    """sum(x * y) by NumPy's pairwise sum (`work`: an array of x's size to overwrite).
+
+    Not BLAS: its dot splits the sum among its threads, so the last bits
+    depend on the thread count of the machine.
+    """
+    if not x.size:
+        return 0.0
+    if work is None:
+        work = scratch.take(x.size)
+        try:
+            return _dot(x, y, work)
+        finally:
+            scratch.give(work)
+    return float(np.sum(np.multiply(x, y, out=work[:x.size])))
 
 
 def _share(mask: np.ndarray) -> float:
@@ -366,35 +474,51 @@ def lsb_conditioning(actual: np.ndarray, baseline: np.ndarray, golden: np.ndarra
     explained elements.
     """
     lo, hi = INT_RANGE[dtype]
-    a, b = np.asarray(actual).astype(np.float64), np.asarray(baseline).astype(np.float64)
-    g = np.clip(np.asarray(golden).astype(np.float64), lo, hi)
+    a, b, g = np.asarray(actual), np.asarray(baseline), np.asarray(golden)
     if a.shape != g.shape or b.shape != g.shape:
         return {}
-    err, base_err = np.abs(a - g), np.abs(b - g)
-    out: dict[str, Any] = {}
-    rounding = 0.5 + slack  # how far correct rounding alone sits from the ideal
-    for suffix, t in (("", 1.0 + slack), ("_exact", 0.5 + slack)):
-        explained = (err > t) & (base_err > rounding) & (err <= base_err + 1)
-        rest = err[~explained]
-        out[f"lsb_max_decisive{suffix}"] = float(rest.max()) if rest.size else 0.0
-        out[f"lsb_inconclusive{suffix}"] = int(np.count_nonzero(explained))
-    return out
+    if not g.size:
+        return {"lsb_max_decisive": 0.0, "lsb_inconclusive": 0,
+                "lsb_max_decisive_exact": 0.0, "lsb_inconclusive_exact": 0}
+    gc, err, base_err = (scratch.take(g.size) for _ in range(3))
+    try:
+        np.clip(g.reshape(-1), lo, hi, out=gc)
+        np.abs(np.subtract(a.reshape(-1), gc, out=err), out=err)
+        np.abs(np.subtract(b.reshape(-1), gc, out=base_err), out=base_err)
+        rounding = 0.5 + slack  # how far correct rounding alone sits from the ideal
+        # shared by both thresholds; base_err + 1 is exact (LSB counts and halves)
+        shared = (base_err > rounding) & (err <= np.add(base_err, 1, out=gc))
+        out: dict[str, Any] = {}
+        for suffix, t in (("", 1.0 + slack), ("_exact", 0.5 + slack)):
+            explained = (err > t) & shared
+            rest = err
+            if explained.any():  # errors are >= 0: zeroing the explained leaves the rest's max
+                rest = base_err
+                np.copyto(rest, err)
+                rest[explained] = 0.0
+            out[f"lsb_max_decisive{suffix}"] = float(rest.max())
+            out[f"lsb_inconclusive{suffix}"] = int(np.count_nonzero(explained))
+        return out
+    finally:
+        scratch.give(gc, err, base_err)
 
 
 def _dtype_metrics(af: np.ndarray, err: np.ndarray, part: dict[str, Any], dtype: str,
-                   tol: str) -> dict[str, Any]:
+                   tol: str, work: np.ndarray | None = None) -> dict[str, Any]:
     """ULPs in the output dtype (float outputs) or LSBs (int outputs), and vendor closeness.
 
-    `err` is |af - g| and `part` the `Reference.part` of the same elements.
+    `err` is |af - g|, `part` the `Reference.part` of the same elements and
+    `work` an array of err's size free to overwrite.
     """
     out: dict[str, Any] = {}
     if dtype in INT_RANGE:
-        lsb = np.abs(af - part["clipped"]) if af.size else np.zeros(0)
+        lsb = np.abs(np.subtract(af, part["clipped"], out=work), out=work) if af.size \
+            else np.zeros(0)
         out.update(lsb_max=float(lsb.max()) if lsb.size else 0.0,
                    lsb_share_gt1=_share(lsb > 1))
         return out
     if dtype in FLOAT_FORMAT:
-        u = err / part["ulp"] if af.size else np.zeros(0)
+        u = np.multiply(err, part["inv_ulp"], out=work) if af.size else np.zeros(0)
         u_max = float(u.max()) if u.size else 0.0
         out.update(ulp_max=u_max, ulp_mean=float(u.mean()) if u.size else 0.0,
                    ulp_share_gt1=_share(u > 1) if u_max > 1 else 0.0)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden.int4 import as_int8_values
+from fia_fuzz.spec.case import PAGED_ANTIQUANT_MODES
 from fia_fuzz.spec.geometry import gather
 
 #: Separate-parameter modes (key_/value_antiquant_mode) [V2 keyAntiquantMode].
@@ -37,7 +38,6 @@ ANTIQUANT_MODES: dict[int, str] = {
     4: "per-token, scales managed by PagedAttention",
     5: "per-token x per-head, scales managed by PagedAttention",
 }
-PAGED_MODES = (4, 5)
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def param_bnsd(param: np.ndarray, mode: int, *, kv_heads: int, seq: int,
     if mode == 3:
         rows = p.reshape(-1, kv_heads, p.shape[-1])
         return _first(rows, seq)[..., None]
-    if mode in PAGED_MODES:
+    if mode in PAGED_ANTIQUANT_MODES:
         if block_table is None:
             raise ValueError(f"antiquant mode {mode} needs block_table")
         gathered = gather_paged(p, block_table, seq, kv_lengths)

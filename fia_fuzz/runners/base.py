@@ -20,6 +20,9 @@ from fia_fuzz.spec import Case
 
 class Runner(ABC):
     name: str = ""
+    #: Memory of the device the backend runs on, the default of `campaign --device-memory`
+    #: (None: a host backend, whose campaigns skip nothing for size unless told).
+    device_memory: int | None = None
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:

@@ -23,6 +23,7 @@ from fia_fuzz.runners.base import Runner, bound_device, register
 from fia_fuzz.runners.npu_calls import APIS, ApiCall, refusal, to_api
 from fia_fuzz.runners.torch_convert import to_numpy, to_torch
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.profiles.atlas_a2 import DEVICE_MEMORY
 
 
 def _version(dist: str) -> str:
@@ -37,6 +38,7 @@ class _AscendRunner(Runner):
 
     package = "torch_npu"
     distribution = "torch-npu"
+    device_memory = DEVICE_MEMORY
 
     def __init__(self, device_index: int = 0):
         self.device_index = device_index

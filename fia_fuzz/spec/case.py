@@ -45,6 +45,12 @@ VALUE_DTYPE_KEY = "dtype"
 LAZY_KEY, LAZY = "blocks", "referenced"
 #: Paged caches that may be lazy.
 CACHE_ARGS = ("key", "value", "key_rope")
+#: Antiquant modes whose parameters are PA-managed: (block_num, [KV_N,] block_size), read
+#: through block_table like the cache [V2 keyAntiquantMode 4/5], so they may be lazy too.
+PAGED_ANTIQUANT_MODES = (4, 5)
+#: Those parameters, each with the mode attribute that decides.
+PAGED_ANTIQUANT_ARGS = {f"{side}_antiquant_{what}": f"{side}_antiquant_mode"
+                        for side in ("key", "value") for what in ("scale", "offset")}
 SCHEMA_VERSION = 1
 
 
@@ -194,8 +200,11 @@ class Case:
         return out
 
     def lazy(self, name: str) -> bool:
-        """True for a paged cache materialised with data in its referenced blocks only."""
-        return name in CACHE_ARGS and self.params.get("block_table") is not None \
+        """True for a paged cache (or PA-managed antiquant parameter) materialised with data
+        in its referenced blocks only."""
+        pa_managed = name in PAGED_ANTIQUANT_ARGS \
+            and self.attr(PAGED_ANTIQUANT_ARGS[name]) in PAGED_ANTIQUANT_MODES
+        return (name in CACHE_ARGS or pa_managed) and self.params.get("block_table") is not None \
             and self.fills.get(name, {}).get(LAZY_KEY) == LAZY \
             and getattr(self.params[name], "strides", None) is None
 
@@ -212,6 +221,26 @@ class Case:
         total = sum(t.storage_nbytes for name, v in self.params.items()
                     if name in TENSOR_ARGS and v is not None
                     for t in (v if isinstance(v, list) else [v]))
+        try:
+            total += sum(t.nbytes for t in output_specs(self.view()))
+        except (Undetermined, KeyError, ValueError, TypeError):
+            pass
+        return total
+
+    def host_bytes(self) -> int:
+        """Host memory of the materialised call: every input at its materialised size (a
+        lazy cache: its referenced blocks only) plus the outputs. The golden's working set
+        follows it (fp64 copies of the same elements), not the device's cache size."""
+        blocks = None
+        total = 0
+        for name, v in self.params.items():
+            if name not in TENSOR_ARGS or v is None:
+                continue
+            if self.lazy(name):
+                blocks = self.referenced_blocks() if blocks is None else blocks
+                total += v.nbytes // max(1, v.shape[0]) * len(blocks)
+            else:
+                total += sum(t.storage_nbytes for t in (v if isinstance(v, list) else [v]))
         try:
             total += sum(t.nbytes for t in output_specs(self.view()))
         except (Undetermined, KeyError, ValueError, TypeError):
@@ -385,12 +414,20 @@ WORKLOADS = ("none", "vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_de
              "mla_decode", "mla_mtp", "int8_kv_decode")
 
 
+#: DeepSeek MLA per device: N = 128 / TP, TP 1..8 (production-calls.md, DeepSeek MLA).
+MLA_PRODUCTION_HEADS = (16, 32, 64, 128)
+#: Multi-token prediction decodes Q_S 2..4 query tokens with a causal mask (same page).
+MTP_Q_S = (2, 3, 4)
+
+
 def _workload(case: Case, v: CallView, f: dict[str, Any]) -> str:
     """The production pattern a case is an instance of, "none" for other calls."""
     if f["rope_d"] == "512":
-        if f["branch"] == "decode" and f["N"] in (16, 32, 64, 128) and f["paged"]:
+        if f["N"] not in MLA_PRODUCTION_HEADS or not f["paged"]:
+            return "none"
+        if f["branch"] == "decode":
             return "mla_decode"
-        return "mla_mtp" if f["S1"] in (2, 3, 4) and f["sparse_mode"] == 3 else "none"
+        return "mla_mtp" if f["S1"] in MTP_Q_S and f["sparse_mode"] == 3 else "none"
     if f["rope"]:
         return "none"
     if f["branch"] == "decode" and f["kv_dtype"] == "int8" and f["antiquant"] != "none" \

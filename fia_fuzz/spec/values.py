@@ -12,6 +12,7 @@ has unit variance and tails bounded at +-2*sqrt(3).
 
 from __future__ import annotations
 
+import functools
 import math
 import mmap
 import zlib
@@ -27,8 +28,11 @@ FLOAT_DISTS = ("normal", "uniform", "const", "outlier", "large", "negative", "po
 MASK_DISTS = ("bernoulli", "triu", "zeros", "ones", "nearly_full")
 INT_DISTS = ("int", "u64_scale")
 _SQRT3 = math.sqrt(3.0)
-#: The largest sum of four 16-bit fields; tensors of more elements than this use a table.
+#: The largest sum of four 16-bit fields.
 IRWIN_HALL_MAX = 4 * 0xFFFF
+#: "normal" tensors of at least this many elements look their samples up in a table of
+#: every possible sum (`_normal_cast`; it costs about a quarter of this in float steps).
+NORMAL_TABLE_MIN = 1 << 16
 #: Largest finite value per float dtype (the "large" fill's limit).
 FINFO_MAX = {"float16": 65504.0, "bfloat16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
              "float32": float(np.finfo(np.float32).max)}
@@ -42,8 +46,10 @@ def raw_bits(seed: int, name: str, index: int, n: int, block: int | None = None)
 
 
 def uniform01(raw: np.ndarray) -> np.ndarray:
-    """Exact uniforms in [0, 1) from the top 53 bits of each word."""
-    return (raw >> np.uint64(11)).astype(np.float64) * (2.0 ** -53)
+    """Exact uniforms in [0, 1) from the top 53 bits of each word (a new array)."""
+    u = (raw >> np.uint64(11)).astype(np.float64)
+    u *= 2.0 ** -53
+    return u
 
 
 def irwin_hall_sums(raw: np.ndarray) -> np.ndarray:
@@ -56,7 +62,11 @@ def irwin_hall_sums(raw: np.ndarray) -> np.ndarray:
 
 
 def _irwin_hall_values(total: np.ndarray) -> np.ndarray:
-    return (total.astype(np.float64) * (2.0 ** -16) - 2.0) * _SQRT3
+    v = total.astype(np.float64)  # the float steps in place: no fresh array per step
+    v *= 2.0 ** -16
+    v -= 2.0
+    v *= _SQRT3
+    return v
 
 
 def _below(raw: np.ndarray, p: float) -> np.ndarray:
@@ -83,8 +93,15 @@ def _normal_cast(raw: np.ndarray, scale: float, np_dtype: np.dtype) -> np.ndarra
     computing every element, at the cost of one gather instead of a dozen
     float64 passes and a float64 -> float16 cast per element.
     """
+    return _normal_table(scale, np.dtype(np_dtype))[irwin_hall_sums(raw)]
+
+
+@functools.lru_cache(maxsize=32)
+def _normal_table(scale: float, np_dtype: np.dtype) -> np.ndarray:
+    """Every possible `normalish * scale` sample in `np_dtype`, kept for the next tensor."""
     table = (_irwin_hall_values(np.arange(IRWIN_HALL_MAX + 1)) * scale).astype(np_dtype)
-    return table[irwin_hall_sums(raw)]
+    table.flags.writeable = False
+    return table
 
 
 def u64_scales(value: float, shape: tuple[int, ...]) -> np.ndarray:
@@ -125,14 +142,19 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype
             ) -> np.ndarray:
     dist = fill.get("dist", "normal")
     scale = float(fill.get("scale", 1.0))
+    # each formula's steps in place on the fresh array it starts from (same values, fewer
+    # page faults): a * b + c written as x = a; x *= b; x += c
     if dist == "normal":
-        x = normalish(raw) * scale
+        x = normalish(raw)
+        x *= scale
     elif dist == "uniform":
-        x = (uniform01(raw) * 2.0 - 1.0) * scale
+        x = _symmetric(uniform01(raw), scale)
     elif dist == "negative":
-        x = -uniform01(raw) * scale
+        x = np.negative(uniform01(raw))
+        x *= scale
     elif dist == "positive":
-        x = uniform01(raw) * scale
+        x = uniform01(raw)
+        x *= scale
     elif dist == "const_rows":
         # every row (last axis) constant: the softmax of a constant row is uniform
         x = normalish(raw).reshape(shape)
@@ -144,18 +166,21 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype
     elif dist == "range":
         # uniform in [low, high] with both ends present: a dump's Min and Max, reproduced
         lo, hi = float(fill["low"]), float(fill["high"])
-        x = lo + uniform01(raw) * (hi - lo)
+        x = uniform01(raw)
+        x *= hi - lo
+        x += lo
         if x.size:
             x[0], x[-1] = lo, hi
     elif dist == "large":
         magnitude = min(scale, FINFO_MAX[dtype] * float(fill.get("fraction", 0.5)))
         sign = fill.get("sign")
         if sign is None:
-            x = (uniform01(raw) * 2.0 - 1.0) * magnitude
+            x = _symmetric(uniform01(raw), magnitude)
         else:
             # one sign for the whole tensor, magnitudes in [1/2, 1) x magnitude (52 exact bits)
-            upper = ((raw >> np.uint64(12)) + np.uint64(1 << 52)).astype(np.float64)
-            x = upper * (2.0 ** -53) * (magnitude if float(sign) > 0 else -magnitude)
+            x = ((raw >> np.uint64(12)) + np.uint64(1 << 52)).astype(np.float64)
+            x *= 2.0 ** -53
+            x *= magnitude if float(sign) > 0 else -magnitude
     elif dist == "outlier":
         x = normalish(raw).reshape(shape)
         if x.ndim and x.shape[-1]:
@@ -165,6 +190,14 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype
     else:
         raise ValueError(f"unknown float fill dist {dist!r}")
     return x
+
+
+def _symmetric(u: np.ndarray, scale: float) -> np.ndarray:
+    """(u * 2 - 1) * scale, in place."""
+    u *= 2.0
+    u -= 1.0
+    u *= scale
+    return u
 
 
 def materialise(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: str,
@@ -246,11 +279,14 @@ def _contiguous(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: 
         return u64_scales(float(fill.get("value", 1.0)), shape)
     if dist == "int":
         lo, hi = int(fill.get("low", -128)), int(fill.get("high", 127))
-        span = np.uint64(hi - lo + 1)
-        ints = (raw % span).astype(np.int64) + lo
+        span = hi - lo + 1
+        # a power-of-two span takes the low bits: the same numbers as %, without a division
+        ints = (raw & np.uint64(span - 1) if span & (span - 1) == 0
+                else raw % np.uint64(span)).astype(np.int64)
+        ints += lo
         return ints.reshape(shape).astype(np_dtype)
     if spec.dtype not in ("float16", "bfloat16", "float32"):
         raise ValueError(f"{name}: float fill {dist!r} for dtype {spec.dtype}")
-    if dist in (None, "normal") and n > IRWIN_HALL_MAX:
+    if dist in (None, "normal") and n >= NORMAL_TABLE_MIN:
         return _normal_cast(raw, float(fill.get("scale", 1.0)), np_dtype).reshape(shape)
     return _floats(raw, fill, shape, spec.dtype).reshape(shape).astype(np_dtype)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import Case
-from fia_fuzz.spec.case import CACHE_ARGS, LAZY, LAZY_KEY
+from fia_fuzz.spec.case import CACHE_ARGS, LAZY, LAZY_KEY, PAGED_ANTIQUANT_ARGS
 from fia_fuzz.spec.forms import implied_pins
 from fia_fuzz.spec.profiles import DEFAULT
 from fia_fuzz.spec.profiles import get as get_rules
@@ -67,7 +67,7 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
     dr = Draft(prof=prof, ch=ch)
     (extra[family][0] if family in extra else FAMILIES[family])(dr)
     if dr.lazy:
-        for name in CACHE_ARGS:
+        for name in (*CACHE_ARGS, *PAGED_ANTIQUANT_ARGS):
             if name in dr.params:
                 dr.fills[name] = {**dr.fills.get(name, {}), LAZY_KEY: LAZY}
     ch.pad(MIN_PATH)

@@ -9,7 +9,7 @@ ones.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fia_fuzz.spec import TensorSpec
@@ -52,6 +52,19 @@ PROFILES: dict[str, Profile] = {
                       cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6),
 }
 
+#: The budget of a far draw (a lazy cache referenced past 2^31 / 2^32 elements): the
+#: nightly budget, so the host memory of the case (materialised call, golden fp64 and
+#: device precision, torch-sdpa) stays under 1 GiB however large the stress profile's
+#: draws (benchmarks/bench_far_memory.py).
+FAR_BUDGET = PROFILES["nightly"]
+
+
+def far_profile(prof: Profile) -> Profile:
+    """`prof` with its element, score and FLOP budgets capped at FAR_BUDGET's."""
+    return replace(prof, max_elements=min(prof.max_elements, FAR_BUDGET.max_elements),
+                   max_scores=min(prof.max_scores, FAR_BUDGET.max_scores),
+                   max_flops=min(prof.max_flops, FAR_BUDGET.max_flops))
+
 
 @dataclass
 class Draft:
@@ -81,6 +94,7 @@ class Draft:
     int8_offset: bool = False
     paged: bool = False
     lazy: bool = False         # paged caches hold data in their referenced blocks only
+    reach: str = "near"        # where a lazy cache's referenced blocks sit (paged.reach)
     kv_list: bool = False
     padded: bool = False
 
@@ -155,10 +169,12 @@ def batch_cap(dr: Draft, s1: int, s2: int, hi: int) -> int:
                           p.max_scores / max(1, dr.n * s1 * max(1, s2))))
 
 
-def s1_cap(dr: Draft, lo: int, hi: int) -> int:
+def s1_cap(dr: Draft, lo: int, hi: int, s2_floor: int = 1) -> int:
+    """Largest query S whose tensors and scores (over at least `s2_floor` keys: a paged
+    cache's one block) fit the budget."""
     p = dr.prof
     return cap(lo, hi, min(p.max_elements / (2 * dr.b * dr.n * dr.d),
-                           p.max_scores / (dr.b * dr.n)))
+                           p.max_scores / (dr.b * dr.n * s2_floor)))
 
 
 def s2_cap(dr: Draft, lo: int, hi: int, s1: int) -> int:

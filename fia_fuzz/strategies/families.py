@@ -43,7 +43,7 @@ from fia_fuzz.strategies.draft import (
     spec,
 )
 from fia_fuzz.strategies.tail import common_tail
-from fia_fuzz.strategies.workloads import OWN, workloads
+from fia_fuzz.strategies.workloads import OWN, mla_pattern, workloads
 
 FLOAT = ("float16", "bfloat16")
 GROUPS = (1, 2, 4, 8, 3, 5, 6, 16, 12, 32, 64)
@@ -95,7 +95,8 @@ FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
             "plain": (False,), "sparse_mode": (0, 3, 4), "empty": ("none",),
             "layout": ("BNSD", "BSND", "BSH", "TND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD",
                        "TND_NTD"), "deq_dtype": ("none", "float32"), "dv": ("equal",),
-            "q_seq": ("1", "2-16"), "cache": ("BnBsH", "BnNBsD", "NZ")},
+            "q_seq": ("1", "2-16"), "cache": ("BnBsH", "BnNBsD", "NZ"),
+            "workload": ("none", "mla_decode", "mla_mtp")},
     "gqa_nz": {"q_dtype": ("bfloat16",), "kv_dtype": ("int8",), "layout": NZ_LAYOUTS,
                "cache": ("NZ",), "paged": (True,), "antiquant": ("separate:0/0", "separate:1/1"),
                "kv_quant_sym": ("sym",), "full_quant": (False,), "deq_dtype": ("none",),
@@ -230,11 +231,15 @@ def dense(dr: Draft) -> None:
     can_page = free and not dr.kv_list and not ch.pinned("actual_kv", "absent")
     dr.paged = ch.pick("paged", ((True,) if paged.wanted(dr) else (False, True)) if can_page
                        else (False,))
-    heads(dr, _max_heads(dr, max(1, lo), 16), GROUPS)
-    s2_floor = min(paged.block_sizes(dr, False)) if dr.paged else 1
+    if dr.paged:
+        paged.reach(dr)
+    # a paged S2 is at least one block and the unused columns (masks and pse span them)
+    s2_floor = min(paged.block_sizes(dr, False)) * (1 + paged.MAX_UNUSED) if dr.paged else 1
+    heads(dr, min(_max_heads(dr, max(1, lo), 16),
+                  max(1, dr.prof.max_scores // (max(1, lo) * s2_floor))), GROUPS)
     _head_dims(dr, (16, 32, 64, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
     dr.b = ch.int(_batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor, dr.prof.max_batch))
-    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
+    dr.s1 = ch.int(lo, s1_cap(dr, lo, hi, s2_floor))
     s2_hi = dr.prof.long_seq if cls == ">2048" else dr.prof.max_seq
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
     # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]; an empty KV takes it too, and
@@ -414,6 +419,8 @@ def _antiquant_decode(dr: Draft) -> None:
     needs_pa = needs_pa or paged.wanted(dr)
     page_ok = int8 and not ch.pinned("prefix", True)
     dr.paged = ch.pick("paged", (True,) if needs_pa else (False, True) if page_ok else (False,))
+    if dr.paged and form not in ("separate:4/4", "separate:5/5"):  # PA-managed scales span
+        paged.reach(dr)  # the whole cache, never lazy: those caches stay near
     ch.pick("q_seq", ("1",))
     _layout(dr, ("BNSD", "BSND", "BSH"))
     heads(dr, _max_heads(dr, 1, 64), GROUPS)
@@ -528,6 +535,8 @@ def packed(dr: Draft) -> None:
     no_pa = rope or dr.d != dr.dv or dr.dv == 192
     dr.paged = ch.pick("paged", (False,) if no_pa else (True,) if paged.wanted(dr)
                        else (False, True))
+    if dr.paged:
+        paged.reach(dr)
     groups = (1,) if dr.dv == 192 else GROUPS
     budget_heads = max(1, dr.prof.max_elements // 2 // (16 * (dr.d + 64)))
     if dr.paged:  # one 128-token block per batch (B >= 1) and spares must fit the budget too
@@ -536,7 +545,7 @@ def packed(dr: Draft) -> None:
     cls = ch.pick("q_seq", ("2-16", "1", "17-2048"))
     top = {"1": 1, "2-16": 16, "17-2048": 2048}[cls]
     low = {"1": 1, "2-16": 2, "17-2048": 17}[cls]
-    dr.b = ch.int(1, batch_cap(dr, low, 1, dr.prof.max_batch))
+    dr.b = ch.int(1, batch_cap(dr, low, 128 if dr.paged else 1, dr.prof.max_batch))
     m = ch.int(low, s1_cap(dr, low, top))
     q_lens = [m] + [m - ch.int(0, m) for _ in range(dr.b - 1)]
     dr.s1 = m
@@ -597,27 +606,42 @@ MLA_FULL_QUANT_LAYOUTS = ("BSH", "BSND", "BSND_NBSD", "BSH_NBSD")
 
 def mla(dr: Draft) -> None:
     """Query D 512 + rope 64, KV_N 1, paged KV in BnBsH/BnNBsD/NZ [V4 §MLA]; with an int8
-    query, full quant: int8 NZ caches, bf16 rope and dequant scales [TNPU v2 全量化]."""
+    query, full quant: int8 NZ caches, bf16 rope and dequant scales [TNPU v2 全量化]. Half
+    the draws are DeepSeek's decode or MTP step (workloads.mla_pattern): bf16 or int8,
+    N = 128 / TP, S1 1 without mask or 2..4 with the causal mask."""
     ch = dr.ch
+    kind, prod_heads, (q_lo, q_hi) = mla_pattern(ch)
     fq_ok = ch.allows("cache", "NZ") and ch.pins.get("layout", "BSH") in MLA_FULL_QUANT_LAYOUTS
     q_opts = (() if ch.pinned("full_quant", True) else FLOAT) + (("int8",) if fq_ok else ())
+    if kind != "none":
+        q_opts = tuple(x for x in q_opts if x in ("bfloat16", "int8"))
     dr.q_dtype = ch.pick("q_dtype", q_opts)
     dr.kv_dtype = ch.pick("kv_dtype", (dr.q_dtype,))
     full_quant = dr.q_dtype == "int8"
+    if not full_quant and not ch.pinned("cache", "NZ"):  # NZ caches are never lazy
+        paged.reach(dr)
     rope_dtype = "bfloat16" if full_quant else dr.q_dtype
     layouts = MLA_FULL_QUANT_LAYOUTS if full_quant else FAMILY_SCOPE["mla"]["layout"]
     if ch.pinned("cache", "NZ"):  # MLA's 5-D caches not with BNSD/BNSD_NBSD [V4 §MLA]
         layouts = tuple(x for x in layouts if not x.startswith("BNSD"))
+    if kind == "mla_decode":  # decode: S1 = 1, so neither TND nor an NBSD output
+        layouts = tuple(x for x in layouts if "TND" not in x and not x.endswith("NBSD"))
     _layout(dr, layouts)
     tnd = dr.q_layout == "TND"
     nbsd = dr.out_layout == "NBSD"
-    cls, lo, hi = _q_class(dr, ("2-16",) if nbsd else ("1", "2-16"))
+    classes = ("2-16",) if nbsd else ("1", "2-16")
+    if kind != "none":
+        classes = ("1",) if kind == "mla_decode" else ("2-16",)
+    cls, lo, hi = _q_class(dr, classes)
+    if kind != "none":
+        lo, hi = max(lo, q_lo), min(hi, q_hi)
     dr.decode = not tnd and cls == "1"
     ch.pick("branch", ("decode",) if dr.decode else ("prefill",))
     dr.d = dr.dv = 512
     per_head = 576 * lo
-    n_opts = tuple(n for n in (MLA_TND_HEADS if tnd else MLA_HEADS)
-                   if n * per_head <= dr.prof.max_elements // 2) or (32 if tnd else 1,)
+    table = tuple(n for n in (MLA_TND_HEADS if tnd else MLA_HEADS)
+                  if not prod_heads or n in prod_heads)
+    n_opts = tuple(n for n in table if n * per_head <= dr.prof.max_elements // 2) or table[:1]
     heads(dr, max(n_opts), n_opts, kv_fixed=1)
     dr.b = ch.int(1, batch_cap(dr, lo, 1, dr.prof.max_batch))
     dr.s1 = ch.int(lo, s1_cap(dr, lo, hi))
@@ -657,7 +681,10 @@ def mla(dr: Draft) -> None:
     dr.set("actual_seq_lengths_kv", kv)
     # TND allows only 0-without-mask and 3-with-mask, MLA (never decode in TND) 3/4 with
     # mask: TND takes 3 [V4 §TND, §MLA]
-    mode = ch.pick("sparse_mode", (3,) if tnd else (3, 4) if dr.s1 > 1 else (0, 4))
+    modes = (3,) if tnd else (3, 4) if dr.s1 > 1 else (0, 4)
+    if kind != "none":  # MTP's causal mask; a production decode has none
+        modes = (3,) if kind == "mla_mtp" else (0,)
+    mode = ch.pick("sparse_mode", modes)
     if mode == 0:
         for name in ("mask", "mask_shape"):
             ch.pick(name, ("none",))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 
 from fia_fuzz.spec.geometry import blocks_needed, cache_shape
-from fia_fuzz.strategies.draft import Draft, spec
+from fia_fuzz.strategies.draft import Draft, far_profile, spec
 
 #: Caches read without a whole-cache layout change, so a lazy one stays cheap everywhere
 #: (an NZ cache is re-tiled whole by torch runners).
@@ -21,6 +21,17 @@ LAZY_CACHES = ("BnBsH", "BnNBsD")
 REACH = {"2^31": 1 << 31, "2^32": 1 << 32}
 #: Budget multiple the largest block size may use (the edge where kernels break).
 EDGE_SLACK = 4
+#: Unused columns a table row may end with (a mask or pse spans them too).
+MAX_UNUSED = 2
+
+
+def reach(dr: Draft) -> None:
+    """Where the referenced blocks of the cache this draw will page sit, picked before any
+    size is drawn: a far draw (past 2^31 / 2^32 elements) then takes the far budget, so
+    its referenced work, and the host memory of the case, stay bounded (draft.FAR_BUDGET)."""
+    dr.reach = dr.ch.pick("cache_reach", dr.prof.cache_reach)
+    if dr.reach != "near":
+        dr.prof = far_profile(dr.prof)
 
 
 def block_sizes(dr: Draft, int8_kv: bool) -> tuple[int, ...]:
@@ -77,7 +88,8 @@ def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
     need = [blocks_needed(n, block_size) for n in kv_lens]
     size = str(pins.get("block_table_size", ""))    # exact or wider than the need
     wider = pins.get("table_unused") and not size.endswith("exact") or size.endswith("wider")
-    width = max(1, max(need)) + ch.int(1 if wider else 0, 0 if size.endswith("exact") else 2)
+    width = max(1, max(need)) + ch.int(1 if wider else 0,
+                                       0 if size.endswith("exact") else MAX_UNUSED)
     room = dr.prof.max_elements // max(1, block_size * dr.kv_n * (dr.d + dr.dv))
     spare_lo = 1 if pins.get("table_spare") else 0
     spare = ch.int(spare_lo, max(spare_lo, min(3, room - sum(need))))
@@ -102,13 +114,14 @@ def page(dr: Draft, caches: tuple[str, ...], block_size: int, kv_lens: list[int]
     """Put key/value (and key_rope) into a paged cache; returns block_num.
 
     `names` pairs each cached tensor with its head dim (0 = the draft's D/Dv).
-    Sets block_table, block_size and S2 = table width * block size.
+    Sets block_table, block_size and S2 = table width * block size. A far draw (`reach`
+    picked before) pages into a cache that stays lazy everywhere (LAZY_CACHES).
     """
-    cache = dr.ch.pick("cache", caches)
-    reach = dr.ch.pick("cache_reach", dr.prof.cache_reach if cache in LAZY_CACHES
-                       else ("near",))
-    dr.lazy = reach != "near"
-    rows, block_num = table(dr, block_size, kv_lens, reach)
+    far = dr.reach != "near"
+    cache = dr.ch.pick("cache", tuple(c for c in caches if c in LAZY_CACHES) if far
+                       else caches)
+    dr.lazy = far
+    rows, block_num = table(dr, block_size, kv_lens, dr.reach)
     for name, dim in names:
         d = dim or (dr.dv if name == "value" else dr.d)
         dr.set(name, spec(cache_shape(cache, block_num, block_size, dr.kv_n, d, dr.kv_dtype),

@@ -15,7 +15,7 @@ legal by construction; `case.features()["workload"]` names the pattern
 
 from __future__ import annotations
 
-from fia_fuzz.spec.case import CORE_COUNTS, EDGE_TILE
+from fia_fuzz.spec.case import CORE_COUNTS, EDGE_TILE, MLA_PRODUCTION_HEADS, MTP_Q_S
 from fia_fuzz.spec.geometry import dense_shape, packed_shape
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
@@ -32,9 +32,43 @@ TP = (1, 2, 4, 8, 16)
 #: Kernel tile sizes whose multiples (and one off them) exercise tail handling.
 TILES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 VLLM = ("vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode", "sliding_causal")
-#: The patterns this family builds; MLA decode/MTP and int8 KV decode are the mla and
-#: antiquant families' draws, classified by spec/case.py.
+#: The patterns this family builds; int8 KV decode is the antiquant family's draw, MLA
+#: decode/MTP the mla family's, shaped by `mla_pattern` (all classified by spec/case.py).
 OWN = (*VLLM, "paged_decode_bsh", "paged_decode_bnsd", "sliding_band")
+#: DeepSeek's MLA geometry (N, KV_N, D + rope) [production-calls.md, model table].
+MLA_MODEL = (128, 1, 512)
+#: The mla family's draws: generic half the time, else a DeepSeek decode or MTP step.
+MLA_PATTERNS = ("none", "none", "mla_decode", "mla_mtp")
+
+
+#: Per MLA pattern, feature values a filter may pin without ruling it out.
+_MLA_PINNABLE = {
+    "mla_decode": {"branch": ("decode",), "q_seq": ("1",), "sparse_mode": (0,),
+                   "layout": ("BNSD", "BSND", "BSH")},
+    "mla_mtp": {"branch": ("prefill",), "q_seq": ("2-16",), "sparse_mode": (3,)},
+}
+
+
+def _mla_fits(pins: dict[str, object], kind: str) -> bool:
+    """False when the filters rule the production pattern `kind` out (so the family does
+    not pick it only to be discarded: rejections would skew the draws that filter)."""
+    if kind == "none":
+        return True
+    if pins.get("q_dtype", "bfloat16") not in ("bfloat16", "int8") \
+            or pins.get("N", MLA_MODEL[0]) not in MLA_PRODUCTION_HEADS:
+        return False
+    return all(pins[k] in ok for k, ok in _MLA_PINNABLE[kind].items() if k in pins)
+
+
+def mla_pattern(ch: Chooser) -> tuple[str, tuple[int, ...], tuple[int, int]]:
+    """(pattern, N options, query S range) of an MLA draw: a production pattern takes
+    N = 128 / TP for the TP degrees that keep N in the documented 16..128, and S1 = 1
+    (decode) or 2..4 (MTP); "none" leaves both to the family (N 0, S range 0: no bound)."""
+    kind = ch.pick("workload", tuple(k for k in MLA_PATTERNS if _mla_fits(ch.pins, k)))
+    if kind == "none":
+        return kind, (), (0, 0)
+    heads = tuple(MLA_MODEL[0] // tp for tp in TP if MLA_MODEL[0] // tp in MLA_PRODUCTION_HEADS)
+    return kind, heads, (1, 1) if kind == "mla_decode" else (MTP_Q_S[0], MTP_Q_S[-1])
 
 
 def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int) -> tuple[int, int, int]:
@@ -78,6 +112,7 @@ def workloads(dr: Draft) -> None:
     ch = dr.ch
     # the classic decode, where masks past one 512-key tile live, twice as often
     kind = ch.pick("workload", (*OWN, "paged_decode_bsh", "paged_decode_bnsd"))
+    paged.reach(dr)
     if kind in VLLM:
         _vllm(dr, kind)
     elif kind == "sliding_band":

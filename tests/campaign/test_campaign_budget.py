@@ -1,21 +1,24 @@
-"""A time budget is respected within 5%; under a budget, steering rounds run (issue 9)."""
+"""A time budget is respected within 5%; under a budget, steering rounds run (issue 9).
+
+Robust on a loaded machine (issue 15): four cases per stream round (not 50), so steering
+rounds follow within the few cases a busy host gets through; and a budget long enough
+that its 5% covers closing the files there (about 1.2 s at load 15 on 2 cores).
+"""
 
 import time
 
-from fia_fuzz.cli import main
+from fia_fuzz.campaign import CampaignConfig, run_campaign
 from fia_fuzz.reports import read_results
 
-#: The machinery under test, on the simple cases every backend here expresses.
-PLAIN = ("--filter", "plain=true")
-
-BUDGET_S = 20.0
+BUDGET_S = 60.0
 
 
 def test_budget_is_respected_within_five_percent(tmp_path) -> None:
     out = tmp_path / "run"
     t0 = time.time()
-    assert main(["campaign", *PLAIN, "--runner", "golden", "--budget", f"{BUDGET_S:g}s",
-                 "--out", str(out)]) == 0
+    cfg = CampaignConfig(runner="golden", out=out, budget_s=BUDGET_S, filters={"plain": True},
+                         round_size=4)
+    run_campaign(cfg, started=t0)  # what `fia-fuzz campaign --budget 60s` runs
     elapsed = time.time() - t0
     assert 0.95 * BUDGET_S <= elapsed <= 1.05 * BUDGET_S, elapsed
     df = read_results(out)

@@ -8,18 +8,17 @@ import sys
 import numpy as np
 import runner_doubles
 
+from fia_fuzz.campaign import CampaignConfig, run_campaign
 from fia_fuzz.campaign.bundles import load_bundle
-from fia_fuzz.cli import main
 from fia_fuzz.reports import read_results
-
-#: The machinery under test, on the simple cases every backend here expresses.
-PLAIN = ("--filter", "plain=true")
 
 
 def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -> None:
+    """The shrink runs to its example bound (no wall-clock cap, so a loaded machine gets
+    the same minimal case)."""
     out = tmp_path / "run"
-    assert main(["campaign", *PLAIN, "--runner", "test-double-perturbed-cell", "--max-cases", "24",
-                 "--out", str(out)]) == 0
+    run_campaign(CampaignConfig(runner="test-double-perturbed-cell", max_cases=24, out=out,
+                                filters={"plain": True}, shrink_seconds=float("inf")))
     df = read_results(out)
     layout, dtype = runner_doubles.PERTURBED_CELL
     in_cell = (df["layout"] == layout) & (df["q_dtype"] == dtype)
@@ -61,13 +60,15 @@ def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -
 
 
 def test_next_run_replays_the_failure_corpus_first(tmp_path) -> None:
+    """Shrinking is bounded by its examples only (no wall-clock cap), so a loaded machine
+    cannot cut the first night's shrink short and leave the second night a smaller case."""
     out = tmp_path / "run"
-    cmd = ["campaign", "--runner", "test-double-perturbed-cell", "--max-cases", "12",
-           "--out", str(out)]
-    assert main(cmd) == 0
+    cfg = CampaignConfig(runner="test-double-perturbed-cell", max_cases=12, out=out,
+                         shrink_seconds=float("inf"))
+    run_campaign(cfg)
     first = read_results(out)
     bundled = {p.name for p in (out / "bundles").iterdir()}
-    assert main(cmd) == 0  # the same command after a finished run: the next night
+    run_campaign(cfg)  # the same command after a finished run: the next night
     df = read_results(out)
     second = df[df["run_id"] != first["run_id"].iloc[0]]
     assert set(second["origin"]) == {"replay"}  # the stream itself is done already

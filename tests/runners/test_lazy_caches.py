@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 
@@ -13,6 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from fia_fuzz.spec import Case, validate
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import cases
+from fia_fuzz.strategies.cases import build, families_for
+from fia_fuzz.strategies.choices import Dead, RandomChooser
+from fia_fuzz.strategies.draft import PROFILES
 
 pytest.importorskip("torch")
 
@@ -40,6 +44,35 @@ def test_far_case_is_legal_and_reaches_past_2_32() -> None:
     assert f["cache_reach"] == "2^32"
     assert list(case.referenced_blocks()) == [FAR, FAR + 1, FAR + 2, FAR + 3]
     assert f["device_bytes"] >= 2 * (FAR + 4) * BLOCK * H * 2
+
+
+def test_host_bytes_count_the_referenced_blocks_of_a_lazy_cache() -> None:
+    case = _far_case()
+    block = BLOCK * H * 2  # bfloat16
+    assert 2 * 4 * block < case.host_bytes() < 2 * 4 * block + (1 << 16)
+    assert case.device_bytes() > 1 << 33
+
+
+#: Measured on far stress draws (benchmarks/bench_far_memory.py): a process starts at
+#: 124 MiB (interpreter, NumPy, torch) and the golden pair's peak stayed under that plus
+#: 128 MiB plus 4.4x Case.host_bytes(); the model below keeps twice that factor.
+PEAK_FACTOR, BASE = 8, 256 << 20
+
+
+def test_far_stress_draws_keep_their_estimated_host_memory_under_1_gib() -> None:
+    """Far draws take the far budget (draft.FAR_BUDGET), so the case's host memory
+    follows a nightly-sized referenced work, not the stress profile's."""
+    rng = random.Random(11)
+    seen = set()
+    for i in range(200):
+        pins = {"cache_reach": ("2^31", "2^32")[i % 2]}
+        try:
+            case = build(RandomChooser(rng, pins), PROFILES["stress"], families_for(pins), pins)
+        except Dead:
+            continue
+        seen.add(pins["cache_reach"])
+        assert BASE + PEAK_FACTOR * case.host_bytes() < 1 << 30, case.case_id
+    assert seen == {"2^31", "2^32"}
 
 
 def test_lazy_cache_holds_data_in_referenced_blocks_only() -> None:
@@ -86,3 +119,36 @@ def test_stress_draws_reach_past_2_32_lazily(case: Case) -> None:
     assert case.lazy("key") and case.lazy("value")
     k = case.params["key"]
     assert int(case.referenced_blocks()[-1]) * int(np.prod(k.shape[1:])) >= 1 << 32
+
+
+def _pa_scaled_case(mode: int) -> Case:
+    """int8 decode over a 9-block cache with per-token antiquant scales in `mode`; the
+    table references blocks 2, 5 and 7."""
+    cache = TensorSpec((9, 128, 64), "int8")
+    scale = TensorSpec((9, 1, 128) if mode == 5 else (9, 128), "float32")
+    ints = {"dist": "int", "low": -128, "high": 127, "blocks": "referenced"}
+    scales = {"dist": "uniform", "scale": 0.01, "blocks": "referenced"}
+    return Case(params={"query": TensorSpec((2, 1, 64), "float16"), "key": cache,
+                        "value": cache, "num_heads": 1, "num_key_value_heads": 1,
+                        "input_layout": "BSH", "block_table": [[7, 2, -1], [5, -1, -1]],
+                        "block_size": 128, "actual_seq_lengths_kv": [200, 9],
+                        "key_antiquant_mode": mode, "value_antiquant_mode": mode,
+                        "key_antiquant_scale": scale, "value_antiquant_scale": scale},
+                fills={"key": ints, "value": dict(ints), "key_antiquant_scale": scales,
+                       "value_antiquant_scale": dict(scales)}, seed=3)
+
+
+@pytest.mark.parametrize("mode", [4, 5])
+def test_pa_managed_antiquant_scales_are_lazy_like_their_cache(mode: int) -> None:
+    case = _pa_scaled_case(mode)
+    assert validate(**case.specs()) == []
+    assert case.lazy("key_antiquant_scale") and case.lazy("value_antiquant_scale")
+    scale = case.call()["key_antiquant_scale"]
+    assert not scale[[0, 1, 3, 4, 6, 8]].any()
+    assert all(scale[b].all() for b in (2, 5, 7))
+
+
+def test_per_token_scales_without_pa_management_are_not_lazy() -> None:
+    params = dict(_pa_scaled_case(5).params, key_antiquant_mode=1, value_antiquant_mode=1)
+    case = Case(params=params, fills=_pa_scaled_case(5).fills, seed=3)
+    assert not case.lazy("key_antiquant_scale") and case.lazy("key")

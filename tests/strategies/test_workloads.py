@@ -83,3 +83,37 @@ def test_smoke_keeps_workloads_a_small_share() -> None:
     share = sum(f["workload"] in OWN for f in feats) / len(feats)
     assert 0 < share < 0.2
     assert max(f["S2"] for f in feats) <= 8192
+
+
+@pytest.mark.parametrize("workload", ("mla_decode", "mla_mtp"))
+def test_mla_workloads_take_deepseek_heads_and_mtp_lengths_by_construction(workload: str
+                                                                           ) -> None:
+    """Pinned to an MLA pattern, the mla family builds it (no draw is discarded for it):
+    N = 128 / TP for TP 1, 2, 4, 8, S1 = 1 (decode) or 2..4 with the causal mask (MTP)."""
+    rng = random.Random(3)
+    pins = {"workload": workload}
+    feats = [build(RandomChooser(rng, pins), PROFILES["nightly"], ["mla"], pins).features()
+             for _ in range(120)]
+    assert {f["N"] for f in feats} == {128 // tp for tp in (1, 2, 4, 8)}
+    assert all(f["rope_d"] == "512" and f["KV_N"] == 1 and f["paged"] for f in feats)
+    if workload == "mla_decode":
+        assert {f["S1"] for f in feats} == {1} and {f["sparse_mode"] for f in feats} == {0}
+    else:
+        assert {f["S1"] for f in feats} == {2, 3, 4} and {f["sparse_mode"] for f in feats} == {3}
+        assert "TND" in {f["layout"] for f in feats}
+
+
+def test_mla_cases_are_classed_by_deepseek_heads_and_mtp_lengths() -> None:
+    """Any MLA case (generic draws included) is a production pattern only with N = 128 / TP,
+    paged, and S1 = 1 (decode) or 2..4 under sparse 3 (MTP)."""
+    rng = random.Random(4)
+    seen = Counter()
+    for _ in range(300):
+        f = build(RandomChooser(rng, {}), PROFILES["nightly"], ["mla"], {}).features()
+        deepseek = f["N"] in (16, 32, 64, 128) and f["paged"]
+        want = ("mla_decode" if deepseek and f["branch"] == "decode" else
+                "mla_mtp" if deepseek and f["S1"] in (2, 3, 4) and f["sparse_mode"] == 3
+                else "none")
+        assert f["workload"] == want
+        seen[want] += 1
+    assert min(seen[w] for w in ("none", "mla_decode", "mla_mtp")) >= 30

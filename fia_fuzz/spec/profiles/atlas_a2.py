@@ -27,6 +27,10 @@ TREE_SPARSE = 9
 BLOCK_SIZE_V3_MAX = 1024
 #: the largest head dim of the TND split-fuse route
 SPLIT_FUSE_D_MAX = 256
+#: device memory (HBM) of one Atlas A2 NPU (Ascend 910B, 64 GB; the vendor's product
+#: sheets, not the shared docs): what a campaign on the Ascend runners assumes a device
+#: holds unless --device-memory says otherwise
+DEVICE_MEMORY = 64 << 30
 
 
 def _rule(id: str, summary: str, source: str):  # noqa: ANN202  (a decorator factory)

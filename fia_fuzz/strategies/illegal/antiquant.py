@@ -110,7 +110,7 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"sparse_mode": 4, "full_quant": False},)),
     "antiquant.sep_scale_pair": searched(
         {"mask": "bool", "branch": "decode"}, "drop:key_antiquant_scale",
-        alt=({"sparse_mode": 1},)),
+        alt=({"sparse_mode": 1, "antiquant": "separate:0/0", "cache": "none"},)),
     "antiquant.sep_offset_pair": searched(
         {"pse": True, "branch": "decode"}, "drop:key_antiquant_offset"),  # 100%
     "antiquant.sep_mode_pair": searched(
@@ -118,13 +118,12 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"antiquant": "separate:4/4"},)),
     "antiquant.sep_shape": searched(
         {"mask": "bool", "branch": "decode"}, "pair_axis:key_antiquant_scale:0:+1",
-        alt=({"sparse_mode": 1},)),
+        alt=({"sparse_mode": 1, "antiquant": "separate:0/0", "cache": "none"},)),
     "antiquant.sep_dtype": searched(
         {"mask": "bool", "branch": "decode"}, "dtype:key_antiquant_scale",
-        alt=({"sparse_mode": 1},)),
+        alt=({"sparse_mode": 1, "antiquant": "separate:0/0", "cache": "none"},)),
     "antiquant.sep_shapes_match": searched(
-        {"antiquant": "separate:3/3"}, "axis:key_antiquant_scale:-1:+1",
-        alt=({"sparse_mode": 1},)),
+        {"antiquant": "separate:3/3"}, "axis:key_antiquant_scale:-1:+1"),
     "antiquant.mixed_query_fp16": searched(
         {"antiquant": "separate:0/1", "kv_dtype": "int8"}, "add:quant_scale2"),  # 100%
     "antiquant.sep_prefill_dtypes": searched(

@@ -176,9 +176,9 @@ BREAKERS: dict[str, Breaker] = {
              {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "paged.block_table_width": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "table:narrow",
-        alt=({"mask": "bool", "branch": "decode"},
-             {"layout": "NTD_TND"},
-             {"antiquant": "separate:1/1", "branch": "prefill"})),
+        alt=({"mask": "bool", "branch": "decode", "paged": True},
+             {"layout": "NTD_TND", "paged": True},
+             {"antiquant": "separate:1/1", "branch": "prefill", "paged": True})),
     "paged.block_size_positive": searched(
         {"antiquant": "separate:2/2"}, "add:block_table",
         alt=({"antiquant": "combined:1"},)),
@@ -188,15 +188,15 @@ BREAKERS: dict[str, Breaker] = {
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False})),
     "paged.cache_block_size": searched(
         {"paged": True, "branch": "prefill", "mask": "none", "pse": False}, "pair_axis:key:1:+1",
-        alt=({"sink": True},
-             {"antiquant": "combined:1"})),
+        alt=({"sink": True, "paged": True},
+             {"antiquant": "combined:1", "paged": True})),
     "paged.cache_heads": searched(
         {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
         "pair_axis:key:-1:=1",
         alt=({"antiquant": "separate:4/4"},)),
     "paged.block_count": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "pair_axis:key:0:=1",
-        alt=({"antiquant": "combined:1"},)),
+        alt=({"antiquant": "combined:1", "paged": True},)),
     "paged.pse_last_dim": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "axis:pse_shift:-1:=1",
         alt=({"antiquant": "separate:4/4"},)),
