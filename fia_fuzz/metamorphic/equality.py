@@ -28,6 +28,8 @@ class Tolerance:
 
     units: float
     reason: str
+    #: lse units where they differ from `units` (None: the same)
+    lse_units: float | None = None
 
     @property
     def exact(self) -> bool:
@@ -36,8 +38,9 @@ class Tolerance:
     def describe(self) -> str:
         if self.exact:
             return "exact"
+        lse_units = self.units if self.lse_units is None else self.lse_units
         return (f"out: <= {self.units:g} eps(out dtype) x max abs(out); "
-                f"lse: <= {self.units:g} x 2^-20 x max(abs(lse), 1)")
+                f"lse: <= {lse_units:g} x 2^-20 x max(abs(lse), 1)")
 
     def out_allowance(self, reference: np.ndarray, dtype: str) -> float:
         if self.exact:
@@ -53,7 +56,8 @@ class Tolerance:
             return 0.0
         finite = reference[np.isfinite(reference)]
         scale = float(np.abs(finite).max()) if finite.size else 0.0
-        return self.units * LSE_EPS * max(scale, 1.0)
+        units = self.units if self.lse_units is None else self.lse_units
+        return units * LSE_EPS * max(scale, 1.0)
 
 
 EXACT_ADDRESSING = Tolerance(0, "only the addressing of the same data changes; every "

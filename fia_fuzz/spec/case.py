@@ -25,6 +25,7 @@ import numpy as np
 
 from fia_fuzz.spec import edges, profiles
 from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.forms import OPTIMIZED_MASK, argument_forms, mask_extent
 from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND, blocks_read, referenced_blocks
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined, Violation
@@ -284,10 +285,6 @@ def _length_form(values: list[int] | None, batch: int | None) -> str:
     return "longer"
 
 
-#: Masks of sparse modes 2-4 are the optimized 2048x2048 matrix [V4 §Mask].
-OPTIMIZED_MASK = 2048
-
-
 def _bucket(x: int | None, edges: tuple[tuple[int, str], ...]) -> str | None:
     if x is None:
         return None
@@ -390,6 +387,7 @@ def case_features(case: Case) -> dict[str, Any]:
     feats["size_edge"] = _safe(lambda: _size_edge(v, feats), "free")
     table = p.get("block_table")
     feats["table_width"] = edges.table_width(len(table[0]) if table else None)
+    feats.update(argument_forms(case))
     return feats
 
 
@@ -534,19 +532,7 @@ def _mask_shape(case: Case, b: int | None, decode: bool | None) -> str:
 
 def _mask_oversized(case: Case) -> bool:
     """A full mask larger than the S1 x S2 it covers (alignment padding) [V4 attenMask]."""
-    m = case.params.get("atten_mask")
-    if m is None or case.attr("sparse_mode") in (2, 3, 4):
-        return False
-    v = case.view()
-    s1 = _safe(lambda: v.S1)
-    s2 = _safe(lambda: v.S2)
-    if s1 is None or s2 is None:
-        return False
-    prefix = case.params.get("key_shared_prefix")
-    if prefix is not None:
-        s2 += _safe(lambda: v._dims(prefix, v.in_layout, v.KV_N, "prefix")["S"], 0)
-    rows = 1 if _safe(lambda: v.decode) else m.shape[-2]
-    return m.shape[-1] > s2 or rows > s1
+    return mask_extent(case) in ("rows", "cols")
 
 
 def _pse_batch(pse: TensorSpec | None, b: int | None) -> str:

@@ -151,6 +151,10 @@ NOTES = """## Disagreements between the documents, and decisions
     rejects some of them. A view is legal here when it is well formed
     (`args.strides_sane`); runners pass it as a view, so a device that rejects
     or misreads one shows it.
+34. **Decode pse_shift rows.** V4's pseShift table has Q_S >= query S only in
+    its Q_S > 1 row; the Q_S = 1 row (and V2, IFA, MindSpore) gives
+    (B|1, N, 1, KV_S). `pse.shape` holds a decode pse to one row (it once
+    took any row count >= 1); docs/forms.md lists the forms drawn.
 
 ## Documented constraints without a rule
 

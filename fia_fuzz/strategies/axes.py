@@ -12,6 +12,7 @@ from typing import Any
 
 from fia_fuzz.spec.case import WORKLOADS
 from fia_fuzz.spec.edges import SIZE_EDGES, TABLE_WIDTHS
+from fia_fuzz.spec.forms import FORM_AXES
 from fia_fuzz.spec.geometry import CACHE_FORMS
 
 BOOL = (False, True)
@@ -78,6 +79,8 @@ AXES: dict[str, tuple[Any, ...]] = {
     "view": ("contiguous", "strided"),
     "workload": WORKLOADS,
     "size_edge": SIZE_EDGES,
+    # one axis per optional argument: its documented forms per branch (spec/forms.py)
+    **FORM_AXES,
 }
 
 #: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its

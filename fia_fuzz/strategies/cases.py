@@ -18,6 +18,7 @@ from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.spec import Case
 from fia_fuzz.spec.case import CACHE_ARGS, LAZY, LAZY_KEY, PAGED_ANTIQUANT_ARGS
+from fia_fuzz.spec.forms import implied_pins
 from fia_fuzz.spec.profiles import DEFAULT
 from fia_fuzz.spec.profiles import get as get_rules
 from fia_fuzz.strategies import device_a2
@@ -120,7 +121,7 @@ def cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
     an unknown filter, value or rule profile, and for a combination of filters
     that no legal case can carry.
     """
-    return _cases(*_plan(profile, filters, rules), dict(filters), rules)
+    return _cases(*_plan(profile, filters, rules), _pins(filters), rules)
 
 
 def device_cases(rules: str, profile: str = "smoke") -> st.SearchStrategy[Case]:
@@ -136,7 +137,12 @@ def recorded_cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
     """`cases(profile, rules, **filters)` drawing (case, its choice sequence): the same draws
     in the same order, so the sequence replayed through this strategy (e.g. from a
     Hypothesis example database) rebuilds the case, and Hypothesis can shrink from it."""
-    return _recorded(*_plan(profile, filters, rules), dict(filters), rules)
+    return _recorded(*_plan(profile, filters, rules), _pins(filters), rules)
+
+
+def _pins(filters: dict[str, Any]) -> dict[str, Any]:
+    """The filters plus what their argument forms imply (spec/forms.py implied_pins)."""
+    return {**implied_pins(filters), **filters}
 
 
 def _plan(profile: str, filters: dict[str, Any], rules: str = DEFAULT
@@ -148,8 +154,9 @@ def _plan(profile: str, filters: dict[str, Any], rules: str = DEFAULT
     except ValueError as exc:
         raise InvalidArgument(str(exc)) from None
     prof = PROFILES[profile]
-    candidates = families_for(filters) + list(DEVICE_FAMILIES.get(rules, {}))
-    families = [f for f in candidates if not filters or _feasible(prof, f, filters, rules)]
+    pins = _pins(filters)
+    candidates = families_for(pins) + list(DEVICE_FAMILIES.get(rules, {}))
+    families = [f for f in candidates if not filters or _feasible(prof, f, pins, rules)]
     if not families:
         raise InvalidArgument(f"no legal case has all of {filters}: the filtered features "
                               f"exclude each other (see fia-semantics.md and axes.AXES)")

@@ -46,6 +46,13 @@ class Chooser:
         """True when the filters leave `name` free or pin it to `value`."""
         return name not in self.pins or self.pins[name] == value
 
+    def fixed(self, name: str, value: Any) -> Any:
+        """`value` for feature `name` when the path leaves no choice: no decision is drawn
+        (the path's length, and so the shrink order, stays), Dead if a filter pins another."""
+        if name in self.pins and self.pins[name] != value:
+            raise Dead(f"{name}={self.pins[name]!r} is not {value!r} here")
+        return value
+
     def pick(self, name: str, options: Sequence[Any]) -> Any:
         """A value for feature `name` among the options legal on this path."""
         if name in self.pins:

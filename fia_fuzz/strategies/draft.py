@@ -105,6 +105,17 @@ class Draft:
         self.params[name] = value
 
     @property
+    def branch(self) -> str:
+        """The branch the argument forms of spec/forms.py are qualified with."""
+        return "decode" if self.decode else "prefill"
+
+    def pick_form(self, axis: str, options: dict[str, Any]) -> Any:
+        """The value of the option whose form (a spec/forms.py axis value) is picked."""
+        if len(options) == 1:
+            return options[self.ch.fixed(axis, next(iter(options)))]
+        return options[self.ch.pick(axis, tuple(options))]
+
+    @property
     def s2_total(self) -> int:
         """KV positions a mask or pse must cover: prefix plus key S [V4 pseShift, SEM §6]."""
         return self.s2 + self.prefix_s

@@ -50,14 +50,18 @@ from fia_fuzz.strategies.workloads import OWN, mla_pattern, workloads
 FLOAT = ("float16", "bfloat16")
 GROUPS = (1, 2, 4, 8, 3, 5, 6, 16, 12, 32, 64)
 LENGTH_FORMS = ("absent", "one", "per_batch", "longer")
-#: Feature values an empty query or S2 = 0 case carries (it has no optional inputs).
+#: Feature values an empty query or S2 = 0 case carries (no optional inputs but post-quant,
+#: which an empty KV may take without an offset).
 EMPTY_OK: dict[str, Any] = {
     "mask": "none", "mask_shape": "none", "pse": False, "pse_batch": "none", "prefix": False,
-    "post_quant": False, "post_quant_form": "none", "q_padding": False, "kv_padding": False,
+    "q_padding": False, "kv_padding": False,
     "kv_list": False, "paged": False, "cache": "none", "sink": False, "actual_q": "absent",
     "actual_kv": "absent", "sparse_mode": 0, "band": "default", "act_zero": False,
     "table_width": "none", "table_oversized": False,
 }
+
+#: The spec/forms.py pattern of the NZ per-channel scale shape of each query layout.
+NZ_CHANNEL_FORMS = {"BSH": "H", "BNSD": "N,1,D", "BSND": "N,D"}
 
 FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
     "dense": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "antiquant": ("none",),
@@ -123,6 +127,8 @@ FAMILY_SCOPE["full_quant"].update(table_width=("none",), table_oversized=(False,
 def _layout(dr: Draft, options: tuple[str, ...]) -> None:
     if dr.ch.pins.get("cache") == "BnNBsD":    # only with a BNSD/TND query [V4 §PagedAttention]
         options = tuple(x for x in options if x in ("BNSD", "TND"))
+    if "out_layout" in dr.ch.pins:    # implied by an output-shaped argument form (spec/forms.py)
+        options = tuple(x for x in options if x.split("_")[-1] == dr.ch.pins["out_layout"])
     dr.layout = dr.ch.pick("layout", options)
     parts = dr.layout.split("_")
     dr.q_layout = parts[0]
@@ -247,9 +253,11 @@ def dense(dr: Draft) -> None:
     dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi, s2_floor))
     s2_hi = dr.prof.long_seq if cls == ">2048" or dr.long else dr.prof.max_seq
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
-    # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]
-    if full and not dr.padded and dr.d % 32 == 0 and ch.pick("post_quant", (False, True)):
-        quant.post_quant(dr, ("per_tensor", "per_channel"))
+    # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]; an empty KV takes it too, and
+    # decode with kv left padding (only prefill excludes it [V4 Q_S>1 INT8量化场景])
+    post_ok = (full or empty == "kv") and (dr.decode or not dr.padded) and dr.d % 32 == 0
+    if post_ok and ch.pick("post_quant", (False, True, True)):
+        quant.post_quant(dr, ("per_tensor", "per_channel"), empty_kv=empty == "kv")
     else:
         ch.pick("post_quant", (False,))
         quant.post_quant(dr, ("none",))
@@ -306,6 +314,7 @@ def dense(dr: Draft) -> None:
         masks.pse(dr)
         sink_ok = "key_shared_prefix" not in dr.params and not dr.padded
         if ch.pick("sink", (False, True) if sink_ok else (False,)):
+            ch.fixed("learnable_sink_form", dr.branch)
             dr.set("learnable_sink", spec((dr.n,), "float32"))
             dr.fills["learnable_sink"] = {"dist": "normal", "scale": ch.one((1.0, 4.0))}
     common_tail(dr, (1, 0) if dr.decode else (1, 0, 2, 3))
@@ -315,7 +324,9 @@ def _batch_lo(dr: Draft) -> int:
     """2 when a filter needs B > 1 to be told apart from the broadcast form (pse/mask "B")."""
     pins = dr.ch.pins
     needs_two = pins.get("pse_batch") == "B" or pins.get("mask_shape") in (
-        "1,S1,S2", "1,1,S1,S2")
+        "1,S1,S2", "1,1,S1,S2") or any(
+        str(pins.get(f"{a}_form", "")).endswith(":B") for a in (
+            "query_padding_size", "kv_padding_size"))
     return 2 if needs_two else 1
 
 
@@ -327,21 +338,32 @@ def _prefix(dr: Draft, s2max: int, allowed: bool = True) -> None:
         and dr.q_dtype != "int8"
     if not ch.pick("prefix", (False, True) if ok else (False,)):
         ch.pick("prefix_len", ("none",))
+        ch.fixed("key_shared_prefix_form", "none")
+        ch.fixed("actual_shared_prefix_len_form", "none")
         return
-    dr.prefix_s = ch.int(1, max(1, s2max // 2))
+    ch.fixed("key_shared_prefix_form", dr.branch)
+    len_form = ch.pins.get("actual_shared_prefix_len_form", "none")
+    dr.prefix_s = ch.int(2 if len_form == "partial" else 1, max(2, s2max // 2))
     pack = 8 if dr.kv_dtype == "int32" else 1
     dr.set("key_shared_prefix", spec(dense_shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s,
                                                  dr.d // pack), dr.kv_dtype))
     dr.set("value_shared_prefix", spec(dense_shape(dr.q_layout, 1, dr.kv_n, dr.prefix_s,
                                                    dr.dv // pack), dr.kv_dtype))
-    if ch.pick("prefix_len", ("absent", "given")) == "given":
-        dr.set("actual_shared_prefix_len", [dr.prefix_s - ch.int(0, dr.prefix_s)])
+    if ch.pick("prefix_len", ("absent", "given") if len_form == "none" else ("given",)) \
+            == "absent":
+        ch.fixed("actual_shared_prefix_len_form", "none")
+        return
+    # 0 and the whole prefix are documented edges of 0 <= len <= prefix S [V2 prefix]
+    forms = {"0": 0, "full": dr.prefix_s}
+    if dr.prefix_s > 1:
+        forms["partial"] = ch.int(1, dr.prefix_s - 1)
+    dr.set("actual_shared_prefix_len", [dr.pick_form("actual_shared_prefix_len_form", forms)])
 
 
 def _padding(dr: Draft, name: str, s: int, lens: list[int]) -> None:
     """Left padding: pad[b] with S - pad - act >= 0; shape (B) or (1); negatives count as 0."""
     ch = dr.ch
-    if ch.coin():
+    if dr.pick_form(f"{name}_form", {f"{dr.branch}:1": True, f"{dr.branch}:B": False}):
         pads = [ch.int(-1, s - max(lens))]
     else:
         pads = [ch.int(-1, s - n) for n in lens]
@@ -438,12 +460,10 @@ def _antiquant_decode(dr: Draft) -> None:
     offset = ch.pick("kv_quant_sym", ("sym", "asym")) == "asym"
     kind, modes = form.split(":")
     if kind == "combined":
-        per_tensor = ch.coin() if modes == "0" else False
-        quant.combined(dr, int(modes), per_tensor, offset)
+        quant.combined(dr, int(modes), offset)
     else:
         km, vm = (int(x) for x in modes.split("/"))
-        per_tensor = int8 and km == 0 and vm == 0 and ch.coin()
-        quant.separate_decode(dr, (km, vm), per_tensor, offset, block_num)
+        quant.separate_decode(dr, (km, vm), int8 and km == 0 and vm == 0, offset, block_num)
     masks.decode_sparse(dr)
     masks.pse(dr)
     common_tail(dr, (1, 0))
@@ -481,7 +501,7 @@ def _antiquant_prefill(dr: Draft) -> None:
     if sep:
         quant.separate_prefill(dr, int(form[-1]), offset)
     else:
-        quant.combined(dr, 0, ch.coin(), offset)
+        quant.combined(dr, 0, offset)
     masks.prefill_sparse(dr)
     masks.pse(dr)
     common_tail(dr, (1, 0, 2, 3))
@@ -498,7 +518,7 @@ def full_quant(dr: Draft) -> None:
     _layout(dr, ("BNSD", "BSND", "BSH", "BNSD_BSND"))
     _int8_kv_prefill_sizes(dr, cls, lo, hi)
     quant.full_quant_scales(dr)
-    if ch.pick("post_quant", (False, True)):
+    if ch.pick("post_quant", (False, True, True)):
         quant.post_quant(dr, ("per_tensor", "per_channel"))
     else:
         quant.post_quant(dr, ("none",))
@@ -731,9 +751,10 @@ def gqa_nz(dr: Draft) -> None:
     ch.pick("kv_quant_sym", ("sym",))
     # symmetric: per-channel bf16, or per-token fp32 (B, >= table width x block size)
     if ch.pick("antiquant", ("separate:0/0", "separate:1/1")) == "separate:0/0":
-        quant.separate_same(dr, nz_scale_shape(dr.q_layout, dr.kv_n, dr.d), "bfloat16", 0)
+        quant.separate_same(dr, {NZ_CHANNEL_FORMS[dr.q_layout]: nz_scale_shape(
+            dr.q_layout, dr.kv_n, dr.d)}, "bfloat16", 0)
     else:
-        quant.separate_same(dr, (dr.b, dr.s2 + ch.int(0, 8)), "float32", 1)
+        quant.separate_same(dr, {"B,S2": (dr.b, dr.s2 + ch.int(0, 8))}, "float32", 1)
     if dr.decode:
         for name, value in (("sparse_mode", 0), ("mask", "none"), ("mask_shape", "none")):
             ch.pick(name, (value,))

@@ -40,15 +40,21 @@ def band(dr: Draft, classes: tuple[str, ...] = ("default", "small", "huge", "neg
 
 
 def _oversize(dr: Draft, rows: int, cols: int) -> tuple[int, int]:
-    """Mask/pse rows and columns, grown to 16/32 alignment or beyond when drawn so."""
-    if not dr.ch.pick("mask_oversized", (False, True)):
+    """Mask rows and columns: exact, or grown in rows (prefill) or columns to 16/32
+    alignment or beyond, as the docs allow [V4 attenMask]."""
+    ch = dr.ch
+    over = ch.pick("mask_oversized", (False, True))
+    kinds = (("cols",) if dr.decode else ("rows", "cols")) if over else ("exact",)
+    kind = dr.pick_form("atten_mask_size", {f"{dr.branch}:{k}": k for k in kinds})
+    if kind == "exact":
         return rows, cols
-    align = dr.ch.one((16, 32, 0))
-    if align:
-        r2, c2 = -(-rows // align) * align, -(-cols // align) * align
-        if (r2, c2) != (rows, cols):
-            return r2, c2
-    return rows + dr.ch.int(0, 8), cols + dr.ch.int(1, 8)
+    align = ch.one((16, 32, 0))
+
+    def grow(x: int) -> int:
+        up = -(-x // align) * align if align else x
+        return up if up > x else x + ch.int(1, 8)
+
+    return (grow(rows), cols + ch.int(0, 8)) if kind == "rows" else (rows, grow(cols))
 
 
 def full_mask(dr: Draft) -> None:
@@ -73,6 +79,7 @@ def decode_mask(dr: Draft) -> None:
 def optimized_mask(dr: Draft) -> None:
     """The 2048x2048 upper-triangular mask of modes 2/3/4 [V4 §Mask]."""
     form = dr.ch.pick("mask_shape", OPTIMIZED_SHAPES)
+    dr.ch.fixed("atten_mask_size", f"{dr.branch}:2048")
     lead = {"2048": (), "1,2048": (1,), "1,1,2048": (1, 1)}[form]
     _set_mask(dr, (*lead, 2048, 2048), dr.ch.pick("mask_fill", ("triu",)))
 
@@ -126,6 +133,7 @@ def no_mask(dr: Draft) -> None:
     for name, value in (("mask", "none"), ("mask_shape", "none"), ("mask_fill", "none"),
                         ("mask_oversized", False)):
         dr.ch.pick(name, (value,))
+    dr.ch.fixed("atten_mask_size", "none")
 
 
 def decode_sparse(dr: Draft) -> None:
@@ -140,15 +148,21 @@ def decode_sparse(dr: Draft) -> None:
 
 
 def pse(dr: Draft) -> None:
-    """pse_shift (B|1, N, S1, S2) in the query dtype (fp16 for int8 query) [V4 §pseShift]."""
+    """pse_shift (B|1, N, S1, S2) in the query dtype (fp16 for int8 query), rows and columns
+    exact or larger; decode (B|1, N, 1, S2) [V4 §pseShift]."""
     ch = dr.ch
     form = ch.pick("pse_batch", ("none", "B", "1"))
     if form == "none":
+        ch.fixed("pse_shift_form", "none")
+        ch.fixed("pse_shift_size", "none")
         return
-    if dr.decode:
-        rows, cols = 1, dr.s2_total + ch.int(0, 4)
-    else:
-        rows, cols = dr.s1 + ch.int(0, 4), dr.s2_total + ch.int(0, 4)
+    rows = "1" if dr.decode else "S1"
+    ch.fixed("pse_shift_form", f"{dr.branch}:{form},N,{rows},S2")
+    kinds = ("exact", "cols") if dr.decode else ("exact", "rows", "cols")
+    kind = dr.pick_form("pse_shift_size", {f"{dr.branch}:{k}": k for k in kinds})
+    rows_n = dr.s1 + (ch.int(1, 4) if kind == "rows" else 0)
+    cols = dr.s2_total + (ch.int(1, 4) if kind == "cols" else ch.int(0, 4) if kind == "rows"
+                          else 0)
     dtype = "float16" if dr.q_dtype == "int8" else dr.q_dtype
-    dr.set("pse_shift", spec((dr.b if form == "B" else 1, dr.n, rows, cols), dtype))
+    dr.set("pse_shift", spec((dr.b if form == "B" else 1, dr.n, rows_n, cols), dtype))
     dr.fills["pse_shift"] = {"dist": ch.one(("normal", "uniform")), "scale": 1.0}

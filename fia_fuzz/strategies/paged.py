@@ -91,8 +91,10 @@ def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
     pins = ch.pins
     need = [blocks_needed(n, block_size) for n in kv_lens]
     most = max(1, max(need))
-    oversized = True if pins.get("table_unused") or pins.get("table_oversized") else \
-        False if pins.get("table_oversized") is False else None
+    size = str(pins.get("block_table_size", ""))    # a form: exact or wider than the need
+    oversized = False if size.endswith("exact") or pins.get("table_oversized") is False else \
+        True if pins.get("table_unused") or pins.get("table_oversized") or \
+        size.endswith("wider") else None
     # the masks and pse span width x block_size keys: the score budget and the profile's
     # longest sequence bound the width
     cols = min(dr.prof.max_scores // max(1, dr.b * dr.n * max(1, dr.s1) * block_size),

@@ -25,7 +25,10 @@ def common_tail(dr: Draft, inner: tuple[int, ...], lse: tuple[bool, ...] = (Fals
     d_total = dr.d + (64 if "query_rope" in dr.params else 0)
     dr.set("scale", ch.one((1.0 / math.sqrt(d_total), 1.0, 0.0625)))
     dr.set("num_heads", dr.n)
-    if dr.kv_n != dr.n or ch.coin():
-        dr.set("num_key_value_heads", dr.kv_n)
+    # KV_N explicit, or for MHA absent, N or 0 (0 means N) [V4 numKeyValueHeads]
+    kv_forms = {"KV_N": dr.kv_n} if dr.kv_n != dr.n else {"absent": None, "N": dr.n, "0": 0}
+    kv_heads = dr.pick_form("num_key_value_heads_form", kv_forms)
+    if kv_heads is not None:
+        dr.set("num_key_value_heads", kv_heads)
     dr.set("input_layout", dr.layout)
     fills.qkv(dr)

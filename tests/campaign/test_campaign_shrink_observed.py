@@ -24,7 +24,7 @@ def test_every_failing_cell_is_shrunk_from_its_observed_failure(tmp_path) -> Non
     out = tmp_path / "run"
     assert main(["campaign", "--filter", "plain=true", *STREAM_SEED,
                  "--runner", "test-double-rare-bug",
-                 "--max-cases", "40", "--out", str(out)]) == 0
+                 "--max-cases", "60", "--out", str(out)]) == 0
     df = read_results(out)
     explored = df[df["origin"] == "explore"]
     failed = explored[explored["verdict"] == "fail"]

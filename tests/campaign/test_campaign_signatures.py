@@ -44,7 +44,7 @@ def test_error_shapes_read_the_metrics() -> None:
 def test_signatures_over_two_runs_in_dataset_dashboard_and_junit(tmp_path) -> None:
     out = tmp_path / "run"
     cmd = ["campaign", "--filter", "plain=true", *STREAM_SEED, "--runner", "test-double-rare-bug",
-           "--max-cases", "40", "--out", str(out)]
+           "--max-cases", "60", "--out", str(out)]
     assert main(cmd) == 0
     assert main(cmd) == 0  # the next night: replays the corpus, the same failures again
     df = read_results(out)

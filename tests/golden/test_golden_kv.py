@@ -255,8 +255,8 @@ def test_pse_shift_is_added_to_scaled_scores(form, s1):
     q, k, v = rand(rng, (b, n, s1, 16)), rand(rng, (b, n, s2, 16)), rand(rng, (b, n, s2, 16))
     pse = rand(rng, (b if form == "B" else 1, n, s1, s2))
     given_pse = pse
-    if form == "oversized":
-        given_pse = rand(rng, (1, n, s1 + 3, s2 + 7))
+    if form == "oversized":  # a decode pse has its one row [V4 pseShift Q_S=1]
+        given_pse = rand(rng, (1, n, s1 + (3 if s1 > 1 else 0), s2 + 7))
         given_pse[:, :, :s1, :s2] = pse
     out, lse = golden(q, k, v, num_heads=n, input_layout="BNSD", pse_shift=given_pse,
                       scale=0.4)

@@ -191,8 +191,10 @@ def contract(meta: VendorMeta, cases: tuple[Case, ...]) -> tuple[Counter[str], l
 def test_meta_functions_agree_with_output_specs(version: str) -> None:
     checked, problems = contract(vendor_meta(version), drawn())
     assert not problems, f"{len(problems)} disagreements:\n" + "\n".join(problems[:20])
-    # every API saw most of the draws, including the features only it carries
-    assert min(checked.values()) >= len(drawn()) // 2, checked
+    # every API saw nearly half the draws or more, including the features only it carries
+    # (v2 and TorchAir have no prefix, padding, combined antiquant or full quant: 203 of
+    # 420 seeded draws once the argument forms were drawn)
+    assert min(checked.values()) >= len(drawn()) * 2 // 5, checked
     assert len(checked) == len(OPS)
 
 

@@ -167,11 +167,17 @@ def test_shrinks_toward_the_simplest_case() -> None:
 
 
 def test_shrunk_failure_names_only_what_matters() -> None:
-    """A predicate needing paged KV shrinks to a case whose other features are the simplest."""
+    """A predicate needing paged KV shrinks to a case whose other features are the simplest.
+
+    Where the shrink ends (dense, packed, MLA or a workload: their paged paths are near
+    in length) depends on the order tests run in; a workload's sparse 3 brings its
+    optimized mask along, so only a user mask (modes 0/1) counts as an extra here.
+    """
     case = find(cases(), lambda c: c.features()["paged"],
                 settings=settings(database=None, max_examples=500))
     f = case.features()
-    assert f["paged"] and f["mask"] == "none" and not f["pse"] and not f["lse"]
+    assert f["paged"] and f["mask_fill"] in ("none", "triu") and not f["pse"] \
+        and not f["lse"], f
 
 
 @pytest.mark.slow

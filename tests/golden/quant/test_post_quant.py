@@ -126,3 +126,25 @@ def test_per_channel_offset_and_per_tensor() -> None:
 def test_channel_view_rejects_bad_param() -> None:
     with pytest.raises(ValueError, match=r"N\*D"):
         channel_view(np.ones(5), "BNSD", 2)
+
+
+@pytest.mark.parametrize(("layout", "scale"), [("BNSD", np.float32([3.0])),
+                                               ("BSH", np.full((1, 1, 2 * 64), 2.0, np.float32))])
+def test_empty_kv_with_post_quant_is_int8_zero_like_the_fp64_ideal(layout, scale) -> None:
+    """S2 = 0 with quant_scale2 (no offset; spec/forms.py `empty_kv`): every row is the zero
+    row, quantised to int8 0; the fp64 path gives the unrounded ideal of that same zero."""
+    from fia_fuzz.golden import npu_fused_infer_attention_score
+    from fia_fuzz.spec import validate
+
+    shapes = {"BNSD": ((2, 2, 1, 64), (2, 2, 0, 64)), "BSH": ((2, 1, 2 * 64), (2, 0, 2 * 64))}
+    q_shape, kv_shape = shapes[layout]
+    q = np.random.default_rng(3).standard_normal(q_shape).astype(F16)
+    kv = np.zeros(kv_shape, F16)
+    kw = {"num_heads": 2, "input_layout": layout, "quant_scale2": scale,
+          "softmax_lse_flag": True}
+    assert validate(query=q, key=kv, value=kv, **kw) == []
+    dev, lse = npu_fused_infer_attention_score(q, kv, kv, **kw)
+    ideal, lse64 = npu_fused_infer_attention_score(q, kv, kv, precision="fp64", **kw)
+    assert dev.dtype == np.int8 and dev.shape == q_shape and not dev.any()
+    assert ideal.dtype == np.float64 and np.array_equal(ideal, np.zeros(q_shape))
+    assert np.isinf(lse).all() and np.isinf(lse64).all()
