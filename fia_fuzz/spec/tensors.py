@@ -117,11 +117,22 @@ def dtype_name(dtype: Any) -> str:
 
 
 def describe(x: Any) -> TensorSpec | None:
-    """TensorSpec of an array, torch tensor or TensorSpec; None for anything else."""
+    """TensorSpec of an array, torch tensor or TensorSpec; None for anything else.
+
+    A non-contiguous array or tensor keeps its strides (in elements), so validating a
+    call sees the view it will pass (`args.strides_sane`); a NumPy view's offset into
+    its buffer is not known here and reads as 0."""
     if isinstance(x, TensorSpec):
         return x
+    shape = tuple(int(d) for d in getattr(x, "shape", ()))
     if isinstance(x, np.ndarray):
-        return TensorSpec(tuple(int(d) for d in x.shape), dtype_name(x.dtype))
+        size = x.dtype.itemsize
+        if x.flags.c_contiguous or any(st % size for st in x.strides):
+            return TensorSpec(shape, dtype_name(x.dtype))
+        return TensorSpec(shape, dtype_name(x.dtype), tuple(st // size for st in x.strides))
     if type(x).__module__.startswith("torch") and hasattr(x, "shape") and hasattr(x, "dtype"):
-        return TensorSpec(tuple(int(d) for d in x.shape), dtype_name(x.dtype))
+        if x.is_contiguous():
+            return TensorSpec(shape, dtype_name(x.dtype))
+        return TensorSpec(shape, dtype_name(x.dtype), tuple(int(st) for st in x.stride()),
+                          int(x.storage_offset()))
     return None

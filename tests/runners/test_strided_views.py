@@ -8,9 +8,9 @@ import pytest
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import get_runner
 from fia_fuzz.runners.composition import kv as composition_kv
-from fia_fuzz.spec import Case, validate
+from fia_fuzz.spec import Case, IllegalCall, validate
 from fia_fuzz.spec.rulebook.bases import BASES
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.spec.tensors import TensorSpec, describe
 
 pytest.importorskip("torch")
 
@@ -90,3 +90,17 @@ def test_torch_sdpa_receives_a_view_and_agrees_with_the_golden(
     base_err = np.abs(np.asarray(base, np.float64) - truth).max()
     assert np.isfinite(np.asarray(out, np.float64)).all()
     assert err <= 2 * base_err + 2.0 ** -7 * max(1.0, float(np.abs(truth).max()))
+
+
+def test_a_call_on_arrays_is_validated_with_their_strides() -> None:
+    """The golden's strict check sees the views it is given: a legal slice of a fused
+    cache passes, a view whose rows overlap is refused naming args.strides_sane."""
+    call = CASES["bnsd"].call()
+    assert describe(call["key"]).strides is not None or call["key"].flags.c_contiguous
+    npu_fused_infer_attention_score(**call)
+    v = call["value"]
+    overlap = np.lib.stride_tricks.as_strided(v, strides=(*v.strides[:-2], 2 * v.itemsize,
+                                                          v.itemsize))
+    assert describe(overlap).strides[-2:] == (2, 1)
+    with pytest.raises(IllegalCall, match="args.strides_sane"):
+        npu_fused_infer_attention_score(**{**call, "value": overlap})
