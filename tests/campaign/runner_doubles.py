@@ -137,9 +137,14 @@ class AcceptingDouble(GoldenRunner):
             out, lse = unchecked_golden(**call, precision="device")
         except Undefined:
             return np.zeros((1, 1, 1), np.float16), np.zeros((1,), np.float32)
-        # an int8 output (post-quant) moves by whole steps: a 0.5 offset would round away
-        step = np.ceil(self.offset) if np.issubdtype(out.dtype, np.integer) else self.offset
-        return (out.astype(np.float32) * (1 + self.offset) + step).astype(out.dtype), lse
+        if np.issubdtype(out.dtype, np.integer):
+            # post-quant int8: 8 steps toward zero, past the one-LSB allowance; a
+            # saturated output moves too
+            step = int(8 * np.ceil(self.offset))
+            moved = out.astype(np.int32) - np.where(out >= 0, step, -step)
+            return moved.astype(out.dtype), lse
+        moved = out.astype(np.float32) * (1 + self.offset)
+        return (moved + self.offset).astype(out.dtype), lse
 
 
 @register("test-double-accepting-wrong")
