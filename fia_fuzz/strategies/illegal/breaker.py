@@ -25,6 +25,8 @@ PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
 #: Paged bases; breakers whose change a 5-D NZ cache's own rules would also catch pin
 #: the cache form (gqa_nz draws NZ without rope).
 PAGED = {"paged": True, "rope": False}
+#: A paged BNSD decode without antiquant: the common base of paged, length and rope breakers.
+PAGED_DECODE = {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"}
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case
 from fia_fuzz.strategies.edits import Change
-from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 
 
 def _kv_count(draw: st.DrawFn, case: Case) -> Change:
@@ -43,7 +43,7 @@ def _packed_monotonic(draw: st.DrawFn, case: Case) -> Change:
 
 
 #: Bases with per-batch KV lengths, one per family that carries them.
-KV_LENGTHS = ({"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+KV_LENGTHS = (PAGED_DECODE,
               {"layout": "TND", "paged": True, "rope_d": "none"},
               {"layout": "NTD_TND", "paged": False},
               {"actual_kv": "per_batch", "antiquant": "separate:1/1"},
@@ -67,7 +67,7 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"sparse_mode": 1},
              {"antiquant": "separate:1/1", "branch": "prefill"})),
     "lengths.kv_nonnegative": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        PAGED_DECODE,
         "values:actual_seq_lengths_kv:neg",
         alt=({"prefix": True, "branch": "prefill"},
              {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},

@@ -24,7 +24,7 @@ from fia_fuzz.strategies.edits import (
     with_axis,
     with_dtype,
 )
-from fia_fuzz.strategies.illegal.breaker import PAGED, Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import PAGED, PAGED_DECODE, Breaker, searched
 
 NO_FULL_MASK = {"mask": "none", "pse": False}
 #: Data of a tensor a breaker turns int8 (float fills do not materialise as int8).
@@ -165,11 +165,11 @@ BREAKERS: dict[str, Breaker] = {
     "paged.mask_last_dim": Breaker(_mask_last_dim, {**PAGED, "mask": "bool", "sparse_mode": 0,
                                                     "branch": "prefill"}),
     "paged.kv_lengths_required": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        PAGED_DECODE,
         "drop:actual_seq_lengths_kv",
         alt=({"antiquant": "separate:4/4"},)),
     "paged.block_table_batch": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        PAGED_DECODE,
         "table:extra_row",
         alt=({"pse": True, "branch": "decode"},
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
@@ -183,7 +183,7 @@ BREAKERS: dict[str, Breaker] = {
         {"antiquant": "separate:2/2"}, "add:block_table",
         alt=({"antiquant": "combined:1"},)),
     "paged.kv_shape_match": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"}, "rank_up:value",
+        PAGED_DECODE, "rank_up:value",
         alt=({"antiquant": "separate:4/4"},
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False})),
     "paged.cache_block_size": searched(
@@ -191,7 +191,7 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"sink": True, "paged": True},
              {"antiquant": "combined:1", "paged": True})),
     "paged.cache_heads": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        PAGED_DECODE,
         "pair_axis:key:-1:=1",
         alt=({"antiquant": "separate:4/4"},)),
     "paged.block_count": searched(

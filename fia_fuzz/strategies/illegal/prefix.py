@@ -15,7 +15,7 @@ from fia_fuzz.strategies.edits import (
     q_layout,
     with_axis,
 )
-from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 
 PER_TOKEN = {"paged": False, "mask": "none", "pse": False, "kv_dtype": "int8"}
 
@@ -47,7 +47,7 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
              {"layout": "NTD_TND"},
-             {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+             PAGED_DECODE,
              {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "prefix.rank_dtype": searched(
         {"prefix": True, "branch": "prefill"}, "dtype:key_shared_prefix"),  # 100%

@@ -16,7 +16,7 @@ from fia_fuzz.strategies.edits import (
     with_axis,
     with_dtype,
 )
-from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 
 #: Data for a scale a breaker gives an integer dtype.
 INT_SCALE_FILLS = {"int32": {"dist": "int", "low": 1, "high": 4},
@@ -78,7 +78,7 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"prefix": True, "branch": "prefill"},
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
              {"layout": "NTD_TND"},
-             {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+             PAGED_DECODE,
              {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "quant.dequant_dtype": searched(
         {"full_quant": True, "post_quant": True}, "dtype:dequant_scale1",
@@ -106,6 +106,6 @@ BREAKERS: dict[str, Breaker] = {
              {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
              {"layout": "NTD_TND"},
-             {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+             PAGED_DECODE,
              {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
 }

@@ -6,7 +6,7 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
-from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 
 BREAKERS: dict[str, Breaker] = {
     "rope.both_or_neither": searched(
@@ -15,15 +15,15 @@ BREAKERS: dict[str, Breaker] = {
              {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
              {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "rope.dim_64": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        PAGED_DECODE,
         "axis:query_rope:-1:+1",
         alt=({"layout": "NTD_TND"},)),
     "rope.shapes": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        PAGED_DECODE,
         "rank_down:query_rope",
         alt=({"layout": "NTD_TND"},)),
     "rope.dtype": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        PAGED_DECODE,
         "dtype:query_rope",
         alt=({"layout": "NTD_TND"},)),
     "rope.query_d": searched(

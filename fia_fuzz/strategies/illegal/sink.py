@@ -6,11 +6,11 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
-from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 
 BREAKERS: dict[str, Breaker] = {
     "sink.shape": searched(
-        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"},
+        PAGED_DECODE,
         "rank_up:learnable_sink"),  # 100%
     "sink.dtype": searched({"kv_list": True}, "dtype:learnable_sink"),  # 75%
 }
