@@ -32,7 +32,7 @@ def _attr_type(draw: st.DrawFn, case: Case) -> Change:
     return {"softmax_lse_flag": draw(st.sampled_from([1, 0, "yes"]))}
 
 
-#: dtypes no tensor of the op takes (args.DTYPES lists the known ones).
+#: dtypes no tensor of the op takes (spec.tensors.DTYPES lists the known ones).
 UNKNOWN_DTYPES = ("float64", "complex64", "int16", "uint16", "uint32", "float8_e4m3fn")
 
 
