@@ -11,15 +11,16 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case
-from fia_fuzz.strategies.edits import Change
+from fia_fuzz.strategies.edits import Change, block_size
 from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 
 
 def _kv_count(draw: st.DrawFn, case: Case) -> Change:
     """Fewer KV lengths than batches: packed calls keep 1..B-1 (a contiguous packed KV its
     last cumulative ends, so its total holds), others 2..B-1 (one applies to every batch).
-    A packed paged call's one length is read for every batch too: the longest, so a causal
-    call keeps act_q <= act_kv (tnd.causal_lengths)."""
+    A packed paged call's one length is read for every batch too: the shortest, or in a
+    causal call the longest query's (tnd.causal_lengths), and the cache must hold B of it
+    (paged.block_count)."""
     v = case.view()
     vals = list(case.params["actual_seq_lengths_kv"])
     lo = 1 if v.packed else 2
@@ -28,7 +29,12 @@ def _kv_count(draw: st.DrawFn, case: Case) -> Change:
     k = draw(st.integers(lo, v.B - 1))
     if v.packed and not v.paged:
         return {"actual_seq_lengths_kv": vals[-k:]}
-    return {"actual_seq_lengths_kv": (vals * v.B)[:k] if k > 1 else [max(vals)]}
+    if k > 1:
+        return {"actual_seq_lengths_kv": (vals * v.B)[:k]}
+    one = max(v.act_q) if case.params.get("sparse_mode") == 3 else min(vals)
+    if v.B * -(-one // block_size(case)) > case.params["key"].shape[0]:
+        reject()
+    return {"actual_seq_lengths_kv": [one]}
 
 
 def _packed_monotonic(draw: st.DrawFn, case: Case) -> Change:

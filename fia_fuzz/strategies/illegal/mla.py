@@ -101,7 +101,8 @@ def _mla_sparse(draw: st.DrawFn, case: Case) -> Change:
 
 def _mla_extras(draw: st.DrawFn, case: Case) -> Change:
     """softmax_lse, and outside the packed layouts (tnd.no_extras rejects the rest there too)
-    a pse (batch B or 1), post-quant or, in a float decode, combined antiquant params, each
+    a pse (batch B or 1) or, in decode, post-quant (a prefill's int8 output has band rules of
+    its own: quant.band_negative) and in a float decode combined antiquant params, each
     alone or next to the lse. Left padding, a tensor list and a shared prefix are the rule's
     too, but MLA is paged and paging excludes them (padding.not_paged, kvlist.not_paged,
     prefix.not_paged)."""
@@ -112,8 +113,9 @@ def _mla_extras(draw: st.DrawFn, case: Case) -> Change:
     pse = (draw(st.sampled_from([v.B, 1])), v.N, v.S1, v.S2)
     extras: dict[str, Change] = {
         "lse": {},
-        "pse": {"pse_shift": TensorSpec(pse, "float16" if q.dtype == "int8" else q.dtype)},
-        "post-quant": {"quant_scale2": F32_1}}
+        "pse": {"pse_shift": TensorSpec(pse, "float16" if q.dtype == "int8" else q.dtype)}}
+    if v.decode:
+        extras["post-quant"] = {"quant_scale2": F32_1}
     if v.decode and q.dtype != "int8":
         extras["antiquant"] = {"antiquant_scale": TensorSpec((2,), q.dtype)}
     name = draw(st.sampled_from(sorted(extras)))
