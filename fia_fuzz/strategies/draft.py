@@ -128,9 +128,10 @@ class Draft:
 
 
 def weighted(options: tuple[Any, ...], weights: dict[Any, int]) -> tuple[Any, ...]:
-    """`options` with each repeated weights[option] times (default 1), in order: a pick
-    among them takes an option as often as its weight, and still shrinks to the first."""
-    return tuple(x for x in options for _ in range(weights.get(x, 1)))
+    """`options`, then each again weights[option] - 1 times (default weight 1): a pick among
+    them takes an option as often as its weight and still shrinks to the first; the repeats
+    go last, as Hypothesis favours the first index of a pick beyond its share."""
+    return options + tuple(x for x in options for _ in range(weights.get(x, 1) - 1))
 
 
 def spec(shp: tuple[int, ...], dtype: str) -> TensorSpec:
