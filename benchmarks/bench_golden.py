@@ -10,14 +10,16 @@ the decode B=1 N=8 KV_N=1 S2=131072 D=128 in a fresh subprocess (VmHWM; target
 < 2 GiB each).
 
 Run: .venv/bin/python benchmarks/bench_golden.py [--repeat 3] [--skip-memory]
-     [--shape decode|gqa|prefill ...] [--cpu]
+     [--shape decode|gqa|prefill ...] [--cpu] [--blas]
 Timings are best-of-repeat, the three sides interleaved; the load average is
 printed with each shape because a busy shared machine slows the sides differently.
 --cpu times process CPU seconds instead of wall seconds, with torch on one thread
 (its idle OpenMP threads would spin on the clock; the golden's threads do not): on
 a machine loaded past its core count wall time mostly measures the other processes.
 The header names the OpenBLAS core the golden's matmuls ran on (torch's SDPA does
-not use it): the prefill shapes are bound by those matmuls.
+not use it): the prefill shapes are bound by those matmuls. --blas adds the floor
+that sets: the golden's two matmuls alone (the same BLAS calls on the same tiles,
+nothing around them) in each precision, as a ratio to SDPA.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden import npu_fused_infer_attention_score, threads
-from fia_fuzz.golden.threads import tile_threads
+from fia_fuzz.golden.core import KV_BLOCK, ROW_TILE_ELEMENTS, WORK
+from fia_fuzz.golden.threads import run_all, tile_threads
 
 #: name -> (B, N, KV_N, S1, S2, D), the three shapes of issue 18.
 SHAPES = {
@@ -88,7 +91,32 @@ def sdpa_fp32(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float
     return run
 
 
-def speed(names: list[str], repeat: int, cpu: bool = False) -> None:
+def matmuls_alone(q: np.ndarray, k: np.ndarray, v: np.ndarray, precision: str
+                  ) -> Callable[[], Any]:
+    """The golden's Q·K^T and P·V of full attention on BNSD q/k/v and nothing else: row
+    tiles of ROW_TILE_ELEMENTS scores per head times KV_BLOCK-column blocks, one NumPy call
+    per tile and block over the batches and a KV head's query heads (the golden's BLAS
+    calls), in the working type (converted once, outside the timing), one KV head a job on
+    the golden's tile threads."""
+    work = WORK[precision]
+    b, n, s1, d = q.shape
+    kvn, s2 = k.shape[1], k.shape[2]
+    qw = q.astype(work).reshape(b, kvn, n // kvn, s1, d)
+    kw, vw = (x.astype(work)[:, :, None] for x in (k, v))
+    rows = min(s1, max(1, ROW_TILE_ELEMENTS // min(KV_BLOCK, s2)))
+    p = np.full((b, n // kvn, rows, KV_BLOCK), 0.5, work)
+
+    def kv_head(h: int) -> None:
+        for r0 in range(0, s1, rows):
+            qt = qw[:, h, :, r0:r0 + rows]
+            for c0 in range(0, s2, KV_BLOCK):
+                kb, vb = kw[:, h, :, c0:c0 + KV_BLOCK], vw[:, h, :, c0:c0 + KV_BLOCK]
+                np.matmul(qt, kb.swapaxes(-1, -2))
+                np.matmul(p[:, :, :qt.shape[2], :kb.shape[2]], vb)
+    return lambda: run_all(kv_head, range(kvn))
+
+
+def speed(names: list[str], repeat: int, cpu: bool = False, blas: bool = False) -> None:
     import torch
 
     if cpu:
@@ -98,7 +126,7 @@ def speed(names: list[str], repeat: int, cpu: bool = False) -> None:
           f"OpenBLAS core {getattr(threads, 'blas_core', lambda: '?')()} "  # '?': a tree before it
           f"(OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     print(f"{'shape':<44} {'SDPA s':>8} {'device s':>9} {'ratio':>7} {'fp64 s':>8} "
-          f"{'ratio':>7}  load")
+          f"{'ratio':>7}  load" + ("   BLAS alone: device  fp64" if blas else ""))
     for name in names:
         b, n, kvn, s1, s2, d = SHAPES[name]
         q, k, v = data(b, n, kvn, s1, s2, d)
@@ -106,16 +134,19 @@ def speed(names: list[str], repeat: int, cpu: bool = False) -> None:
         kw = {"num_heads": n, "num_key_value_heads": kvn, "input_layout": "BNSD",
               "scale": scale}
         load = os.getloadavg()[0]
-        t = best({"sdpa": sdpa_fp32(q, k, v, scale),
-                  "device": functools.partial(npu_fused_infer_attention_score, q, k, v, **kw),
-                  "fp64": functools.partial(npu_fused_infer_attention_score, q, k, v,
-                                            precision="fp64", **kw)}, repeat,
-                 time.process_time if cpu else time.perf_counter)
+        fns = {"sdpa": sdpa_fp32(q, k, v, scale),
+               "device": functools.partial(npu_fused_infer_attention_score, q, k, v, **kw),
+               "fp64": functools.partial(npu_fused_infer_attention_score, q, k, v,
+                                         precision="fp64", **kw)}
+        if blas:
+            fns |= {f"blas-{p}": matmuls_alone(q, k, v, p) for p in ("device", "fp64")}
+        t = best(fns, repeat, time.process_time if cpu else time.perf_counter)
         load = max(load, os.getloadavg()[0])
         label = f"{name} B{b} N{n} KV_N{kvn} S1={s1} S2={s2} D{d}"
         print(f"{label:<44} {t['sdpa']:8.3f} {t['device']:9.3f} "
               f"{t['device'] / t['sdpa']:6.2f}x {t['fp64']:8.3f} {t['fp64'] / t['sdpa']:6.2f}x"
-              f"  {load:.1f}")
+              f"  {load:.1f}" + (f"  {t['blas-device'] / t['sdpa']:17.2f}x "
+                                   f"{t['blas-fp64'] / t['sdpa']:5.2f}x" if blas else ""))
     print(f"targets: device <= {TARGETS['device']}x, fp64 <= {TARGETS['fp64']}x SDPA fp32")
 
 
@@ -157,12 +188,14 @@ def main() -> None:
     parser.add_argument("--shape", action="append", choices=sorted(SHAPES))
     parser.add_argument("--cpu", action="store_true",
                         help="process CPU seconds, torch on one thread (for a loaded machine)")
+    parser.add_argument("--blas", action="store_true",
+                        help="also time the golden's matmuls alone (the floor they set)")
     parser.add_argument("--memory-child", choices=sorted(MEMORY_SHAPES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.memory_child)
         return
-    speed(args.shape or list(SHAPES), args.repeat, args.cpu)
+    speed(args.shape or list(SHAPES), args.repeat, args.cpu, args.blas)
     if not args.skip_memory:
         memory()
 

@@ -56,6 +56,7 @@ from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
 from fia_fuzz.spec import Case, validate
 from fia_fuzz.strategies import cases, illegal_cases
 from fia_fuzz.strategies.cases import device_cases, recorded_cases
+from fia_fuzz.strategies.seeded import fixed_constants
 
 
 class StopExploring(BaseException):
@@ -274,7 +275,8 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
             raise StopExploring
 
     try:
-        step()
+        with fixed_constants():
+            step()
     except StopExploring:
         return False
     return fresh[0] > 0  # no fresh case: the filtered space is exhausted
@@ -309,7 +311,8 @@ def _steer_round(st: PartitionState, k: int) -> bool:
             target(min(float(row["error_ratio"]), 1e9), label="error_ratio")
 
     try:
-        step()
+        with fixed_constants():
+            step()
     except StopExploring:
         return False
     return True

@@ -41,6 +41,7 @@ from fia_fuzz.campaign.state import (
 from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.spec import Case
 from fia_fuzz.strategies.cases import recorded_cases
+from fia_fuzz.strategies.seeded import fixed_constants
 
 SHRUNK = "shrunk"
 #: The steps file in the minimal case's bundle.
@@ -145,7 +146,8 @@ def _search(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str, fo
 
     note = ""
     try:
-        must_not_fail()
+        with fixed_constants():
+            must_not_fail()
     except CellStillFails:
         pass
     except Exception as exc:  # a flaky backend makes Hypothesis give up; keep what we have

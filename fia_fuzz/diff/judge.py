@@ -11,7 +11,7 @@ from fia_fuzz.diff.metrics import (
     FLOAT_FORMAT,
     INT_RANGE,
     Reference,
-    compare,
+    compare_all,
     invalid_rows,
     lsb_conditioning,
     ulp,
@@ -92,9 +92,10 @@ def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.nda
             "lse": np.asarray(truth[1]) == np.inf}
     for prefix, i, dtype, tol in parts:
         log = prefix == "lse"
-        with Reference(truth[i], dtype, tol, dead[prefix], log_scale=log) as ref:
-            m = compare(actual[i], ref, dtype)
-            b = compare(baseline[i], ref, dtype) if baseline is not None else None
+        ref = Reference(truth[i], dtype, tol, dead[prefix], log_scale=log)
+        m, *rest = compare_all([actual[i]] + ([baseline[i]] if baseline is not None else []),
+                               ref)
+        b = rest[0] if rest else None
         if dtype in INT_RANGE:
             slack = int_rounding_slack(feats)
             for mm in (m, b):

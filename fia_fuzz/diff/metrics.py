@@ -42,11 +42,12 @@ element still fails. Without a same-dtype golden nothing is explained.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from fia_fuzz.diff import scratch
+from fia_fuzz.diff.chunks import CHUNK, split, tree_sum
 from fia_fuzz.spec.tensors import NUMPY_DTYPES
 
 EPS = 1e-12
@@ -129,16 +130,9 @@ def fa_noise_floor(golden: np.ndarray, dtype: str) -> float:
     of those, so each distinct rounded value is probed once (the same numbers,
     far fewer casts than one probe per element).
     """
-    g = np.asarray(golden, np.float64)
-    if g.size == 0 or dtype not in FLOAT_FORMAT:
-        return 0.0
-    if dtype in ("float16", "bfloat16"):
-        with np.errstate(over="ignore"):
-            codes = g.astype(NUMPY_DTYPES[dtype]).reshape(-1).view(np.uint16)
-        seen = np.zeros(1 << 16, bool)
-        seen[codes] = True
-        g = np.flatnonzero(seen).astype(np.uint16).view(NUMPY_DTYPES[dtype]).astype(np.float64)
-    return float(2 * _fa_noise(g, dtype).max())
+    noise = _FaNoise(dtype)
+    noise.add(np.asarray(golden, np.float64))
+    return noise.floor()
 
 
 def _zero_rows(golden: np.ndarray, out_layout: str | None, num_heads: int | None
@@ -191,14 +185,12 @@ def _default_invalid(g: np.ndarray) -> np.ndarray:
 
 
 class Reference:
-    """The golden side of `compare`, computed once and shared by every output judged against it.
+    """The golden side of `compare`: the truth and what depends on it alone.
 
     `judge` compares the device output and the same-dtype baseline with one
-    truth; everything that depends on the truth alone (fp64 copy, non-finite
-    and invalid elements, relative-error denominators, small values, ULP
-    sizes, vendor tolerances, FA3's noise, RMS and norm) is computed here once.
-    Arguments as `compare`'s. Its per-element arrays are lent by
-    `diff.scratch`; `release` (or leaving its `with` block) gives them back.
+    truth (`compare_all`), which derives the truth-only per-element quantities
+    (relative-error denominators, small values, ULP sizes, vendor tolerances,
+    FA3's noise, RMS and norm) once per chunk for both. Arguments as `compare`'s.
     """
 
     def __init__(self, golden: np.ndarray, dtype: str, tol_dtype: str | None = None,
@@ -217,64 +209,6 @@ class Reference:
                else np.broadcast_to(np.asarray(invalid, bool), g.shape))
         self.invalid = np.ascontiguousarray(inv).reshape(-1)
         self.invalid_count = int(np.count_nonzero(self.invalid))
-        self._parts: dict[bool, dict[str, Any]] = {}
-        self._lent: list[np.ndarray] = []
-
-    def __enter__(self) -> Reference:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def release(self) -> None:
-        """Give the truth-only arrays back to `diff.scratch`; the next `part` recomputes them."""
-        scratch.give(*self._lent)
-        self._lent, self._parts = [], {}
-
-    def _take(self, n: int) -> np.ndarray:
-        a = scratch.take(n)
-        self._lent.append(a)
-        return a
-
-    def part(self, both: np.ndarray | None) -> dict[str, Any]:
-        """Truth-only arrays over the elements finite on both sides (`both`, None: all)."""
-        key = both is None
-        if key and key in self._parts:
-            return self._parts[key]
-        gf = self.g.reshape(-1) if both is None else self.g.reshape(-1)[both]
-        tol, log_scale = self.tol, self.log_scale
-        n = gf.size
-        absg = np.abs(gf, out=self._take(n))
-        small = absg < (0.0 if log_scale else SMALL_VALUE.get(tol, 2.0 ** -10))
-        square = np.square(gf, out=scratch.take(n))
-        sum_sq = float(np.sum(square))
-        scratch.give(square)
-        part: dict[str, Any] = {
-            "g": gf,
-            "absg": absg,
-            "small_idx": np.flatnonzero(small),
-            "normal": ~small if small.any() else None,
-            "rms": float(np.sqrt(sum_sq / n)) if n else 0.0,
-            "norm": float(np.sqrt(sum_sq)),
-            "fa_noise": fa_noise_floor(gf, tol),
-        }
-        if self.dtype in INT_RANGE:
-            lo, hi = INT_RANGE[self.dtype]
-            part["clipped"] = np.clip(gf, lo, hi, out=self._take(n))
-        elif self.dtype in FLOAT_FORMAT:
-            exponent = _biased_exponent(absg, scratch.take(n).view(np.int64))
-            part["inv_ulp"] = np.take(_spacings(self.dtype)[1], exponent, out=self._take(n),
-                                      mode="clip")  # unbuffered; exponents are 0..2047
-            scratch.give(exponent)
-        if self.dtype not in INT_RANGE and tol in VENDOR_TOL:
-            rtol, atol = VENDOR_TOL[tol]
-            part["close_bound"] = np.multiply(absg, rtol, out=self._take(n))
-            part["close_bound"] += atol
-        denom = np.add(absg, EPS, out=self._take(n))
-        part["denom"] = np.maximum(denom, 1.0, out=denom) if log_scale else denom
-        if key:
-            self._parts[key] = part
-        return part
 
 
 def compare(actual: np.ndarray, golden: np.ndarray | Reference, dtype: str,
@@ -293,151 +227,310 @@ def compare(actual: np.ndarray, golden: np.ndarray | Reference, dtype: str,
     near 0 (a row sum near 1) does not make that error relatively larger.
     `error_scale` is the golden's RMS (at least 1 for `log_scale`), the scale
     the policies' absolute-error floors are relative to. `golden` may be a
-    `Reference` built with the same arguments, shared by several calls.
+    `Reference` built with the same arguments.
     """
-    if not isinstance(golden, Reference):
-        with Reference(golden, dtype, tol_dtype, invalid, log_scale) as ref:
-            return compare(actual, ref, dtype)
-    ref = golden
-    actual = np.asarray(actual)
-    if actual.shape != ref.g.shape:
-        return {"shape_mismatch": True, "actual_shape": str(actual.shape),
-                "golden_shape": str(ref.g.shape)}
-    if actual.dtype == np.float64 and actual.flags.c_contiguous:
-        return _compare(actual, ref)
-    a = scratch.take(actual.size).reshape(actual.shape)
-    try:
-        a[...] = actual
-        return _compare(a, ref)
-    finally:
-        scratch.give(a)
+    ref = golden if isinstance(golden, Reference) else \
+        Reference(golden, dtype, tol_dtype, invalid, log_scale)
+    return compare_all([actual], ref)[0]
 
 
-def _compare(a: np.ndarray, ref: Reference) -> dict[str, Any]:
-    """`compare` of float64 `a`, of the golden's shape."""
-    tol, log_scale, g = ref.tol, ref.log_scale, ref.g
-    flat = a.reshape(-1)
-    # sum of squares: finite exactly when every element is (it is the norm, too)
-    a_sq = _dot(flat, flat)
-    if np.isfinite(a_sq) and ref.all_finite:  # nothing non-finite on either side
-        counts = dict.fromkeys(("nan_actual_only", "nan_golden_only", "inf_actual_only",
-                                "inf_golden_only", "nonfinite_mismatch"), 0)
-        counts["nonfinite_index"] = ""
-        both = None
-    else:
-        if ref.all_finite:
-            ref.nan, ref.inf = np.zeros(g.shape, bool), np.zeros(g.shape, bool)
-            ref.finite = np.ones(g.shape, bool)
-        a_nan, a_inf = np.isnan(a), np.isinf(a)
-        a_finite = ~(a_nan | a_inf)
-        g_nan, g_inf = ref.nan, ref.inf
-        one_sided = (a_nan != g_nan) | (a_inf != g_inf) | (a_inf & g_inf & (a != g))
-        counts = {"nan_actual_only": int(np.count_nonzero(a_nan & ~g_nan)),
-                  "nan_golden_only": int(np.count_nonzero(g_nan & ~a_nan)),
-                  "inf_actual_only": int(np.count_nonzero(a_inf & ~g_inf)),
-                  "inf_golden_only": int(np.count_nonzero(g_inf & ~a_inf)),
-                  "nonfinite_mismatch": int(np.count_nonzero(one_sided)),
-                  "nonfinite_index": _index(np.flatnonzero(one_sided), a.shape)}
-        both = (a_finite & ref.finite).reshape(-1)
-    out: dict[str, Any] = {"shape_mismatch": False, "numel": int(a.size), **counts}
-    out.update(_invalid_mismatch(flat, g.reshape(-1), ref.invalid, ref.invalid_count, a.shape))
-    if a.size == 0 or (both is not None and not both.any()):
-        out.update(max_abs=0.0, mean_abs=0.0, max_rel=0.0, mere=0.0, mare=0.0, mere_normal=0.0,
-                   mare_normal=0.0, rmse=0.0,
-                   cosine=1.0, golden_rms=0.0, error_scale=1.0 if log_scale else 0.0,
-                   thousandth_share=0.0, hundredth_share=0.0,
-                   small_count=0, small_err_share=0.0, worst_index="", worst_actual=0.0,
-                   worst_golden=0.0, fa_noise=0.0)
-        out.update(_dtype_metrics(np.zeros(0), np.zeros(0), {}, ref.dtype, tol))
+_FINITE_COUNTS: dict[str, Any] = {
+    "nan_actual_only": 0, "nan_golden_only": 0, "inf_actual_only": 0, "inf_golden_only": 0,
+    "nonfinite_mismatch": 0, "nonfinite_index": ""}
+
+
+def compare_all(actuals: Sequence[np.ndarray], ref: Reference) -> list[dict[str, Any]]:
+    """`compare` of each of `actuals` against `ref`, with one pass over the truth for all
+    of them where both sides are finite."""
+    g = ref.g.reshape(-1)
+    outs: list[dict[str, Any]] = []
+    flats: dict[int, np.ndarray] = {}
+    for k, actual in enumerate(actuals):
+        actual = np.asarray(actual)
+        if actual.shape != ref.g.shape:
+            outs.append({"shape_mismatch": True, "actual_shape": str(actual.shape),
+                         "golden_shape": str(ref.g.shape)})
+            continue
+        flats[k] = actual.reshape(-1)
+        out = {"shape_mismatch": False, "numel": int(actual.size), **_FINITE_COUNTS}
+        out.update(_invalid_mismatch(flats[k], g, ref.invalid, ref.invalid_count,
+                                     ref.g.shape))
+        outs.append(out)
+    if not g.size:
+        for k in flats:
+            outs[k].update(_nothing_finite(ref))
+        return outs
+    masked = list(flats)
+    if ref.all_finite:  # assume the actuals finite too; their sums of squares tell
+        with np.errstate(invalid="ignore", over="ignore"):
+            errors = _errors(ref, g, [flats[k] for k in flats], None)
+        masked = []
+        for k, m in zip(flats, errors, strict=True):
+            if np.isfinite(m.pop("a_sq")):
+                outs[k].update(m)
+            else:
+                masked.append(k)
+    for k in masked:
+        outs[k].update(_masked(flats[k], ref))
+    return outs
+
+
+def _masked(flat: np.ndarray, ref: Reference) -> dict[str, Any]:
+    """The metrics of an actual with non-finite elements on either side: the non-finite
+    counts, and the errors over the elements finite on both."""
+    if not hasattr(ref, "finite"):
+        ref.nan, ref.inf = np.zeros(ref.g.shape, bool), np.zeros(ref.g.shape, bool)
+        ref.finite = np.ones(ref.g.shape, bool)
+    a = flat.astype(np.float64)
+    g_nan, g_inf = ref.nan.reshape(-1), ref.inf.reshape(-1)
+    a_nan, a_inf = np.isnan(a), np.isinf(a)
+    one_sided = (a_nan != g_nan) | (a_inf != g_inf) | (a_inf & g_inf & (a != ref.g.reshape(-1)))
+    out: dict[str, Any] = {
+        "nan_actual_only": int(np.count_nonzero(a_nan & ~g_nan)),
+        "nan_golden_only": int(np.count_nonzero(g_nan & ~a_nan)),
+        "inf_actual_only": int(np.count_nonzero(a_inf & ~g_inf)),
+        "inf_golden_only": int(np.count_nonzero(g_inf & ~a_inf)),
+        "nonfinite_mismatch": int(np.count_nonzero(one_sided)),
+        "nonfinite_index": _index(np.flatnonzero(one_sided), ref.g.shape)}
+    both = ~(a_nan | a_inf) & ref.finite.reshape(-1)
+    if not both.any():
+        out.update(_nothing_finite(ref))
         return out
-    part = ref.part(both)
-    gf = part["g"]
-    af = flat if both is None else flat[both]
-    err, rel = scratch.take(gf.size), scratch.take(gf.size)
-    try:
-        out.update(_errors(af, part, ref, err, rel, both, a_sq, a.shape))
-    finally:
-        scratch.give(err, rel)
+    m = _errors(ref, ref.g.reshape(-1)[both], [a[both]], both)[0]
+    del m["a_sq"]
+    out.update(m)
     return out
 
 
-def _errors(af: np.ndarray, part: dict[str, Any], ref: Reference, err: np.ndarray,
-            rel: np.ndarray, both: np.ndarray | None, a_sq: float, shape: tuple[int, ...]
-            ) -> dict[str, Any]:
-    """The error metrics of `compare` over the finite elements `af` (of `both`, None: all;
-    `a_sq`: the sum of squares of all) into work arrays `err` and `rel`."""
-    tol, log_scale, gf = ref.tol, ref.log_scale, part["g"]
-    np.subtract(af, gf, out=err)
-    np.abs(err, out=err)
-    rmse = float(np.sqrt(_dot(err, err, rel) / err.size))
-    worst = int(np.argmax(err))
-    norm = float(np.sqrt(a_sq if both is None else _dot(af, af, rel))) * part["norm"]
-    max_abs = float(err[worst])
-    cos = _dot(af, gf, rel) / norm if norm > 0 else (1.0 if max_abs == 0 else 0.0)
-    np.divide(err, part["denom"], out=rel)
-    t = THOUSANDTH.get(tol, 1e-3)
-    small_idx, normal = part["small_idx"], part["normal"]
-    small_bad = err[small_idx] > SMALL_VALUE_ATOL.get(tol, 2.0 ** -16)
-    max_rel = float(rel.max())
-    if normal is None:
-        mere_normal, mare_normal = float(rel.mean()), max_rel
-    elif small_idx.size == rel.size:
+def _nothing_finite(ref: Reference) -> dict[str, Any]:
+    """The error metrics when no element is finite on both sides (or there is none)."""
+    out: dict[str, Any] = dict(
+        max_abs=0.0, mean_abs=0.0, max_rel=0.0, mere=0.0, mare=0.0, mere_normal=0.0,
+        mare_normal=0.0, rmse=0.0, cosine=1.0, golden_rms=0.0,
+        error_scale=1.0 if ref.log_scale else 0.0, thousandth_share=0.0, hundredth_share=0.0,
+        small_count=0, small_err_share=0.0, worst_index="", worst_actual=0.0,
+        worst_golden=0.0, fa_noise=0.0)
+    if ref.dtype in INT_RANGE:
+        out.update(lsb_max=0.0, lsb_share_gt1=0.0)
+        return out
+    if ref.dtype in FLOAT_FORMAT:
+        out.update(ulp_max=0.0, ulp_mean=0.0, ulp_share_gt1=0.0)
+    if ref.tol in VENDOR_TOL:
+        out.update(close_share=1.0, vendor_worst_ratio=0.0)
+    return out
+
+
+#: np.sum and ndarray.max of a 1-D float64 array without their Python wrappers (called per chunk)
+_sum, _max = np.add.reduce, np.maximum.reduce
+
+
+class _Truth:
+    """The truth-only quantities of one chunk of `gf` (work arrays reused chunk to chunk)."""
+
+    def __init__(self, ref: Reference, size: int):
+        self.ref, self.log_scale = ref, ref.log_scale
+        self.int_range = INT_RANGE.get(ref.dtype)
+        self.inv_ulps = _spacings(ref.dtype)[1] if ref.dtype in FLOAT_FORMAT else None
+        self.vendor = VENDOR_TOL.get(ref.tol) if self.int_range is None else None
+        self.absg, self.denom, self.clipped, self.inv_ulp, self.close_bound, self.sq = (
+            np.empty(size) for _ in range(6))
+        self.exponent = np.empty(size, np.int64)
+
+    def load(self, gc: np.ndarray) -> float:
+        """Derive the quantities of chunk `gc`; its sum of squares."""
+        m = gc.size
+        self.absg_c = np.abs(gc, out=self.absg[:m])
+        if self.int_range is not None:
+            self.clipped_c = np.clip(gc, *self.int_range, out=self.clipped[:m])
+        elif self.inv_ulps is not None:
+            exponent = _biased_exponent(self.absg_c, self.exponent[:m])
+            self.inv_ulp_c = np.take(self.inv_ulps, exponent, out=self.inv_ulp[:m],
+                                     mode="clip")  # unbuffered; exponents are 0..2047
+        if self.vendor is not None:
+            self.close_c = np.multiply(self.absg_c, self.vendor[0], out=self.close_bound[:m])
+            self.close_c += self.vendor[1]
+        denom = np.add(self.absg_c, EPS, out=self.denom[:m])
+        self.denom_c = np.maximum(denom, 1.0, out=denom) if self.log_scale else denom
+        return float(_sum(np.square(gc, out=self.sq[:m])))
+
+
+class _Errors:
+    """One actual's running error metrics over the chunks (partial sums on the pairwise
+    tree of `chunks.split`, maxima and counts)."""
+
+    def __init__(self, size: int, n: int, keep_rel: bool):
+        self.a, self.err, self.rel, self.work = (np.empty(size) for _ in range(4))
+        self.rel_all = np.empty(n) if keep_rel else None
+        self.sums: dict[str, list[float]] = {k: [] for k in ("a_sq", "e_sq", "ag", "err", "rel",
+                                                             "ulp")}
+        self.best, self.worst, self.max_rel, self.mare_normal = -1.0, 0, 0.0, 0.0
+        self.over, self.small_bad, self.lsb_max, self.lsb_gt1 = [0, 0], 0, 0.0, 0
+        self.ulp_max, self.ulp_gt1, self.far, self.vendor_worst = 0.0, 0, 0, 0.0
+
+
+def _errors(ref: Reference, gf: np.ndarray, afs: Sequence[np.ndarray],
+            both: np.ndarray | None) -> list[dict[str, Any]]:
+    """The error metrics of `compare` of each of `afs` (flat, all finite) against `gf` (the
+    flat truth, of the elements `both` of the golden, None: all) chunk by chunk, plus
+    `a_sq`, the sum of squares of the actual (finite exactly when every element is)."""
+    tol, log_scale, n = ref.tol, ref.log_scale, gf.size
+    small_limit = 0.0 if log_scale else SMALL_VALUE.get(tol, 2.0 ** -10)
+    small = np.empty(n, bool)
+    chunks = split(n)
+    for s, e in chunks:
+        np.less(np.abs(gf[s:e]), small_limit, out=small[s:e])
+    small_count = int(np.count_nonzero(small))
+    some_small = 0 < small_count < n
+    size = max(e - s for s, e in chunks)
+    truth = _Truth(ref, size)
+    runs = [_Errors(size, n, some_small) for _ in afs]
+    g_sq: list[float] = []
+    noise = _FaNoise(tol)
+    bounds = (THOUSANDTH.get(tol, 1e-3), 10 * THOUSANDTH.get(tol, 1e-3))
+    small_atol = SMALL_VALUE_ATOL.get(tol, 2.0 ** -16)
+    for s, e in chunks:
+        gc = gf[s:e]
+        g_sq.append(truth.load(gc))
+        noise.add(gc)
+        small_c = small[s:e] if small_count else None
+        if small_c is not None and not small_c.any():
+            small_c = None
+        for af, run in zip(afs, runs, strict=True):
+            _chunk(af[s:e], gc, s, truth, run, small_c, bounds, small_atol)
+    sum_sq = tree_sum(g_sq, n)
+    rms, norm_g = float(np.sqrt(sum_sq / n)), float(np.sqrt(sum_sq))
+    fa_noise = noise.floor()
+    return [_finish(ref, run, af, gf, both, small, small_count, n, rms, norm_g, fa_noise)
+            for af, run in zip(afs, runs, strict=True)]
+
+
+def _chunk(ac: np.ndarray, gc: np.ndarray, start: int, truth: _Truth, run: _Errors,
+           small_c: np.ndarray | None, bounds: tuple[float, float], small_atol: float) -> None:
+    """Add one chunk of one actual to its running metrics."""
+    m = gc.size
+    a, work = run.a[:m], run.work[:m]
+    a[...] = ac
+    run.sums["a_sq"].append(_sum(np.square(a, out=work)))
+    err = np.abs(np.subtract(a, gc, out=run.err[:m]), out=run.err[:m])
+    run.sums["e_sq"].append(_sum(np.square(err, out=work)))
+    run.sums["ag"].append(_sum(np.multiply(a, gc, out=work)))
+    run.sums["err"].append(_sum(err))
+    i = int(np.argmax(err))
+    if err[i] > run.best:
+        run.best, run.worst = float(err[i]), start + i
+    rel = np.divide(err, truth.denom_c, out=run.rel[:m])
+    run.sums["rel"].append(_sum(rel))
+    normal_max = float(_max(rel))
+    run.max_rel = max(run.max_rel, normal_max)
+    if run.rel_all is not None:
+        run.rel_all[start:start + m] = rel
+    if small_c is not None:
+        normal_max = float(np.max(rel, where=~small_c, initial=0.0))
+        run.small_bad += int(np.count_nonzero(err[small_c] > small_atol))
+    run.mare_normal = max(run.mare_normal, normal_max)
+    for j, bound in enumerate(bounds):
+        if normal_max > bound:
+            run.over[j] += int(np.count_nonzero(rel > bound))
+            if small_c is not None:
+                run.over[j] -= int(np.count_nonzero(rel[small_c] > bound))
+    if truth.int_range is not None:
+        lsb = np.abs(np.subtract(a, truth.clipped_c, out=work), out=work)
+        run.lsb_max = max(run.lsb_max, float(_max(lsb)))
+        run.lsb_gt1 += int(np.count_nonzero(lsb > 1))
+        return
+    if truth.inv_ulps is not None:
+        u = np.multiply(err, truth.inv_ulp_c, out=work)
+        u_max = float(_max(u))
+        run.sums["ulp"].append(_sum(u))
+        if u_max > 1:
+            run.ulp_gt1 += int(np.count_nonzero(u > 1))
+        run.ulp_max = max(run.ulp_max, u_max)
+    if truth.vendor is not None:
+        far = np.flatnonzero(err > truth.close_c)
+        if far.size:
+            rtol = truth.vendor[0]
+            denom = rtol * np.maximum(np.maximum(np.abs(a[far]), truth.absg_c[far]),
+                                      2.0 ** -14 / rtol)
+            run.far += far.size
+            run.vendor_worst = max(run.vendor_worst, float(_max(err[far] / denom)))
+
+
+def _finish(ref: Reference, run: _Errors, af: np.ndarray, gf: np.ndarray,
+            both: np.ndarray | None, small: np.ndarray, small_count: int, n: int, rms: float,
+            norm_g: float, fa_noise: float) -> dict[str, Any]:
+    """The metrics of one actual from its running sums, maxima and counts."""
+    def total(key: str) -> float:
+        return tree_sum(run.sums[key], n)
+
+    a_sq, max_abs, worst = total("a_sq"), run.best, run.worst
+    norm = float(np.sqrt(a_sq)) * norm_g
+    cos = total("ag") / norm if norm > 0 else (1.0 if max_abs == 0 else 0.0)
+    mere = total("rel") / n
+    if not small_count:
+        mere_normal, mare_normal = mere, run.max_rel
+    elif small_count == n:
         mere_normal = mare_normal = 0.0
     else:
-        mere_normal = float(np.mean(rel, where=normal))
-        mare_normal = float(np.max(rel, where=normal, initial=0.0))
-
-    def share_over(bound: float) -> float:
-        """Share of elements failing the thousandth rule at `bound` (small ones by abs err)."""
-        over = 0 if mare_normal <= bound else \
-            np.count_nonzero(rel > bound) - np.count_nonzero(rel[small_idx] > bound)
-        return float((over + np.count_nonzero(small_bad)) / rel.size)
-
+        mere_normal = float(np.mean(run.rel_all, where=~small))
+        mare_normal = run.mare_normal
+    shares = [float((over + run.small_bad) / n) for over in run.over]
     out = dict(
+        a_sq=a_sq,
         max_abs=max_abs,
-        mean_abs=float(err.mean()),
-        max_rel=max_rel,
-        mere=float(rel.mean()),
-        mare=max_rel,
+        mean_abs=total("err") / n,
+        max_rel=run.max_rel,
+        mere=mere,
+        mare=run.max_rel,
         mere_normal=mere_normal,
         mare_normal=mare_normal,
-        rmse=rmse,
+        rmse=float(np.sqrt(total("e_sq") / n)),
         cosine=cos,
-        golden_rms=part["rms"],
-        error_scale=max(part["rms"], 1.0 if log_scale else 0.0),
-        thousandth_share=share_over(t),
-        hundredth_share=share_over(10 * t),
-        small_count=int(small_idx.size),
-        small_err_share=float(np.count_nonzero(small_bad) / rel.size),
+        golden_rms=rms,
+        error_scale=max(rms, 1.0 if ref.log_scale else 0.0),
+        thousandth_share=shares[0],
+        hundredth_share=shares[1],
+        small_count=small_count,
+        small_err_share=float(run.small_bad / n),
         worst_index=_index(np.flatnonzero(both)[worst:worst + 1] if both is not None
-                           else np.array([worst]), shape),
+                           else np.array([worst]), ref.g.shape),
         worst_actual=float(af[worst]),
         worst_golden=float(gf[worst]),
-        fa_noise=part["fa_noise"],
+        fa_noise=fa_noise,
     )
-    out.update(_dtype_metrics(af, err, part, ref.dtype, tol, rel))
+    if ref.dtype in INT_RANGE:
+        out.update(lsb_max=run.lsb_max, lsb_share_gt1=float(run.lsb_gt1 / n))
+        return out
+    if ref.dtype in FLOAT_FORMAT:
+        out.update(ulp_max=run.ulp_max, ulp_mean=total("ulp") / n,
+                   ulp_share_gt1=float(run.ulp_gt1 / n) if run.ulp_max > 1 else 0.0)
+    if ref.tol in VENDOR_TOL:
+        out.update(close_share=float((n - run.far) / n), vendor_worst_ratio=run.vendor_worst)
     return out
 
 
-def _dot(x: np.ndarray, y: np.ndarray, work: np.ndarray | None = None) -> float:
-    """sum(x * y) by NumPy's pairwise sum (`work`: an array of x's size to overwrite).
+class _FaNoise:
+    """`fa_noise_floor` of a truth given chunk by chunk: the 16-bit values seen so far, or
+    the largest fp32 noise."""
 
-    Not BLAS: its dot splits the sum among its threads, so the last bits
-    depend on the thread count of the machine.
-    """
-    if not x.size:
-        return 0.0
-    if work is None:
-        work = scratch.take(x.size)
-        try:
-            return _dot(x, y, work)
-        finally:
-            scratch.give(work)
-    return float(np.sum(np.multiply(x, y, out=work[:x.size])))
+    def __init__(self, dtype: str):
+        self.dtype, self.noise = dtype, 0.0
+        self.seen = np.zeros(1 << 16, bool) if dtype in ("float16", "bfloat16") else None
 
+    def add(self, g: np.ndarray) -> None:
+        if self.dtype not in FLOAT_FORMAT or not g.size:
+            return
+        if self.seen is None:
+            self.noise = max(self.noise, float(_fa_noise(g, self.dtype).max()))
+            return
+        with np.errstate(over="ignore"):
+            codes = g.astype(NUMPY_DTYPES[self.dtype]).reshape(-1).view(np.uint16)
+        self.seen[codes.astype(np.intp)] = True  # intp indices: no conversion per element
 
-def _share(mask: np.ndarray) -> float:
-    return float(np.count_nonzero(mask) / mask.size) if mask.size else 0.0
+    def floor(self) -> float:
+        if self.seen is not None and self.seen.any():
+            values = np.flatnonzero(self.seen).astype(np.uint16).view(NUMPY_DTYPES[self.dtype])
+            self.noise = float(_fa_noise(values.astype(np.float64), self.dtype).max())
+        return 2 * self.noise
 
 
 def _index(flat: np.ndarray, shape: tuple[int, ...]) -> str:
@@ -477,59 +570,28 @@ def lsb_conditioning(actual: np.ndarray, baseline: np.ndarray, golden: np.ndarra
     a, b, g = np.asarray(actual), np.asarray(baseline), np.asarray(golden)
     if a.shape != g.shape or b.shape != g.shape:
         return {}
-    if not g.size:
-        return {"lsb_max_decisive": 0.0, "lsb_inconclusive": 0,
-                "lsb_max_decisive_exact": 0.0, "lsb_inconclusive_exact": 0}
-    gc, err, base_err = (scratch.take(g.size) for _ in range(3))
-    try:
-        np.clip(g.reshape(-1), lo, hi, out=gc)
-        np.abs(np.subtract(a.reshape(-1), gc, out=err), out=err)
-        np.abs(np.subtract(b.reshape(-1), gc, out=base_err), out=base_err)
-        rounding = 0.5 + slack  # how far correct rounding alone sits from the ideal
+    a, b, g = a.reshape(-1), b.reshape(-1), g.reshape(-1)
+    rounding = 0.5 + slack  # how far correct rounding alone sits from the ideal
+    thresholds = (("", 1.0 + slack), ("_exact", 0.5 + slack))
+    worst, explained_count = [0.0, 0.0], [0, 0]
+    size = min(g.size, CHUNK)
+    gc, err, base_err = (np.empty(size) for _ in range(3))
+    for s, e in split(g.size):
+        m = e - s
+        np.clip(g[s:e], lo, hi, out=gc[:m])
+        np.abs(np.subtract(a[s:e], gc[:m], out=err[:m]), out=err[:m])
+        np.abs(np.subtract(b[s:e], gc[:m], out=base_err[:m]), out=base_err[:m])
         # shared by both thresholds; base_err + 1 is exact (LSB counts and halves)
-        shared = (base_err > rounding) & (err <= np.add(base_err, 1, out=gc))
-        out: dict[str, Any] = {}
-        for suffix, t in (("", 1.0 + slack), ("_exact", 0.5 + slack)):
-            explained = (err > t) & shared
-            rest = err
+        shared = (base_err[:m] > rounding) & (err[:m] <= np.add(base_err[:m], 1, out=gc[:m]))
+        for j, (_, t) in enumerate(thresholds):
+            explained = (err[:m] > t) & shared
+            rest = err[:m]
             if explained.any():  # errors are >= 0: zeroing the explained leaves the rest's max
-                rest = base_err
-                np.copyto(rest, err)
-                rest[explained] = 0.0
-            out[f"lsb_max_decisive{suffix}"] = float(rest.max())
-            out[f"lsb_inconclusive{suffix}"] = int(np.count_nonzero(explained))
-        return out
-    finally:
-        scratch.give(gc, err, base_err)
-
-
-def _dtype_metrics(af: np.ndarray, err: np.ndarray, part: dict[str, Any], dtype: str,
-                   tol: str, work: np.ndarray | None = None) -> dict[str, Any]:
-    """ULPs in the output dtype (float outputs) or LSBs (int outputs), and vendor closeness.
-
-    `err` is |af - g|, `part` the `Reference.part` of the same elements and
-    `work` an array of err's size free to overwrite.
-    """
+                rest = np.where(explained, 0.0, rest)
+                explained_count[j] += int(np.count_nonzero(explained))
+            worst[j] = max(worst[j], float(rest.max()))
     out: dict[str, Any] = {}
-    if dtype in INT_RANGE:
-        lsb = np.abs(np.subtract(af, part["clipped"], out=work), out=work) if af.size \
-            else np.zeros(0)
-        out.update(lsb_max=float(lsb.max()) if lsb.size else 0.0,
-                   lsb_share_gt1=_share(lsb > 1))
-        return out
-    if dtype in FLOAT_FORMAT:
-        u = np.multiply(err, part["inv_ulp"], out=work) if af.size else np.zeros(0)
-        u_max = float(u.max()) if u.size else 0.0
-        out.update(ulp_max=u_max, ulp_mean=float(u.mean()) if u.size else 0.0,
-                   ulp_share_gt1=_share(u > 1) if u_max > 1 else 0.0)
-    if tol in VENDOR_TOL:
-        rtol, _ = VENDOR_TOL[tol]
-        if not af.size:
-            out.update(close_share=1.0, vendor_worst_ratio=0.0)
-            return out
-        far = np.flatnonzero(err > part["close_bound"])
-        denom = rtol * np.maximum(np.maximum(np.abs(af[far]), part["absg"][far]),
-                                  2.0 ** -14 / rtol)
-        out.update(close_share=float((af.size - far.size) / af.size),
-                   vendor_worst_ratio=float((err[far] / denom).max()) if far.size else 0.0)
+    for j, (suffix, _) in enumerate(thresholds):
+        out[f"lsb_max_decisive{suffix}"] = worst[j]
+        out[f"lsb_inconclusive{suffix}"] = explained_count[j]
     return out

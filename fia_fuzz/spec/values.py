@@ -16,6 +16,7 @@ import functools
 import math
 import mmap
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
@@ -33,32 +34,54 @@ IRWIN_HALL_MAX = 4 * 0xFFFF
 #: "normal" tensors of at least this many elements look their samples up in a table of
 #: every possible sum (`_normal_cast`; it costs about a quarter of this in float steps).
 NORMAL_TABLE_MIN = 1 << 16
+#: Elements generated per step: one chunk's raw words and float64 work arrays stay in the
+#: CPU cache, so only the result goes to memory. Chunks hold whole rows: the row fills
+#: (const_rows, outlier, nearly_full) read each row's first word.
+CHUNK = 1 << 15
+#: Dists whose values read no raw words: their stream is never drawn.
+RAWLESS_DISTS = ("triu", "zeros", "ones", "u64_scale", "const")
 #: Largest finite value per float dtype (the "large" fill's limit).
 FINFO_MAX = {"float16": 65504.0, "bfloat16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
              "float32": float(np.finfo(np.float32).max)}
 
 
+def _stream(seed: int, name: str, index: int, block: int | None = None) -> np.random.PCG64:
+    """The PCG64 bit generator of (seed, tensor name, list index[, cache block])."""
+    words = [seed & 0xFFFFFFFFFFFFFFFF, zlib.crc32(name.encode()), index]
+    return np.random.PCG64(np.random.SeedSequence(words if block is None else [*words, block]))
+
+
 def raw_bits(seed: int, name: str, index: int, n: int, block: int | None = None) -> np.ndarray:
     """n raw uint64 words from the stream of (seed, tensor name, list index[, cache block])."""
-    words = [seed & 0xFFFFFFFFFFFFFFFF, zlib.crc32(name.encode()), index]
-    ss = np.random.SeedSequence(words if block is None else [*words, block])
-    return np.asarray(np.random.PCG64(ss).random_raw(n), dtype=np.uint64)
+    return np.asarray(_stream(seed, name, index, block).random_raw(n), dtype=np.uint64)
 
 
-def uniform01(raw: np.ndarray) -> np.ndarray:
-    """Exact uniforms in [0, 1) from the top 53 bits of each word (a new array)."""
+def uniform01(raw: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """Exact uniforms in [0, 1) from the top 53 bits of each word, times `scale` (a new
+    array): (k * 2^-53) * scale in one multiply, k * (2^-53 * scale), the same rounding of
+    the same product while 2^-53 * scale is exact (a normal float)."""
     u = (raw >> np.uint64(11)).astype(np.float64)
-    u *= 2.0 ** -53
-    return u
+    return _times(u, 2.0 ** -53, scale)
+
+
+def _times(k: np.ndarray, unit: float, scale: float) -> np.ndarray:
+    """k * unit * scale in place, for float64 k that are exact integers and unit a power of
+    two: one multiply when unit * scale is exact."""
+    if abs(scale) >= 2.0 ** -900 or scale == 0:  # unit * scale stays a normal float: exact
+        k *= unit * scale
+    else:
+        k *= unit
+        k *= scale
+    return k
 
 
 def irwin_hall_sums(raw: np.ndarray) -> np.ndarray:
-    """The sum of the four 16-bit fields of each word (uint32, 0 .. IRWIN_HALL_MAX)."""
-    fields = np.ascontiguousarray(raw, np.uint64).view(np.uint16).reshape(-1, 4)
-    total = fields[:, 0].astype(np.uint32)
-    for i in (1, 2, 3):
-        total += fields[:, i]
-    return total
+    """The sum of the four 16-bit fields of each word (uint32, 0 .. IRWIN_HALL_MAX): the two
+    fields of each 32-bit half added in place, then the halves."""
+    halves = np.ascontiguousarray(raw, np.uint64).view(np.uint32)
+    pairs = halves & np.uint32(0xFFFF)
+    pairs += halves >> np.uint32(16)
+    return pairs[0::2] + pairs[1::2]
 
 
 def _irwin_hall_values(total: np.ndarray) -> np.ndarray:
@@ -83,17 +106,6 @@ def _below(raw: np.ndarray, p: float) -> np.ndarray:
 def normalish(raw: np.ndarray) -> np.ndarray:
     """Unit-variance, zero-mean Irwin-Hall(4) samples, exact up to one multiply."""
     return _irwin_hall_values(irwin_hall_sums(raw))
-
-
-def _normal_cast(raw: np.ndarray, scale: float, np_dtype: np.dtype) -> np.ndarray:
-    """normalish(raw) * scale cast to `np_dtype`, through a table of every possible sum.
-
-    A sample is a function of its integer sum alone, so the table holds the
-    same float64 steps and the same final cast for each sum: bit-identical to
-    computing every element, at the cost of one gather instead of a dozen
-    float64 passes and a float64 -> float16 cast per element.
-    """
-    return _normal_table(scale, np.dtype(np_dtype))[irwin_hall_sums(raw)]
 
 
 @functools.lru_cache(maxsize=32)
@@ -138,8 +150,8 @@ def default_fill(name: str, spec: TensorSpec) -> dict[str, Any]:
     return {"dist": "normal", "scale": 1.0}
 
 
-def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype: str
-            ) -> np.ndarray:
+def _floats(raw: np.ndarray, fill: dict[str, Any], cols: int | None, dtype: str) -> np.ndarray:
+    """float64 values of whole rows of `cols` elements (None: a scalar) from their raw words."""
     dist = fill.get("dist", "normal")
     scale = float(fill.get("scale", 1.0))
     # each formula's steps in place on the fresh array it starts from (same values, fewer
@@ -148,43 +160,38 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype
         x = normalish(raw)
         x *= scale
     elif dist == "uniform":
-        x = _symmetric(uniform01(raw), scale)
-    elif dist == "negative":
-        x = np.negative(uniform01(raw))
-        x *= scale
+        x = _symmetric(raw, scale)
+    elif dist == "negative":  # -(u * scale): rounding to nearest even is symmetric
+        x = uniform01(raw, -scale)
     elif dist == "positive":
-        x = uniform01(raw)
-        x *= scale
+        x = uniform01(raw, scale)
     elif dist == "const_rows":
         # every row (last axis) constant: the softmax of a constant row is uniform
-        x = normalish(raw).reshape(shape)
-        if x.ndim and x.shape[-1]:
-            x = np.broadcast_to(x[..., :1], shape)
+        x = normalish(raw)
+        if cols:
+            x = np.broadcast_to(x.reshape(-1, cols)[:, :1], (x.size // cols, cols))
         x = x.reshape(-1) * scale
-    elif dist == "const":
-        x = np.full(raw.shape, float(fill.get("value", scale)))
     elif dist == "range":
-        # uniform in [low, high] with both ends present: a dump's Min and Max, reproduced
+        # uniform in [low, high]; `_contiguous` puts both ends in: a dump's Min and Max
         lo, hi = float(fill["low"]), float(fill["high"])
         x = uniform01(raw)
         x *= hi - lo
         x += lo
-        if x.size:
-            x[0], x[-1] = lo, hi
     elif dist == "large":
         magnitude = min(scale, FINFO_MAX[dtype] * float(fill.get("fraction", 0.5)))
         sign = fill.get("sign")
         if sign is None:
-            x = _symmetric(uniform01(raw), magnitude)
+            x = _symmetric(raw, magnitude)
         else:
             # one sign for the whole tensor, magnitudes in [1/2, 1) x magnitude (52 exact bits)
             x = ((raw >> np.uint64(12)) + np.uint64(1 << 52)).astype(np.float64)
             x *= 2.0 ** -53
             x *= magnitude if float(sign) > 0 else -magnitude
     elif dist == "outlier":
-        x = normalish(raw).reshape(shape)
-        if x.ndim and x.shape[-1]:
-            pos = (raw.reshape(shape)[..., :1] >> np.uint64(40)) % np.uint64(x.shape[-1])
+        x = normalish(raw)
+        if cols:
+            x = x.reshape(-1, cols)
+            pos = (raw.reshape(-1, cols)[:, :1] >> np.uint64(40)) % np.uint64(cols)
             np.put_along_axis(x, pos.astype(np.int64), float(fill.get("outlier", 100.0)), -1)
         x = x.reshape(-1) * scale
     else:
@@ -192,12 +199,13 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], shape: tuple[int, ...], dtype
     return x
 
 
-def _symmetric(u: np.ndarray, scale: float) -> np.ndarray:
-    """(u * 2 - 1) * scale, in place."""
-    u *= 2.0
-    u -= 1.0
-    u *= scale
-    return u
+def _symmetric(raw: np.ndarray, scale: float) -> np.ndarray:
+    """(u * 2 - 1) * scale for u = uniform01(raw): u * 2 - 1 is the exact (2k - 2^53) * 2^-53
+    for k = raw >> 11, so one rounding, in integers first."""
+    j = (raw >> np.uint64(10)).view(np.int64)  # 2k + its low bit
+    j &= ~1
+    j -= 1 << 53
+    return _times(j.astype(np.float64), 2.0 ** -53, scale)
 
 
 def materialise(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: str,
@@ -252,41 +260,92 @@ def _zero_pages(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 def _contiguous(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: str,
                 index: int, block: int | None = None) -> np.ndarray:
+    """The tensor generated chunk by chunk from its stream (`CHUNK`); dists that read no
+    raw words (`RAWLESS_DISTS`) draw none."""
     fill = fill or default_fill(name, spec)
     shape = tuple(int(d) for d in spec.shape)
     n = math.prod(shape)
-    raw = raw_bits(seed, name, index, n, block)
     dist = fill.get("dist")
     np_dtype = NUMPY_DTYPES[spec.dtype]
-    if dist in MASK_DISTS:
-        if dist == "bernoulli":
-            bits = _below(raw, float(fill.get("p", 0.2)))
-        elif dist == "triu":
-            rows, cols = shape[-2], shape[-1]
-            tri = np.triu(np.ones((rows, cols), dtype=bool), k=int(fill.get("k", 1)))
-            bits = np.broadcast_to(tri, shape).reshape(-1)
-        elif dist == "nearly_full":
-            # every row masked except one random column: the edge of a fully masked row
-            bits = np.ones(shape, dtype=bool)
-            if bits.ndim and shape[-1]:
-                keep = (raw.reshape(shape)[..., :1] >> np.uint64(40)) % np.uint64(shape[-1])
-                np.put_along_axis(bits, keep.astype(np.int64), False, -1)
-            bits = bits.reshape(-1)
-        else:
-            bits = np.full(n, dist == "ones")
-        return bits.reshape(shape).astype(np_dtype)
+    if dist not in MASK_DISTS and dist not in INT_DISTS:
+        if spec.dtype not in ("float16", "bfloat16", "float32"):
+            raise ValueError(f"{name}: float fill {dist!r} for dtype {spec.dtype}")
+        if dist not in (None, *FLOAT_DISTS):
+            raise ValueError(f"unknown float fill dist {dist!r}")
+    if dist in RAWLESS_DISTS:
+        return _rawless(fill, shape, np_dtype)
+    values = _chunk_values(fill, spec.dtype, n)
+    out = np.empty(n, np_dtype)
+    cols = shape[-1] if shape else None
+    step = max(1, CHUNK // cols) * cols if cols else CHUNK
+    bits = _stream(seed, name, index, block)
+    for start in range(0, n, step):
+        raw = np.asarray(bits.random_raw(min(step, n - start)), dtype=np.uint64)
+        out[start:start + raw.size] = values(raw, cols)  # the cast astype would make
+    if dist == "range" and n:
+        out[0], out[-1] = float(fill["low"]), float(fill["high"])
+    return out.reshape(shape)
+
+
+def _rawless(fill: dict[str, Any], shape: tuple[int, ...], np_dtype: np.dtype) -> np.ndarray:
+    """The tensor of a dist in `RAWLESS_DISTS`."""
+    dist = fill["dist"]
     if dist == "u64_scale":
         return u64_scales(float(fill.get("value", 1.0)), shape)
+    if dist == "const":
+        value = float(fill.get("value", float(fill.get("scale", 1.0))))
+        return np.full(shape, value).astype(np_dtype)
+    if dist == "triu":
+        tri = np.triu(np.ones(shape[-2:], dtype=bool), k=int(fill.get("k", 1)))
+        return np.broadcast_to(tri.astype(np_dtype), shape).copy()
+    return np.full(shape, dist == "ones").astype(np_dtype)
+
+
+def _chunk_values(fill: dict[str, Any], dtype: str, n: int
+                  ) -> Callable[[np.ndarray, int | None], np.ndarray]:
+    """The function from one chunk's raw words (whole rows of `cols`) to its values, in a
+    dtype whose cast to `dtype` gives the tensor's bits."""
+    dist = fill.get("dist")
+    if dist == "bernoulli":
+        p = float(fill.get("p", 0.2))
+        return lambda raw, cols: _below(raw, p)
+    if dist == "nearly_full":
+        return _nearly_full
     if dist == "int":
         lo, hi = int(fill.get("low", -128)), int(fill.get("high", 127))
         span = hi - lo + 1
-        # a power-of-two span takes the low bits: the same numbers as %, without a division
-        ints = (raw & np.uint64(span - 1) if span & (span - 1) == 0
-                else raw % np.uint64(span)).astype(np.int64)
-        ints += lo
-        return ints.reshape(shape).astype(np_dtype)
-    if spec.dtype not in ("float16", "bfloat16", "float32"):
-        raise ValueError(f"{name}: float fill {dist!r} for dtype {spec.dtype}")
+        if dtype in ("int8", "uint8") and span & (span - 1) == 0 and span <= 256:
+            return lambda raw, cols: _bytes(raw, lo, span)
+        return lambda raw, cols: _ints(raw, lo, span)
     if dist in (None, "normal") and n >= NORMAL_TABLE_MIN:
-        return _normal_cast(raw, float(fill.get("scale", 1.0)), np_dtype).reshape(shape)
-    return _floats(raw, fill, shape, spec.dtype).reshape(shape).astype(np_dtype)
+        table = _normal_table(float(fill.get("scale", 1.0)), NUMPY_DTYPES[dtype])
+        return lambda raw, cols: np.take(table, irwin_hall_sums(raw))
+    return lambda raw, cols: _floats(raw, fill, cols, dtype)
+
+
+def _nearly_full(raw: np.ndarray, cols: int | None) -> np.ndarray:
+    """Every row masked except one random column: the edge of a fully masked row."""
+    bits = np.ones(raw.size, dtype=bool)
+    if cols:
+        keep = (raw.reshape(-1, cols)[:, :1] >> np.uint64(40)) % np.uint64(cols)
+        np.put_along_axis(bits.reshape(-1, cols), keep.astype(np.int64), False, -1)
+    return bits
+
+
+def _bytes(raw: np.ndarray, lo: int, span: int) -> np.ndarray:
+    """`_ints` for a power-of-two span of at most 256 into a byte dtype, in bytes: the low
+    byte of each word masked, plus lo modulo 256, is the two's complement byte of the same
+    integer (as uint8; its int8 view for int8)."""
+    b = raw.astype(np.uint8)  # the low byte
+    b &= np.uint8(span - 1)
+    b += np.uint8(lo & 0xFF)
+    return b if lo >= 0 else b.view(np.int8)
+
+
+def _ints(raw: np.ndarray, lo: int, span: int) -> np.ndarray:
+    """Integers in [lo, lo + span): a power-of-two span takes the low bits (the same numbers
+    as %, without a division)."""
+    ints = (raw & np.uint64(span - 1) if span & (span - 1) == 0
+            else raw % np.uint64(span)).astype(np.int64)
+    ints += lo
+    return ints

@@ -10,6 +10,7 @@ from hypothesis import seed as hseed
 from fia_fuzz.spec import Case
 from fia_fuzz.spec.profiles import DEFAULT
 from fia_fuzz.strategies.cases import cases
+from fia_fuzz.strategies.seeded import fixed_constants
 
 
 def draw_cases(n: int, seed: int = 0, profile: str = "smoke", rules: str = DEFAULT,
@@ -25,5 +26,6 @@ def draw_cases(n: int, seed: int = 0, profile: str = "smoke", rules: str = DEFAU
     def collect(case: Case) -> None:
         drawn.append(case)
 
-    collect()
+    with fixed_constants():
+        collect()
     return drawn

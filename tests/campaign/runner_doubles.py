@@ -28,9 +28,10 @@ from fia_fuzz.spec.call import CallView
 
 #: The campaign seed of the tests that need these doubles' cells among a stream's first
 #: plain cases: its first rounds hold few independent draws (the rest are Hypothesis's
-#: mutations of them), and seed 11's cover every cell below with shrinkable failures;
-#: seed 0's do not since the strategies draw kernel-edge sizes (strategies/sizes.py).
-STREAM_SEED = ("--seed", "11")
+#: mutations of them), and seed 5's cover every cell below with shrinkable failures. The
+#: stream depends on the seed and the strategies only (strategies/seeded.py): retune when
+#: a strategy change moves it.
+STREAM_SEED = ("--seed", "5")
 #: The cell the perturbing double breaks: (input_layout, query dtype).
 PERTURBED_CELL = ("BSH", "bfloat16")
 

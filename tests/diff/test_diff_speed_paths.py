@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
-from fia_fuzz.diff import scratch
-from fia_fuzz.diff.metrics import FLOAT_FORMAT, _dot, _fa_noise, fa_noise_floor, ulp
+from fia_fuzz.diff import chunks
+from fia_fuzz.diff.metrics import FLOAT_FORMAT, _fa_noise, compare, fa_noise_floor, ulp
 
 
 def _ulp_by_frexp(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -37,24 +35,45 @@ def test_fa_noise_floor_per_distinct_value_matches_per_element(dtype: str) -> No
     assert fa_noise_floor(g, "int8") == 0.0
 
 
-def test_dot_is_numpys_pairwise_sum_not_blas() -> None:
-    rng = np.random.default_rng(2)
-    x, y = rng.standard_normal(100_003), rng.standard_normal(100_003)
-    assert _dot(x, y) == float(np.sum(x * y))
-    assert _dot(x[:0], y[:0]) == 0.0
+@pytest.mark.parametrize("n", [0, 1, 7, 129, 32768, 32769, 100_003, 1_000_001])
+def test_chunk_sums_along_the_tree_are_numpys_sum(n: int) -> None:
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n) * np.exp(rng.standard_normal(n) * 8)
+    for chunk in (128, 1000, chunks.CHUNK):
+        parts = chunks.split(n, chunk)
+        assert [s for s, _ in parts] == [0, *(e for _, e in parts)][:len(parts)]
+        assert (parts[-1][1] if parts else 0) == n
+        assert max((e - s for s, e in parts), default=0) <= chunk
+        assert chunks.tree_sum([np.sum(x[s:e]) for s, e in parts], n, chunk) == np.sum(x)
 
 
-def test_scratch_lends_a_buffer_to_one_borrower_at_a_time(monkeypatch: pytest.MonkeyPatch
-                                                           ) -> None:
-    monkeypatch.setattr(scratch, "_local", threading.local())  # an empty pool
-    a, b = scratch.take(1000), scratch.take(1000)
-    assert not np.shares_memory(a, b)
-    scratch.give(a.reshape(10, 100), None)
-    c = scratch.take(500)
-    assert np.shares_memory(a, c) and not np.shares_memory(b, c)
-    scratch.give(a)  # given twice: kept once
-    d, e = scratch.take(1000), scratch.take(1000)
-    assert not np.shares_memory(d, e)
-    big = scratch.take(scratch.KEEP_ELEMENTS + 1)
-    scratch.give(big)  # too large to keep
-    assert not any(np.shares_memory(big, scratch.take(10)) for _ in range(scratch.KEEP_BUFFERS))
+def _plain_metrics(a: np.ndarray, g: np.ndarray, dtype: str) -> dict[str, float]:
+    """The definitions of the summed and counted metrics, over whole arrays."""
+    a64 = a.astype(np.float64)
+    err = np.abs(a64 - g)
+    denom = np.abs(g) + 1e-12
+    rel = err / denom
+    normal = np.abs(g) >= 2.0 ** -10
+    u = err / ulp(g, dtype)
+    return {"rmse": float(np.sqrt(np.sum(err * err) / err.size)), "mean_abs": float(err.mean()),
+            "mere": float(rel.mean()), "mere_normal": float(np.mean(rel, where=normal)),
+            "cosine": float(np.sum(a64 * g)
+                            / (np.sqrt(np.sum(a64 * a64)) * np.sqrt(np.sum(g * g)))),
+            "ulp_mean": float(u.mean()), "max_abs": float(err.max()),
+            "thousandth_share": float((np.count_nonzero((rel > 1e-3) & normal)
+                                       + np.count_nonzero(err[~normal] > 2.0 ** -16)) / err.size),
+            "golden_rms": float(np.sqrt(np.sum(g * g) / g.size)),
+            "worst_index": str(tuple(int(i) for i in np.unravel_index(int(np.argmax(err)),
+                                                                      g.shape)))}
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (4, 7, 1000, 11), (70_001,)])
+def test_chunked_metrics_equal_their_whole_array_definitions(shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(3)
+    g = rng.standard_normal(shape) * np.exp(rng.standard_normal(shape) * 2)
+    g.reshape(-1)[::7] *= 1e-5
+    a = (g * (1 + rng.standard_normal(shape) * 1e-3)).astype(np.float16)
+    m = compare(a, g, "float16")
+    assert m["small_count"] > 0  # the masked mean over the normal elements is exercised
+    for key, value in _plain_metrics(a, g, "float16").items():
+        assert m[key] == value, key

@@ -7,7 +7,7 @@ import pytest
 from golden_refs import close, dense_ref, golden, rand
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
-from fia_fuzz.golden.core import KV_BLOCK, round_p
+from fia_fuzz.golden.core import KV_BLOCK, round_p, row_max
 
 
 def test_round_p_float16_is_a_cast():
@@ -19,6 +19,26 @@ def test_round_p_float16_is_a_cast():
     assert (round_p(x.copy(), np.dtype(np.float16)) == want).all()
     bf = np.dtype(ml_dtypes.bfloat16)
     assert (round_p(x.copy(), bf) == x.astype(bf).astype(np.float32)).all()
+    # a NaN beside subnormal-range values: those still go to the 2^-24 grid
+    y = np.array([np.nan, 2.0 ** -20 + 2.0 ** -30, 0.5], np.float32)
+    got = round_p(y.copy(), np.dtype(np.float16))
+    assert np.isnan(got[0]) and (got[1:] == y[1:].astype(np.float16).astype(np.float32)).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_max_is_the_max(dtype):
+    """Row maxima by argmax equal the max reduction, NaN rows, -inf rows and ±inf included."""
+    rng = np.random.default_rng(3)
+    s = rng.standard_normal((2, 3, 4, 7, 513)).astype(dtype)
+    s[0, 0, 0, 0, 100] = np.nan
+    s[0, 0, 0, 1] = -np.inf
+    s[0, 0, 0, 2, 5] = np.inf
+    s[0, 0, 0, 3, 7:9] = [np.nan, np.inf]
+    s[1, 2, 3, 6] = 0.0
+    got, want = row_max(s), s.max(axis=-1, keepdims=True)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.isnan(got[0, 0, 0, [0, 3]]).all() and got[0, 0, 0, 1] == -np.inf
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])

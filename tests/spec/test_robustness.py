@@ -49,6 +49,13 @@ def test_bad_values_report_a_rule(over: dict[str, Any], rule: str | None) -> Non
         assert rule in ids, ids
 
 
+def test_a_malformed_value_is_not_blamed_on_the_key() -> None:
+    # BSH key H=128 fits KV_N=2; only the value's unknown dtype is wrong
+    ids = [v.rule for v in validate(**call("decode", value=TensorSpec((2, 16, 128),
+                                                                       "float64")))]
+    assert ids == ["args.dtype_known"], ids
+
+
 def test_huge_descriptions_are_not_allocated() -> None:
     tracemalloc.start()
     validate(**call("prefill", query=TensorSpec((1 << 20, 8, 1 << 20, 64), "float16")))

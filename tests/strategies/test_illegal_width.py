@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from fia_fuzz.spec import validate
-from fia_fuzz.strategies.edits import apply, split_blocks
+from fia_fuzz.spec import TensorSpec, validate
+from fia_fuzz.strategies.edits import DELETE, apply, kv_dtype, split_blocks
 from fia_fuzz.strategies.illegal import BREAKERS
 from fia_fuzz.strategies.illegal.width import breaks, broken_value, bucket, family, table, width
 from fia_fuzz.strategies.sample import draw_cases
@@ -39,14 +39,16 @@ def test_tnd_head_dims_reaches_d_64_and_256_and_dv_under_rope() -> None:
 
 
 def test_kv_count_breaks_packed_paged_calls_and_several_families() -> None:
-    found = _breaks("lengths.kv_count")
+    # 120 draws: Hypothesis's first examples mutate a few early draws, so a one_of over six
+    # bases reaches the paged TND one only after about 80
+    found = _breaks("lengths.kv_count", 120)
     assert any(b.broken.view().packed and b.broken.view().paged for b in found)
     assert len(width(found).families) >= 3
 
 
 def test_packed_monotonic_carries_mla_rope() -> None:
-    # over 200 draws: the one_of of five bases spreads unevenly over few draws, and which
-    # base a seed reaches moves with the modules loaded before (80 missed rope 512 alone)
+    # over 200 draws: the one_of of five bases spreads unevenly over few draws (80 missed
+    # rope 512)
     found = _breaks("lengths.packed_monotonic", 200)
     ropes = {b.base.features()["rope_d"] for b in found}
     assert {"128", "512"} <= ropes, ropes
@@ -90,27 +92,73 @@ def test_coverage_illegal_prints_the_table(capsys) -> None:
     assert "tnd.head_dims" in out and "never landed: none" in out
 
 
-#: Breakers below the general bar (>= 2 families or >= 3 distinct broken values), and why.
-#: Each is a rule of one family's own (its inputs exist there only) whose range is narrow,
-#: or a breaker not widened yet.
+def _rules(base, change) -> list[str]:
+    return [v.rule for v in validate(**apply(base, change).specs())]
+
+
+def test_nz_layouts_other_than_bnsd_bsnd_break_a_second_rule() -> None:
+    # why nz.layout is ONE_FORM: every other documented layout breaks another rule too
+    base = draw_cases(1, 0, cache="NZ", rope=False, layout="BSND", q_seq="2-16")[0]
+    q = base.params["query"]
+    packed = {"input_layout": "TND", "query": TensorSpec((q.shape[0] * q.shape[1],
+                                                          *q.shape[2:]), q.dtype),
+              "actual_seq_lengths": [q.shape[1] * (i + 1) for i in range(q.shape[0])]}
+    for change, other in (({"input_layout": "BSND_NBSD"}, "layout.nbsd_rope"),
+                          ({"input_layout": "BSND_BNSD"}, "layout.known"),
+                          (packed, "tnd.no_extras")):
+        found = _rules(base, change)
+        assert "nz.layout" in found and other in found, (change, found)
+
+
+def test_nz_dtypes_other_than_a_float16_query_break_a_second_rule() -> None:
+    base = draw_cases(1, 0, cache="NZ", rope=False, q_seq="1")[0]
+    q, k = base.params["query"], base.params["key"]
+    b, n, d1, bs, c0 = k.shape
+    float_kv = {**{x: TensorSpec((b, n, d1 * c0 // 16, bs, 16), "bfloat16")
+                   for x in ("key", "value")},
+                **{x: DELETE for x in ("key_antiquant_scale", "value_antiquant_scale",
+                                       "key_antiquant_mode", "value_antiquant_mode")}}
+    for change, other in (({"query": TensorSpec(q.shape, "float32")}, "dtype.query"),
+                          ({x: TensorSpec(k.shape, "int4") for x in ("key", "value")},
+                           "paged.kv_dtype"),
+                          (float_kv, "nz.antiquant")):
+        found = _rules(base, change)
+        assert "nz.dtypes" in found and other in found, (change, found)
+
+
+def test_int4_paged_modes_and_a_value_side_per_tensor_scale_break_a_second_rule() -> None:
+    # why antiquant.int4_modes and int8_only_forms are ONE_FORM
+    base = next(c for c in draw_cases(20, 0, antiquant="separate:2/2", paged=False)
+                if c.view().D % 64 == 0)
+    int4 = apply(base, kv_dtype(base, "int4"))
+    assert _rules(int4, {}) == ["antiquant.int4_modes"]
+    assert {"antiquant.int4_modes", "antiquant.paged_modes"} <= set(
+        _rules(int4, {"key_antiquant_mode": 4, "value_antiquant_mode": 4}))
+    base = next(c for c in draw_cases(20, 0, antiquant="separate:0/0", kv_dtype="int4")
+                if c.params["value_antiquant_scale"].shape != (1,))
+    v = base.params["value_antiquant_scale"]
+    found = _rules(base, {"value_antiquant_scale": TensorSpec((1,), v.dtype)})
+    assert "antiquant.sep_shapes_match" in found, found
+
+
+#: Breakers below the general bar (>= 2 families or >= 3 distinct broken values), and why:
+#: each is a rule of one family's own (its inputs exist there only) whose range is narrow.
 PRESENCE = "one family's rule broken by an input present or absent (or one of a pair)"
 ONE_FORM = "one family's rule whose illegal range is the one or two forms drawn"
-NOT_YET = "not widened yet: one family's base and a searched or fixed change"
 NARROW: dict[str, str] = {
     "antiquant.combined_prefill_query": ONE_FORM + " (a bfloat16 query)",
-    "antiquant.int4_modes": NOT_YET,
+    # modes 4/5 need paging (antiquant.paged_modes), which takes no int4 (paged.kv_dtype)
+    "antiquant.int4_modes": ONE_FORM + " (modes (2, 2) over int4 or int32-packed int4)",
     "antiquant.int4_separate_only": ONE_FORM + " (int4, int32-packed int4)",
-    "antiquant.int8_only_forms": NOT_YET,
-    "antiquant.mixed_query_fp16": NOT_YET,
+    # the value side alone: sep_shapes_match fires in (0, 0), (0, 1) makes it per-token
+    "antiquant.int8_only_forms": ONE_FORM + " (a (1,) key scale over int4 or int32 KV)",
     "antiquant.needs_int_kv": PRESENCE,
     "antiquant.offset_needs_scale": PRESENCE,
     "antiquant.paged_modes": ONE_FORM + " (modes 4 and 5)",
     "antiquant.scale_needed": PRESENCE,
     "antiquant.sep_offset_pair": PRESENCE,
     "antiquant.sep_scale_pair": PRESENCE,
-    "args.dtype_known": NOT_YET,
     "args.memory": "a rule on total size alone: any family, one kind of value (past the cap)",
-    "args.values_integral": NOT_YET,
     "dims.d_align_int4": ONE_FORM + " (int4 or int32 KV over the base's D < 64)",
     "dtype.all_int8_decode": ONE_FORM + " (Q_S = 1 in full quant)",
     "dtype.int8_query_kv": ONE_FORM + " (float16 or bfloat16 KV)",
@@ -118,20 +166,16 @@ NARROW: dict[str, str] = {
                                   "MLA's key_rope follows the query (rope.dtype fires too)",
     "kvlist.no_left_padding": PRESENCE,
     "layout.bnsd_bsnd_prefill": ONE_FORM + " (Q_S = 1)",
-    "layout.nbsd_seq": NOT_YET,
     "mla.actual_seq_lengths": PRESENCE,
     "mla.full_quant_nz": ONE_FORM + " (a 3-D or 4-D cache)",
-    "mla.layout": NOT_YET,
-    "mla.no_extras": NOT_YET,
     "mla.paged_required": PRESENCE,
-    "mla.sparse": NOT_YET,
-    "nz.antiquant": NOT_YET,
-    "nz.dtypes": NOT_YET,
-    "nz.layout": NOT_YET,
-    "nz.no_extras": NOT_YET,
+    # float KV drops the antiquant nz.antiquant needs; int4 breaks paged.kv_dtype, float32
+    # query dtype.query
+    "nz.dtypes": ONE_FORM + " (a float16 query over the int8 cache, in decode)",
+    # NBSD outputs need rope (layout.nbsd_rope), packed ones refuse antiquant (tnd.no_extras),
+    # BSH_BNSD/BSND_BNSD are device-only (layout.known)
+    "nz.layout": ONE_FORM + " (BNSD_BSND, of a BNSD prefill)",
     "padding.not_paged": PRESENCE,
-    "paged.block_size_positive": NOT_YET,
-    "paged.bsh_kvn_d_max": NOT_YET,
     "paged.cache_layout_query": ONE_FORM + " (a BSND or BSH query)",
     "paged.int8_query": ONE_FORM + " (int8 query, key and value)",
     "paged.kv_dtype": ONE_FORM + " (int4; int32-packed int4 also breaks paged.cache_heads, "

@@ -89,8 +89,8 @@ def layout_kv_heads(c: CallView) -> str | None:
     try:
         kd, vd = c.kv_dims, c.v_dims
     except Undetermined:
-        k = c.need("key")
-        if c.in_layout == "BSH" and k.ndim == 3:
+        k = c.need("key")   # value may be the malformed one: blame key only when it is wrong
+        if c.in_layout == "BSH" and k.ndim == 3 and k.shape[-1] * c.kv_pack % c.KV_N:
             return (f"key H={k.shape[-1] * c.kv_pack} is not a multiple of "
                     f"num_key_value_heads={c.KV_N}")
         raise

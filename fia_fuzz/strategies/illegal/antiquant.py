@@ -14,6 +14,7 @@ from fia_fuzz.strategies.edits import (
     SEP_SCALES,
     Change,
     kv_dtype,
+    modes,
     query_seq,
     with_dtype,
 )
@@ -55,9 +56,26 @@ def _sep_prefill_seq(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _int8_only_forms(draw: st.DrawFn, case: Case) -> Change:
-    """int4 KV with per-tensor (1,) scales and offsets."""
-    return {n: TensorSpec((1,), case.params[n].dtype) for n in SEP_SCALES
+    """int4 KV with per-tensor (1,) scales and offsets: both sides in modes (0, 0), the key's
+    in (0, 1) (the value's own alone breaks sep_shapes_match or is per-token)."""
+    names = SEP_SCALES if modes(case) == (0, 0) else ("key_antiquant_scale",
+                                                      "key_antiquant_offset")
+    return {n: TensorSpec((1,), case.params[n].dtype) for n in names
             if case.params.get(n) is not None}
+
+
+def _mixed_query_fp16(draw: st.DrawFn, case: Case) -> Change:
+    """Off float16 in and out: a bfloat16 query (the key's per-channel scale and offset and a
+    pse follow it), an int8 post-quant output, or both."""
+    form = draw(st.sampled_from(["bfloat16 query", "int8 out", "both"]))
+    out: Change = {}
+    if form != "int8 out":
+        for n in ("query", "key_antiquant_scale", "key_antiquant_offset", "pse_shift"):
+            if case.params.get(n) is not None:
+                out[n] = with_dtype(case.params[n], "bfloat16")
+    if form != "bfloat16 query":
+        out["quant_scale2"] = TensorSpec((1,), "float32")
+    return out
 
 
 def _paged_modes(draw: st.DrawFn, case: Case) -> Change:
@@ -80,8 +98,10 @@ BREAKERS: dict[str, Breaker] = {
                                               "cache": "BnBsH"},)),
     "antiquant.int8_only_forms": Breaker(_int8_only_forms, {"antiquant": "separate:0/0",
                                                             "kv_dtype": "int4"},
-                                         alt=({"antiquant": "separate:0/0",
-                                               "kv_dtype": "int32"},)),
+                                         alt=({"antiquant": "separate:0/0", "kv_dtype": "int32"},
+                                              {"antiquant": "separate:0/1", "kv_dtype": "int4"},
+                                              {"antiquant": "separate:0/1",
+                                               "kv_dtype": "int32"})),
     "antiquant.int4_modes": Breaker(_int4_kv, {"antiquant": "separate:2/2",
                                               "paged": False},
                                  alt=({"antiquant": "separate:2/2", "paged": False,
@@ -124,8 +144,8 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"sparse_mode": 1, "antiquant": "separate:0/0", "cache": "none"},)),
     "antiquant.sep_shapes_match": searched(
         {"antiquant": "separate:3/3"}, "axis:key_antiquant_scale:-1:+1"),
-    "antiquant.mixed_query_fp16": searched(
-        {"antiquant": "separate:0/1", "kv_dtype": "int8"}, "add:quant_scale2"),  # 100%
+    "antiquant.mixed_query_fp16": Breaker(_mixed_query_fp16, {"antiquant": "separate:0/1",
+                                                              "kv_dtype": "int8"}),
     "antiquant.sep_prefill_dtypes": searched(
         {"antiquant": "separate:1/1", "branch": "prefill"}, "add:quant_scale2"),  # 100%
     "antiquant.sep_prefill_seq": Breaker(_sep_prefill_seq, {**PREFILL_SEQ,

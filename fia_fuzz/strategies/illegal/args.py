@@ -12,11 +12,13 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.spec.params import TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.strategies.edits import (
     DELETE,
     Change,
     bnsd,
     bnsd_qkv,
+    with_dtype,
 )
 from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker
 
@@ -30,11 +32,16 @@ def _attr_type(draw: st.DrawFn, case: Case) -> Change:
     return {"softmax_lse_flag": draw(st.sampled_from([1, 0, "yes"]))}
 
 
+#: dtypes no tensor of the op takes (spec.tensors.DTYPES lists the known ones).
+UNKNOWN_DTYPES = ("float64", "complex64", "int16", "uint16", "uint32", "float8_e4m3fn")
+
+
 def _dtype_known(draw: st.DrawFn, case: Case) -> Change:
-    """A user mask of an unknown dtype (query/key dtypes have rules of their own)."""
-    b, n, s1, d, kv_n, s2, dt = bnsd(case)
-    return {"atten_mask": TensorSpec((b, 1, s1, s2),
-                                     draw(st.sampled_from(["float64", "complex64"])))}
+    """Any tensor the case holds (a tensor list whole), in an unknown dtype: the dtype rules
+    of query, key and the rest judge known dtypes only."""
+    names = [n for n in TENSOR_ARGS if case.params.get(n) is not None]
+    name = draw(st.sampled_from(names))
+    return {name: with_dtype(case.params[name], draw(st.sampled_from(UNKNOWN_DTYPES)))}
 
 
 def _shape_sane(draw: st.DrawFn, case: Case) -> Change:
@@ -59,8 +66,22 @@ def _overlapping_view(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _values_integral(draw: st.DrawFn, case: Case) -> Change:
-    s1 = bnsd(case)[2]
-    return {"actual_seq_lengths": [draw(st.sampled_from([0.5, 1.5])) * min(s1, 2)]}
+    """One entry of any value argument the case holds (a block table row's too) off int64: a
+    half (x + 0.5), a whole float (float(x)) or past INT64_MAX (x + 2**63)."""
+    names = [n for n in VALUE_ARGS if case.params.get(n)]
+    if not names:
+        reject()
+    name = draw(st.sampled_from(names))
+    how = draw(st.sampled_from(["half", "float", "past int64"]))
+    vals = [list(r) for r in case.params[name]] if name == "block_table" else \
+        [list(case.params[name])]
+    row = vals[draw(st.integers(0, len(vals) - 1))]
+    if not row:
+        reject()
+    i = draw(st.integers(0, len(row) - 1))
+    x = row[i]
+    row[i] = {"half": x + 0.5, "float": float(x), "past int64": abs(x) + (1 << 63)}[how]
+    return {name: vals if name == "block_table" else vals[0]}
 
 
 def _memory(draw: st.DrawFn, case: Case) -> Change:
@@ -88,9 +109,9 @@ BREAKERS: dict[str, Breaker] = {
                                    "kv_dtype": "int8"},
                                   {"full_quant": True, "layout": "BNSD"})),
     "args.attr_type": Breaker(_attr_type, PLAIN_BNSD),
-    "args.dtype_known": Breaker(_dtype_known, PLAIN_BNSD),
+    "args.dtype_known": Breaker(_dtype_known),
     "args.shape_sane": Breaker(_shape_sane, PLAIN_BNSD),
     "args.strides_sane": Breaker(_overlapping_view, {"kv_list": False}),
-    "args.values_integral": Breaker(_values_integral, {**PLAIN_BNSD, "branch": "prefill"}),
+    "args.values_integral": Breaker(_values_integral),
     "args.memory": Breaker(_memory, PLAIN_BNSD),
 }

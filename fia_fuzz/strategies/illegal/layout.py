@@ -79,7 +79,8 @@ def _bnsd_bsnd(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _nbsd_seq(draw: st.DrawFn, case: Case) -> Change:
-    """MLA NBSD output with Q_S = 1 (sparse 3 becomes 4: decode MLA takes 0 or 4)."""
+    """MLA NBSD output, each of the three, with Q_S = 1 (sparse 3 becomes 4: decode MLA takes
+    0 or 4); Q_S past 16 breaks mla.q_seq too (NBSD outputs are MLA's: layout.nbsd_rope)."""
     out = {**query_seq(case, 1), **follow_dsq(case, tokens=case.params["query"].shape[0])}
     if case.params.get("sparse_mode") == 3:
         out["sparse_mode"] = 4
@@ -105,6 +106,6 @@ BREAKERS: dict[str, Breaker] = {
     "layout.bnsd_bsnd_prefill": Breaker(_bnsd_bsnd, {"plain": True, "layout": "BNSD",
                                                      "branch": "decode"}),
     "layout.nbsd_seq": Breaker(_nbsd_seq, {"layout": "BSND_NBSD"},
-                               alt=({"layout": "BSH_NBSD"},)),
+                               alt=({"layout": "BSH_NBSD"}, {"layout": "BNSD_NBSD"})),
     "layout.nbsd_rope": Breaker(_nbsd_rope, {"plain": True, "q_seq": "2-16"}),
 }

@@ -64,8 +64,12 @@ def _mla_q_seq(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _mla_layout(draw: st.DrawFn, case: Case) -> Change:
-    """An NZ-cached MLA call with its query transposed to BNSD (5-D caches exclude BNSD)."""
+    """An NZ-cached MLA call with its query transposed to BNSD or BNSD_NBSD (5-D caches
+    exclude both), or a BNSD prefill declared BNSD_BSND (no MLA layout; the device-only
+    BSH_BNSD/BSND_BNSD break layout.known too, NTD the packed rule tnd.layout_by_d)."""
     lay = q_layout(case)
+    if layout(case) == "BNSD":
+        return {"input_layout": "BNSD_BSND"}
     out: Change = {"input_layout": "BNSD" + layout(case)[len(lay):]}
     for name, d in (("query", 512), ("query_rope", 64)):
         t = case.params[name]
@@ -73,6 +77,49 @@ def _mla_layout(draw: st.DrawFn, case: Case) -> Change:
         n = case.params["num_heads"]
         out[name] = TensorSpec((b, n, s, d), t.dtype)
     return out
+
+
+def _mla_sparse(draw: st.DrawFn, case: Case) -> Change:
+    """Off the MLA pairs (decode: 0 without a mask or 4 with the 2048 one; prefill: 3 or 4 with
+    it): modes 0 and 1 with the 2048 mask or a full one, 2 (decode: 2 or 3) with the 2048
+    mask, or a prefill in mode 0 without a mask (mode 1 without one, or 2-4 with a full one,
+    break the general mask rules too). Packed layouts take only 0 without a mask or 3 with
+    it (tnd.sparse): a packed decode gets 3, a packed prefill 0."""
+    v = case.view()
+    if v.packed:
+        return {"sparse_mode": 3, "atten_mask": TensorSpec((2048, 2048), "bool")} if v.decode \
+            else {"sparse_mode": 0, "atten_mask": DELETE}
+    mode = draw(st.sampled_from([0, 1, 2, 3] if v.decode else [0, 1, 2]))
+    forms = ["2048"] if mode >= 2 else ["2048", "full"] if v.decode or mode else \
+        ["2048", "full", "none"]
+    form = draw(st.sampled_from(forms))
+    if form == "none":
+        return {"sparse_mode": mode, "atten_mask": DELETE}
+    shape = (2048, 2048) if form == "2048" else (v.B, 1, v.S1, v.S2)
+    return {"sparse_mode": mode, "atten_mask": TensorSpec(shape, "bool")}
+
+
+def _mla_extras(draw: st.DrawFn, case: Case) -> Change:
+    """softmax_lse, and outside the packed layouts (tnd.no_extras rejects the rest there too)
+    a pse (batch B or 1), post-quant or, in a float decode, combined antiquant params, each
+    alone or next to the lse. Left padding, a tensor list and a shared prefix are the rule's
+    too, but MLA is paged and paging excludes them (padding.not_paged, kvlist.not_paged,
+    prefix.not_paged)."""
+    v = case.view()
+    q = case.params["query"]
+    if v.packed:
+        return {"softmax_lse_flag": True}
+    pse = (draw(st.sampled_from([v.B, 1])), v.N, v.S1, v.S2)
+    extras: dict[str, Change] = {
+        "lse": {},
+        "pse": {"pse_shift": TensorSpec(pse, "float16" if q.dtype == "int8" else q.dtype)},
+        "post-quant": {"quant_scale2": F32_1}}
+    if v.decode and q.dtype != "int8":
+        extras["antiquant"] = {"antiquant_scale": TensorSpec((2,), q.dtype)}
+    name = draw(st.sampled_from(sorted(extras)))
+    if name == "lse" or draw(st.booleans()):
+        return {**extras[name], "softmax_lse_flag": True}
+    return extras[name]
 
 
 def _mla_block_size(draw: st.DrawFn, case: Case) -> Change:
@@ -127,14 +174,16 @@ BREAKERS: dict[str, Breaker] = {
                          alt=({"rope_d": "512", "layout": "BSH", "q_seq": "2-16"},
                               {"rope_d": "512", "layout": "BNSD", "q_seq": "2-16"})),
     "mla.layout": Breaker(_mla_layout, {"rope_d": "512", "cache": "NZ", "layout": "BSND"},
-                          alt=({"rope_d": "512", "cache": "NZ", "layout": "BSND_NBSD"},)),
+                          alt=({"rope_d": "512", "cache": "NZ", "layout": "BSND_NBSD"},
+                               {"rope_d": "512", "cache": "NZ", "layout": "BSH"},
+                               {"rope_d": "512", "layout": "BNSD", "q_seq": "2-16"})),
     "mla.block_size_128": Breaker(_mla_block_size, {"rope_d": "512"}),
     "mla.full_quant_nz": Breaker(_not_nz, MLA_FULL_QUANT),
     "mla.full_quant_scales": Breaker(_bad_scales, MLA_FULL_QUANT),
     "mla.dequant_scale_query_shape": Breaker(_dsq_shape, MLA_FULL_QUANT),
-    "mla.sparse": searched({"rope_d": "512", "layout": "BNSD"}, "add:atten_mask"),  # 100%
+    "mla.sparse": Breaker(_mla_sparse, {"rope_d": "512"}),
     "mla.actual_seq_lengths": searched(
         {"rope_d": "512", "layout": "BNSD"}, "add:actual_seq_lengths"),  # 100%
     "mla.paged_required": searched({"layout": "BSH_NBSD"}, "drop:block_table"),  # 33%
-    "mla.no_extras": searched({"rope_d": "512", "layout": "BNSD"}, "attr:softmax_lse_flag"),  # 100%
+    "mla.no_extras": Breaker(_mla_extras, {"rope_d": "512"}),
 }

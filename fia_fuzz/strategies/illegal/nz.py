@@ -12,11 +12,13 @@ from fia_fuzz.spec import Case, TensorSpec
 from fia_fuzz.spec.geometry import SEQ_AXIS, nz_c0
 from fia_fuzz.spec.rulebook.nz import NZ_D, NZ_HEADS, per_channel_shape
 from fia_fuzz.strategies.edits import (
+    DELETE,
     Change,
     block_size,
     grow_blocks,
     head_dim,
     layout,
+    modes,
     split_blocks,
     with_axis,
     with_dtype,
@@ -25,6 +27,8 @@ from fia_fuzz.strategies.illegal.breaker import Breaker
 
 #: Legal GQA int8-antiquant NZ calls: the gqa_nz family of cases().
 GQA_NZ = {"cache": "NZ", "rope": False}
+#: Its decodes, where post-quant and combined params are in range: most of its draws prefill.
+NZ_DECODE = {**GQA_NZ, "q_seq": "1"}
 
 
 def _nz_dtypes(draw: st.DrawFn, case: Case) -> Change:
@@ -76,9 +80,23 @@ def _nz_mask(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _nz_antiquant(draw: st.DrawFn, case: Case) -> Change:
-    """Asymmetric: offsets next to the scales."""
-    return {"key_antiquant_offset": case.params["key_antiquant_scale"],
-            "value_antiquant_offset": case.params["value_antiquant_scale"]}
+    """Asymmetric (offsets next to the scales) or, in decode, the scales combined into one
+    antiquant_scale (2, ...) of the same form, with or without its offset (prefill takes no
+    combined params: antiquant.combined_prefill_query)."""
+    k = case.params["key_antiquant_scale"]
+    if not case.view().decode or draw(st.booleans()):
+        return {"key_antiquant_offset": k,
+                "value_antiquant_offset": case.params["value_antiquant_scale"]}
+    per_token = modes(case) == (1, 1)
+    scale = TensorSpec((2, *k.shape), "float32" if per_token else k.dtype)
+    out: Change = {n: DELETE for n in ("key_antiquant_scale", "value_antiquant_scale",
+                                       "key_antiquant_mode", "value_antiquant_mode")}
+    out["antiquant_scale"] = scale
+    if per_token:
+        out["antiquant_mode"] = 1
+    if draw(st.booleans()):
+        out["antiquant_offset"] = scale
+    return out
 
 
 def _nz_scale_shape(draw: st.DrawFn, case: Case) -> Change:
@@ -108,27 +126,33 @@ def _nz_block_size(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _nz_extras(draw: st.DrawFn, case: Case) -> Change:
+    """A pse (batch B or broadcast 1), and in decode post-quant, or both. Left padding and a
+    shared prefix are the rule's too, but a 5-D cache is paged and paging excludes them
+    (padding.not_paged, prefix.not_paged)."""
     q = case.params["query"]
-    lay = layout(case)
-    s1 = q.shape[SEQ_AXIS[lay]]
+    s1 = q.shape[SEQ_AXIS[layout(case)]]
     # int8 output breaks the prefill antiquant dtype rule too: post-quant in decode only
-    if s1 == 1 and draw(st.booleans()):
-        return {"quant_scale2": TensorSpec((1,), "float32")}
-    b = q.shape[0]
-    width = len(case.params["block_table"][0])
-    return {"pse_shift": TensorSpec((b, case.params["num_heads"], s1, width * block_size(case)),
-                                    "bfloat16")}
+    extras = draw(st.sampled_from(["pse", "quant", "both"] if s1 == 1 else ["pse"]))
+    out: Change = {}
+    if extras != "pse":
+        out["quant_scale2"] = TensorSpec((1,), "float32")
+    if extras != "quant":
+        b = draw(st.sampled_from([q.shape[0], 1]))
+        width = len(case.params["block_table"][0])
+        out["pse_shift"] = TensorSpec((b, case.params["num_heads"], s1,
+                                       width * block_size(case)), "bfloat16")
+    return out
 
 
 BREAKERS: dict[str, Breaker] = {
-    "nz.dtypes": Breaker(_nz_dtypes, {**GQA_NZ, "q_seq": "1"}),
+    "nz.dtypes": Breaker(_nz_dtypes, NZ_DECODE),
     "nz.dims": Breaker(_nz_dims, GQA_NZ),
     "nz.heads": Breaker(_nz_heads, GQA_NZ),
     "nz.layout": Breaker(_nz_layout, {**GQA_NZ, "layout": "BNSD", "q_seq": "2-16"}),
     "nz.inner_precise": Breaker(_nz_precise, GQA_NZ),
     "nz.mask": Breaker(_nz_mask, GQA_NZ),
-    "nz.antiquant": Breaker(_nz_antiquant, GQA_NZ),
+    "nz.antiquant": Breaker(_nz_antiquant, GQA_NZ, alt=(NZ_DECODE,)),
     "nz.scale_shape": Breaker(_nz_scale_shape, GQA_NZ),
     "nz.block_size": Breaker(_nz_block_size, GQA_NZ),
-    "nz.no_extras": Breaker(_nz_extras, GQA_NZ),
+    "nz.no_extras": Breaker(_nz_extras, GQA_NZ, alt=(NZ_DECODE,)),
 }

@@ -18,6 +18,7 @@ from fia_fuzz.strategies.edits import (
     block_size,
     grow_blocks,
     head_dim,
+    modes,
     q_layout,
     repage,
     split_blocks,
@@ -95,13 +96,26 @@ def _cache_layout_query(draw: st.DrawFn, case: Case) -> Change:
             "input_layout": lay}
 
 
+def _block_size_positive(draw: st.DrawFn, case: Case) -> Change:
+    """block_size 0 or negative (-1, minus the case's size, INT32_MIN) behind the same table
+    and caches."""
+    if any(m in (4, 5) for m in modes(case)):
+        reject()    # PA-managed scales are shaped by the block size: antiquant.sep_shape fires
+    return {"block_size": draw(st.sampled_from([0, -1, -block_size(case), -(1 << 31)]))}
+
+
+#: (KV_N, D) past 65535 in a BnBsH cache: just past (65536 = 128 x 512 or 256 x 256) to far
+#: (256 x 512), head counts within dims.n_max's 256 and 16-aligned D within dims.d_max's 512.
+KVN_D_PAST = ((128, 512), (256, 256), (136, 496), (192, 352), (240, 480), (256, 512))
+
+
 def _bsh_kvn_d_max(draw: st.DrawFn, case: Case) -> Change:
-    """KV_N * D = 65536 (128 x 512 or 256 x 256) in a BnBsH cache; MHA so G stays 1.
+    """KV_N * D past 65535 (`KVN_D_PAST`) in a BnBsH cache; MHA so G stays 1.
 
     KV lengths are capped at one block and the table compacted to those blocks,
     which keeps the 65536-wide cache small enough to materialise.
     """
-    kv_n, d = draw(st.sampled_from([(128, 512), (256, 256)]))
+    kv_n, d = draw(st.sampled_from(KVN_D_PAST))
     q = case.params["query"]
     lay = q_layout(case)
     kv = [min(a, block_size(case)) for a in case.params["actual_seq_lengths_kv"]]
@@ -179,9 +193,11 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"mask": "bool", "branch": "decode", "paged": True},
              {"layout": "NTD_TND", "paged": True},
              {"antiquant": "separate:1/1", "branch": "prefill", "paged": True})),
-    "paged.block_size_positive": searched(
-        {"antiquant": "separate:2/2"}, "add:block_table",
-        alt=({"antiquant": "combined:1"},)),
+    # packed layouts list their sizes (tnd.block_size), MLA and NZ caches theirs: not here
+    "paged.block_size_positive": Breaker(_block_size_positive,
+                                         {**PAGED, "cache": "BnNBsD", "layout": "BNSD"},
+                                         alt=tuple({**PAGED, "cache": "BnBsH", "layout": lay}
+                                                   for lay in ("BSH", "BSND", "BNSD"))),
     "paged.kv_shape_match": searched(
         PAGED_DECODE, "rank_up:value",
         alt=({"antiquant": "separate:4/4"},

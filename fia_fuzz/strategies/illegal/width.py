@@ -24,6 +24,7 @@ from fia_fuzz.spec import Case, validate
 from fia_fuzz.spec.rules import Violation
 from fia_fuzz.strategies.edits import apply
 from fia_fuzz.strategies.illegal.breaker import Breaker
+from fia_fuzz.strategies.seeded import fixed_constants
 
 
 def bucket(x: int) -> str:
@@ -88,7 +89,8 @@ def breaks(rule: str, breaker: Breaker, n: int, seed: int = 0) -> list[Break]:
         if [v.rule for v in found] == [rule]:
             out.append(Break(base, broken, found[0]))
 
-    collect()
+    with fixed_constants():
+        collect()
     return out
 
 
