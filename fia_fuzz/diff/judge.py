@@ -102,8 +102,10 @@ def judge(actual: tuple[np.ndarray, np.ndarray], truth: tuple[np.ndarray, np.nda
                 if mm is not None:
                     mm["lsb_slack"] = slack
             if b is not None:
-                m.update(lsb_conditioning(actual[i], baseline[i], truth[i], dtype, slack))
-                b.update(lsb_conditioning(baseline[i], baseline[i], truth[i], dtype, slack))
+                m_lsb, b_lsb = lsb_conditioning([actual[i], baseline[i]], baseline[i], truth[i],
+                                                dtype, slack)
+                m.update(m_lsb)
+                b.update(b_lsb)
         if prefix == "lse":
             # an absolute lse error is a relative error of the softmax weights: the op
             # dtype's unit roundoff is what its outputs can resolve anyway; an lse of huge

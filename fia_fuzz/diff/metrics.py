@@ -400,7 +400,8 @@ def _errors(ref: Reference, gf: np.ndarray, afs: Sequence[np.ndarray],
     sum_sq = tree_sum(g_sq, n)
     rms, norm_g = float(np.sqrt(sum_sq / n)), float(np.sqrt(sum_sq))
     fa_noise = noise.floor()
-    return [_finish(ref, run, af, gf, both, small, small_count, n, rms, norm_g, fa_noise)
+    normal = ~small if some_small else small  # the masked means' mask, made once
+    return [_finish(ref, run, af, gf, both, normal, small_count, n, rms, norm_g, fa_noise)
             for af, run in zip(afs, runs, strict=True)]
 
 
@@ -456,7 +457,7 @@ def _chunk(ac: np.ndarray, gc: np.ndarray, start: int, truth: _Truth, run: _Erro
 
 
 def _finish(ref: Reference, run: _Errors, af: np.ndarray, gf: np.ndarray,
-            both: np.ndarray | None, small: np.ndarray, small_count: int, n: int, rms: float,
+            both: np.ndarray | None, normal: np.ndarray, small_count: int, n: int, rms: float,
             norm_g: float, fa_noise: float) -> dict[str, Any]:
     """The metrics of one actual from its running sums, maxima and counts."""
     def total(key: str) -> float:
@@ -471,7 +472,7 @@ def _finish(ref: Reference, run: _Errors, af: np.ndarray, gf: np.ndarray,
     elif small_count == n:
         mere_normal = mare_normal = 0.0
     else:
-        mere_normal = float(np.mean(run.rel_all, where=~small))
+        mere_normal = float(np.mean(run.rel_all, where=normal))
         mare_normal = run.mare_normal
     shares = [float((over + run.small_bad) / n) for over in run.over]
     out = dict(
@@ -553,9 +554,9 @@ def _invalid_mismatch(a: np.ndarray, g: np.ndarray, invalid: np.ndarray, count: 
             "invalid_index": _index(bad, shape)}
 
 
-def lsb_conditioning(actual: np.ndarray, baseline: np.ndarray, golden: np.ndarray,
-                     dtype: str, slack: float = 0.0) -> dict[str, Any]:
-    """LSB misses of an int output split into decisive and explained by float-level error.
+def lsb_conditioning(actuals: Sequence[np.ndarray], baseline: np.ndarray, golden: np.ndarray,
+                     dtype: str, slack: float = 0.0) -> list[dict[str, Any]]:
+    """LSB misses of int outputs split into decisive and explained by float-level error.
 
     See the module docstring: an element missing the clipped fp64 truth by
     more than t is explained when the same-dtype golden `baseline` misses it
@@ -564,34 +565,46 @@ def lsb_conditioning(actual: np.ndarray, baseline: np.ndarray, golden: np.ndarra
     `lsb_max_decisive_exact` are the largest misses left unexplained at t = 1
     / t = 0.5 (each + `slack`, the op's own extra rounding,
     policies.int_rounding_slack), `lsb_inconclusive(_exact)` the counts of
-    explained elements.
+    explained elements. One dict per actual (the baseline may be one of them),
+    the baseline's misses computed once for all.
     """
     lo, hi = INT_RANGE[dtype]
-    a, b, g = np.asarray(actual), np.asarray(baseline), np.asarray(golden)
-    if a.shape != g.shape or b.shape != g.shape:
-        return {}
-    a, b, g = a.reshape(-1), b.reshape(-1), g.reshape(-1)
+    b, g = np.asarray(baseline).reshape(-1), np.asarray(golden).reshape(-1)
+    shaped = [np.shape(a) == np.shape(golden) == np.shape(baseline) for a in actuals]
+    flats = [np.asarray(a).reshape(-1) for a in actuals]
     rounding = 0.5 + slack  # how far correct rounding alone sits from the ideal
     thresholds = (("", 1.0 + slack), ("_exact", 0.5 + slack))
-    worst, explained_count = [0.0, 0.0], [0, 0]
+    worst = [[0.0, 0.0] for _ in actuals]
+    explained_count = [[0, 0] for _ in actuals]
     size = min(g.size, CHUNK)
-    gc, err, base_err = (np.empty(size) for _ in range(3))
-    for s, e in split(g.size):
+    gc, err, base_err, base_plus = (np.empty(size) for _ in range(4))
+    for s, e in split(g.size if np.shape(baseline) == np.shape(golden) else 0):
         m = e - s
         np.clip(g[s:e], lo, hi, out=gc[:m])
-        np.abs(np.subtract(a[s:e], gc[:m], out=err[:m]), out=err[:m])
         np.abs(np.subtract(b[s:e], gc[:m], out=base_err[:m]), out=base_err[:m])
-        # shared by both thresholds; base_err + 1 is exact (LSB counts and halves)
-        shared = (base_err[:m] > rounding) & (err[:m] <= np.add(base_err[:m], 1, out=gc[:m]))
-        for j, (_, t) in enumerate(thresholds):
-            explained = (err[:m] > t) & shared
-            rest = err[:m]
-            if explained.any():  # errors are >= 0: zeroing the explained leaves the rest's max
-                rest = np.where(explained, 0.0, rest)
-                explained_count[j] += int(np.count_nonzero(explained))
-            worst[j] = max(worst[j], float(rest.max()))
-    out: dict[str, Any] = {}
-    for j, (suffix, _) in enumerate(thresholds):
-        out[f"lsb_max_decisive{suffix}"] = worst[j]
-        out[f"lsb_inconclusive{suffix}"] = explained_count[j]
+        base_over = base_err[:m] > rounding
+        np.add(base_err[:m], 1, out=base_plus[:m])  # exact (LSB counts and halves)
+        for k, a in enumerate(flats):
+            if not shaped[k]:
+                continue
+            if actuals[k] is baseline:
+                miss = base_err[:m]
+            else:
+                miss = np.abs(np.subtract(a[s:e], gc[:m], out=err[:m]), out=err[:m])
+            # shared by both thresholds
+            shared = base_over & (miss <= base_plus[:m])
+            for j, (_, t) in enumerate(thresholds):
+                explained = (miss > t) & shared
+                n_explained = int(np.count_nonzero(explained))
+                # errors are >= 0: leaving the explained out with 0 as the floor is the max
+                rest = _max(miss, where=~explained, initial=0.0) if n_explained else _max(miss)
+                explained_count[k][j] += n_explained
+                worst[k][j] = max(worst[k][j], float(rest))
+    out: list[dict[str, Any]] = []
+    for k in range(len(actuals)):
+        out.append({} if not shaped[k] else {
+            f"{key}{suffix}": value
+            for j, (suffix, _) in enumerate(thresholds)
+            for key, value in (("lsb_max_decisive", worst[k][j]),
+                               ("lsb_inconclusive", explained_count[k][j]))})
     return out

@@ -103,6 +103,32 @@ def test_layouts_and_output_layouts(name: str, layout: str) -> None:
     _lse_close(lse, ref_lse)
 
 
+def test_gqa_stacks_a_groups_rows_instead_of_copying_kv() -> None:
+    # the kernel gets each KV head once, with its G query heads' rows stacked (an MLA cache
+    # copied for 128 query heads took over 1 GiB), and the mask bias folded the same way
+    from fia_fuzz.runners.composition.attend import compose
+
+    rng = np.random.default_rng(21)
+    b, n, kv_n, s1, s2, d = 2, 8, 2, 3, 40, 16
+    q, k, v = _rand(rng, (b, n, s1, d)), _rand(rng, (b, kv_n, s2, d)), _rand(rng, (b, kv_n, s2, d))
+    masked = rng.random((b, s1, s2)) < 0.3
+    seen: list[tuple[tuple[int, ...], ...]] = []
+    sdpa = get_runner("torch-sdpa")
+
+    def recording_kernel(q: Any, k: Any, v: Any, bias: Any, scale: float) -> Any:
+        seen.append((tuple(q.shape), tuple(k.shape), tuple(bias.shape)))
+        return sdpa._attend(q, k, v, bias, scale)
+
+    out, lse = compose(dict(query=q, key=k, value=v, num_heads=n, num_key_value_heads=kv_n,
+                            input_layout="BNSD", scale=0.25, sparse_mode=1,
+                            atten_mask=masked[:, None], softmax_lse_flag=True),
+                       recording_kernel, "cpu")
+    assert seen == [((b, kv_n, 4 * s1, d), (b, kv_n, s2, d), (b, kv_n, 4 * s1, s2))]
+    ref, ref_lse = _dense(q, k, v, 0.25, masked=masked[:, None])
+    _close(out, ref)
+    _lse_close(lse, ref_lse)
+
+
 @pytest.mark.parametrize("layout", ["TND", "NTD", "TND_NTD", "NTD_TND"])
 def test_packed_layouts_use_cumulative_lengths(layout: str) -> None:
     rng = np.random.default_rng(2)

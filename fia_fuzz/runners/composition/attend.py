@@ -93,6 +93,26 @@ class _Kv:
         return x
 
 
+def _grouped(kernel: Kernel, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+             bias: torch.Tensor | None, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kernel over KV heads, each with the rows of its N/KV_N query heads stacked.
+
+    Query head h reads KV head h // (N/KV_N) [SEM §5 GQA]; each row attends on its
+    own, so stacking a group's rows is the same attention without copying K/V per
+    query head (an MLA cache repeated for 128 heads took over 1 GiB).
+    """
+    b, n, r, _ = q.shape
+    kv_n = k.shape[1]
+    if kv_n == n:
+        return kernel(q, k, v, bias, scale)
+
+    def fold(t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(b, kv_n, n // kv_n * r, t.shape[-1])
+
+    out, lse = kernel(fold(q), k, v, None if bias is None else fold(bias), scale)
+    return out.reshape(b, n, r, out.shape[-1]), lse.reshape(b, n, r)
+
+
 def compose(call: dict[str, Any], kernel: Kernel, device: str,
             post_quant_order: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(attention_out, softmax_lse) of a legal canonical call, NumPy in and out."""
@@ -171,9 +191,7 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
             rows = torch.tensor([w.rows if w.keys else 0 for w in wins], device=device)
             valid = (torch.arange(r_max, device=device) < rows[:, None])[:, None].expand(
                 b_count, n, r_max)
-        g = n // kv_n
-        out, lse = kernel(q, k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1),
-                          bias, float(view.attrs["scale"]))
+        out, lse = _grouped(kernel, q, k, v, bias, float(view.attrs["scale"]))
         out = torch.where(valid.unsqueeze(-1), out, torch.zeros((), dtype=out.dtype,
                                                                  device=device))
         lse = torch.where(valid, lse.float(), torch.full((), float("inf"), device=device))

@@ -17,15 +17,18 @@ from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 
 def _kv_count(draw: st.DrawFn, case: Case) -> Change:
     """Fewer KV lengths than batches: packed calls keep 1..B-1 (a contiguous packed KV its
-    last cumulative ends, so its total holds), others 2..B-1 (one applies to every batch)."""
+    last cumulative ends, so its total holds), others 2..B-1 (one applies to every batch).
+    A packed paged call's one length is read for every batch too: the longest, so a causal
+    call keeps act_q <= act_kv (tnd.causal_lengths)."""
     v = case.view()
     vals = list(case.params["actual_seq_lengths_kv"])
     lo = 1 if v.packed else 2
     if v.B <= lo:
         reject()
     k = draw(st.integers(lo, v.B - 1))
-    return {"actual_seq_lengths_kv": vals[-k:] if v.packed and not v.paged
-            else (vals * v.B)[:k]}
+    if v.packed and not v.paged:
+        return {"actual_seq_lengths_kv": vals[-k:]}
+    return {"actual_seq_lengths_kv": (vals * v.B)[:k] if k > 1 else [max(vals)]}
 
 
 def _packed_monotonic(draw: st.DrawFn, case: Case) -> Change:

@@ -109,6 +109,11 @@ def _block_size_positive(draw: st.DrawFn, case: Case) -> Change:
 KVN_D_PAST = ((128, 512), (256, 256), (136, 496), (192, 352), (240, 480), (256, 512))
 
 
+#: A BnBsH decode without mask, pse, sink or post-quant on the smallest blocks.
+BSH_DECODE_SMALL = {**PAGED, "cache": "BnBsH", "sink": False, "post_quant": False,
+                    **NO_FULL_MASK, "block_edge": "min", "branch": "decode"}
+
+
 def _bsh_kvn_d_max(draw: st.DrawFn, case: Case) -> Change:
     """KV_N * D past 65535 (`KVN_D_PAST`) in a BnBsH cache; MHA so G stays 1.
 
@@ -172,10 +177,9 @@ BREAKERS: dict[str, Breaker] = {
                                                               "antiquant": "none",
                                                               "rope": False,
                                                               "post_quant": False}),
-    "paged.bsh_kvn_d_max": Breaker(_bsh_kvn_d_max, {**PAGED, "cache": "BnBsH", "sink": False,
-                                                    "post_quant": False, **NO_FULL_MASK,
-                                                    "block_edge": "min",
-                                                    "antiquant": "none", "branch": "decode"}),
+    # int8 KV with per-token scales too: their shape does not follow KV_N or D
+    "paged.bsh_kvn_d_max": Breaker(_bsh_kvn_d_max, {**BSH_DECODE_SMALL, "antiquant": "none"},
+                                   alt=({**BSH_DECODE_SMALL, "antiquant": "separate:1/1"},)),
     "paged.mask_last_dim": Breaker(_mask_last_dim, {**PAGED, "mask": "bool", "sparse_mode": 0,
                                                     "branch": "prefill"}),
     "paged.kv_lengths_required": searched(
