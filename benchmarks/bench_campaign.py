@@ -13,7 +13,8 @@ case's query/key/value as BNSD (dequantised KV where the case quantises it).
 
 Printed: per stage its total wall and CPU seconds (process CPU time, all
 threads: on a shared machine under load, wall time mostly measures the other
-processes), each as a ratio to the yardstick's and as a share of the golden
+processes; each stage starts once no thread is left spinning from the stage
+before, `settle`), each as a ratio to the yardstick's and as a share of the golden
 pair (fp64 + device); issue 18 wants diff and materialise each <= 15% of the
 pair. Then host-side cases per CPU-second (generate + materialise + goldens +
 diff).
@@ -110,10 +111,27 @@ def yardstick(case: Case, call: dict[str, Any]) -> Callable[[], Any]:
     return run
 
 
+def settle(limit: float = 0.2) -> None:
+    """Wait (at most `limit` seconds) until no thread of this process burns CPU.
+
+    torch's OpenMP threads spin for a few ms after each parallel op (here 2.5-4
+    CPU-ms after one SDPA call); process CPU time would charge that to the next
+    stage timed: materialise after the yardstick, the diff after the runner.
+    """
+    end, quiet = time.perf_counter() + limit, 0
+    # 20 ms in a row without CPU: under load a spinning thread can wait that long for a core
+    while quiet < 4 and time.perf_counter() < end:
+        c0 = time.process_time()
+        time.sleep(0.005)
+        quiet = quiet + 1 if time.process_time() - c0 < 2e-4 else 0
+
+
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[Any, float, float]:
-    """(result, best wall seconds, CPU seconds of that best run) of `fn`."""
+    """(result, best wall seconds, CPU seconds of that best run) of `fn`, each run started
+    once the process is quiet (`settle`)."""
     best, cpu, result = float("inf"), 0.0, None
     for _ in range(repeat):
+        settle()
         c0, t0 = time.process_time(), time.perf_counter()
         result = fn()
         wall = time.perf_counter() - t0

@@ -246,7 +246,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    """Draw --cases cases; print hits per feature axis and value, the draw rate and legality.
+    """Draw --cases cases; print hits per feature axis and value, the draw rate, legality
+    and, for unfiltered draws, issue 15's production bars (strategies/bars.py).
 
     The rate counts drawing only (no tensor materialisation, no validation);
     validation runs afterwards on every drawn case and is reported apart.
@@ -255,6 +256,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
     from fia_fuzz.spec import validate
     from fia_fuzz.strategies.axes import AXES, LARGE_ONLY
+    from fia_fuzz.strategies.bars import measure
     from fia_fuzz.strategies.cases import DEVICE_REGIONS
     from fia_fuzz.strategies.sample import draw_cases
 
@@ -268,8 +270,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     drawn = draw_cases(args.cases or 1000, args.seed, args.profile, rules=args.rules, **filters)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     counts: dict[str, Counter[str]] = {axis: Counter() for axis in AXES}
-    for case in drawn:
-        feats = case.features()
+    features = [case.features() for case in drawn]
+    for feats in features:
         for axis in AXES:
             counts[axis][repr(feats.get(axis))] += 1
     missed = 0
@@ -292,8 +294,11 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         print(f"  {name:>40} | {n_hit}" + ("" if n_hit else " (MISSED)"))
     t1 = time.perf_counter()
     illegal: Counter[str] = Counter()
+    broken = 0
     for case in drawn:
-        for v in validate(**case.specs(), rules=args.rules):
+        found = validate(**case.specs(), rules=args.rules)
+        broken += bool(found)
+        for v in found:
             illegal[v.rule] += 1
     t2 = time.perf_counter()
     n = len(drawn)
@@ -304,6 +309,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     print(f"{missed} axis values and regions never reached")
     print(f"validate: {n} cases in {t2 - t1:.2f}s, violations by rule: "
           f"{dict(illegal) if illegal else 'none (all legal)'} ({bad} violations)")
+    if not filters:   # the bars are set on unfiltered draws
+        print("\n".join(measure(features, args.profile, broken).lines()))
     return 1 if missed or illegal else 0
 
 

@@ -36,7 +36,7 @@ from typing import Protocol
 
 import numpy as np
 
-from fia_fuzz.golden.casts import as_work, work_blocks
+from fia_fuzz.golden.casts import as_work, cast_into, work_blocks
 from fia_fuzz.golden.threads import run_all, tile_threads
 
 PRECISIONS = ("device", "fp64")
@@ -220,7 +220,9 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
 
     def tile(bsl: slice, heads: slice, rows: slice, kh: np.ndarray, vh: np.ndarray,
              c_lo: int) -> None:
-        qt = q[bsl, heads, rows].astype(work)
+        part = q[bsl, heads, rows]
+        qt = np.empty(part.shape, work)  # a copy (scaled in place below), cast fast when fp16
+        cast_into(qt, part)
         if matmuls is None:
             qt *= work.type(scale)
         qt = qt.reshape(qt.shape[0], kh.shape[1], -1, qt.shape[2], d)

@@ -30,7 +30,7 @@ from fia_fuzz.strategies.families import FAMILIES, FAMILY_SCOPE
 __all__ = ["PROFILES", "Profile", "build", "cases", "families_for", "recorded_cases"]
 
 #: Draw weight per family: dense carries most optional inputs, so it gets the most draws.
-FAMILY_WEIGHTS = {"dense": 4, "antiquant": 2, "full_quant": 1, "packed": 1, "mla": 1,
+FAMILY_WEIGHTS = {"dense": 5, "antiquant": 3, "full_quant": 1, "packed": 1, "mla": 2,
                   "gqa_nz": 1}
 #: Per rule profile: its extra families (name -> (builder, weight)) and the adapter that
 #: turns a documented draw into the profile's form (the draw is rejected if still illegal).

@@ -24,18 +24,21 @@ class Profile:
 
     max_elements bounds the elements of query+key+value, max_scores the score
     matrix B*N*S1*S2, max_flops the 2*B*N*S1*S2*(D+Dv) of the two matmuls.
-    long_seq is the longest query a "long prefill" (S1 > 2048) draw may have.
+    long_seq is the longest query a "long prefill" (S1 > 2048) draw may have, long_kv the
+    longest KV a long-KV draw (B*N under SPLIT_BN, sizes.long_kv) may take: production
+    decodes over 4K-128K keys [production-calls.md], within the element budget.
     cache_reach lists (with repeats as weights) where a paged BnBsH/BnNBsD cache's
     referenced blocks may sit: "near" the start, or past 2^31 / 2^32 elements in a
     lazy cache whose host cost follows the referenced lengths (geometry.referenced_blocks).
     workload_weight is the draw weight of the production patterns (strategies/
-    workloads.py) beside cases.FAMILY_WEIGHTS, whose weights sum to 10.
+    workloads.py) beside cases.FAMILY_WEIGHTS, whose weights sum to 12.
     """
 
     max_batch: int
     max_heads: int
     max_seq: int
     long_seq: int
+    long_kv: int
     max_elements: int
     max_scores: int
     max_flops: int
@@ -44,12 +47,12 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "smoke": Profile(max_batch=4, max_heads=64, max_seq=256, long_seq=4096,
+    "smoke": Profile(max_batch=4, max_heads=64, max_seq=256, long_seq=4096, long_kv=4096,
                      max_elements=1 << 19, max_scores=1 << 19, max_flops=1 << 28),
-    "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384,
+    "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
-                       cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=6),
-    "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536,
+                       cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=5),
+    "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536, long_kv=262144,
                       max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
                       cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6),
 }
@@ -99,7 +102,7 @@ class Draft:
     reach: str = "near"        # where a lazy cache's referenced blocks sit (paged.reach)
     kv_list: bool = False
     padded: bool = False
-    long: bool = False         # a long-KV draw: B*N under SPLIT_BN, KV up to long_seq
+    long: bool = False         # a long-KV draw: B*N under SPLIT_BN, KV up to long_kv
 
     def set(self, name: str, value: Any) -> None:
         self.params[name] = value
@@ -109,16 +112,26 @@ class Draft:
         """The branch the argument forms of spec/forms.py are qualified with."""
         return "decode" if self.decode else "prefill"
 
-    def pick_form(self, axis: str, options: dict[str, Any]) -> Any:
-        """The value of the option whose form (a spec/forms.py axis value) is picked."""
+    def pick_form(self, axis: str, options: dict[str, Any],
+                  weights: dict[str, int] | None = None) -> Any:
+        """The value of the option whose form (a spec/forms.py axis value) is picked;
+        `weights` (default 1) make forms that share their draws with few others as common
+        as those that share them with many."""
         if len(options) == 1:
             return options[self.ch.fixed(axis, next(iter(options)))]
-        return options[self.ch.pick(axis, tuple(options))]
+        return options[self.ch.pick(axis, weighted(tuple(options), weights or {}))]
 
     @property
     def s2_total(self) -> int:
         """KV positions a mask or pse must cover: prefix plus key S [V4 pseShift, SEM §6]."""
         return self.s2 + self.prefix_s
+
+
+def weighted(options: tuple[Any, ...], weights: dict[Any, int]) -> tuple[Any, ...]:
+    """`options`, then each again weights[option] - 1 times (default weight 1): a pick among
+    them takes an option as often as its weight and still shrinks to the first; the repeats
+    go last, as Hypothesis favours the first index of a pick beyond its share."""
+    return options + tuple(x for x in options for _ in range(weights.get(x, 1) - 1))
 
 
 def spec(shp: tuple[int, ...], dtype: str) -> TensorSpec:

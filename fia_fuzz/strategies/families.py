@@ -43,6 +43,7 @@ from fia_fuzz.strategies.draft import (
     s1_cap,
     s2_cap,
     spec,
+    weighted,
 )
 from fia_fuzz.strategies.tail import common_tail
 from fia_fuzz.strategies.workloads import OWN, mla_pattern, workloads
@@ -187,8 +188,10 @@ PLAIN_IMPLIED: dict[str, Any] = {
 
 
 def _kv_hi(dr: Draft) -> int:
-    """The longest KV a draw may take: max_seq, or long_seq for a long-KV draw."""
-    return dr.prof.long_seq if dr.long else dr.prof.max_seq
+    """The longest KV a draw may take: max_seq, long_seq beside a long query (S1 > 2048),
+    long_kv for a long-KV draw."""
+    return dr.prof.long_kv if dr.long else dr.prof.long_seq if dr.s1 > 2048 \
+        else dr.prof.max_seq
 
 
 def _optional_lengths(dr: Draft, feature: str, arg: str, full: int, lo: int = 0) -> None:
@@ -251,7 +254,7 @@ def dense(dr: Draft) -> None:
     dr.b = sizes.batch(ch, dr.n, _batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor,
                                                           dr.prof.max_batch), dr.long)
     dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi, s2_floor))
-    s2_hi = dr.prof.long_seq if cls == ">2048" or dr.long else dr.prof.max_seq
+    s2_hi = _kv_hi(dr)
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
     # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]; an empty KV takes it too, and
     # decode with kv left padding (only prefill excludes it [V4 Q_S>1 INT8量化场景])
@@ -375,7 +378,8 @@ def antiquant(dr: Draft) -> None:
     """Float query, int8/int4 KV dequantised in the op [V4 §AntiQuant, SEM §7]."""
     ch = dr.ch
     int4 = ch.pins.get("kv_dtype") in INT4_FORMS   # int4 KV is decode-only here [V4 §AntiQuant]
-    branch = ch.pick("branch", ("decode",) if int4 else ("decode", "prefill"))
+    # decode twice as often: its forms hold twice the scale shapes (ANTIQUANT_WEIGHTS)
+    branch = ch.pick("branch", ("decode",) if int4 else ("decode", "decode", "prefill"))
     dr.decode = branch == "decode"
     if dr.decode:
         _antiquant_decode(dr)
@@ -396,6 +400,9 @@ def _position_free(form: str) -> bool:
     return not any(int(m) in per_token for m in modes.split("/"))
 
 
+#: Draw weight per antiquant form (default 1): about the number of scale shapes the form
+#: splits into (quant.py), so each shape is about as common as a one-shape form.
+ANTIQUANT_WEIGHTS = {"separate:0/0": 3, "combined:0": 4, "separate:0/1": 2}
 #: The only antiquant forms a shared prefix may take (prefix.per_token_antiquant).
 POSITION_FREE_FORMS = tuple(f for f in ANTIQUANT_DECODE_FORMS if _position_free(f))
 #: int4 (true or int32-packed) KV: separate params, these modes (antiquant.int4_modes).
@@ -415,8 +422,8 @@ def _pinned_forms(dr: Draft, forms: tuple[str, ...]) -> tuple[str, ...]:
 
 def _antiquant_decode(dr: Draft) -> None:
     ch = dr.ch
-    forms = ANTIQUANT_DECODE_FORMS
-    form = ch.pick("antiquant", _pinned_forms(dr, forms))
+    forms = weighted(_pinned_forms(dr, ANTIQUANT_DECODE_FORMS), ANTIQUANT_WEIGHTS)
+    form = ch.pick("antiquant", forms)
     int4_ok = form in INT4_ANTIQUANT
     # paged caches take no int4 behind a float query [V4 §PagedAttention]
     pa_pinned = ch.pinned("paged", True) or paged.wanted(dr)
@@ -477,7 +484,7 @@ def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
     dr.long = sizes.long_kv(ch, dr.n)
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long)
     dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
-    s2_hi = dr.prof.long_seq if cls == ">2048" or dr.long else dr.prof.max_seq
+    s2_hi = _kv_hi(dr)
     dr.s2 = kv_len(dr, 1, s2_cap(dr, 1, s2_hi, dr.s1))
     _qkv_contiguous(dr)
 
@@ -485,8 +492,8 @@ def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
 def _antiquant_prefill(dr: Draft) -> None:
     """Prefill: combined mode 0 (fp16 query) or separate 0/1 (bf16 query, Q_S <= 16) [V4]."""
     ch = dr.ch
-    form = ch.pick("antiquant", _pinned_forms(dr, ("combined:0", "separate:0/0",
-                                                   "separate:1/1")))
+    form = ch.pick("antiquant", weighted(_pinned_forms(dr, (
+        "combined:0", "separate:0/0", "separate:1/1")), {"combined:0": 2, "separate:0/0": 2}))
     sep = form.startswith("separate")
     dr.q_dtype = ch.pick("q_dtype", ("bfloat16",) if sep else ("float16",))
     dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
@@ -750,7 +757,9 @@ def gqa_nz(dr: Draft) -> None:
     _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1, 1)
     ch.pick("kv_quant_sym", ("sym",))
     # symmetric: per-channel bf16, or per-token fp32 (B, >= table width x block size)
-    if ch.pick("antiquant", ("separate:0/0", "separate:1/1")) == "separate:0/0":
+    # per channel thrice as often: its scale takes one of three shapes (one per layout)
+    if ch.pick("antiquant", weighted(("separate:0/0", "separate:1/1"), {"separate:0/0": 3})) \
+            == "separate:0/0":
         quant.separate_same(dr, {NZ_CHANNEL_FORMS[dr.q_layout]: nz_scale_shape(
             dr.q_layout, dr.kv_n, dr.d)}, "bfloat16", 0)
     else:

@@ -96,9 +96,9 @@ def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
         True if pins.get("table_unused") or pins.get("table_oversized") or \
         size.endswith("wider") else None
     # the masks and pse span width x block_size keys: the score budget and the profile's
-    # longest sequence bound the width
+    # longest KV bound the width
     cols = min(dr.prof.max_scores // max(1, dr.b * dr.n * max(1, dr.s1) * block_size),
-               dr.prof.long_seq // block_size)
+               dr.prof.long_kv // block_size)
     width = table_width(ch, most, max(most + MAX_UNUSED, cols), oversized)
     room = dr.prof.max_elements // max(1, block_size * dr.kv_n * (dr.d + dr.dv))
     spare_lo = 1 if pins.get("table_spare") else 0

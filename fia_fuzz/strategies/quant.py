@@ -180,7 +180,11 @@ def post_quant(dr: Draft, forms: tuple[str, ...], empty_kv: bool = False) -> Non
         pat = ch.one(tuple(kinds))
         ch.fixed("quant_scale2_form", "empty_kv")
     else:
-        pat = dr.pick_form("quant_scale2_form", {f"{dr.branch}:{p}": p for p in kinds})
+        # each per-channel shape of an output layout thrice as often as per-tensor, which
+        # every layout shares
+        pat = dr.pick_form("quant_scale2_form", {f"{dr.branch}:{p}": p for p in kinds},
+                           {f"{dr.branch}:{p}": 3 for p, k in kinds.items()
+                            if k == "per_channel"})
     ch.fixed("post_quant_form", kinds[pat])
     h = dr.n * dr.dv
     shp = {"1": (1,), "N,D": (dr.n, dr.dv), "1,1,H": (1, 1, h), "H": (h,),

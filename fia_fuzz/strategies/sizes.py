@@ -62,10 +62,20 @@ def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = Fal
     LONG_KV+ where hi allows, a length-edge or "free" filter below LONG_KV where lo allows."""
     pin = ch.pins.get("size_edge")
     if (long or pin == "long") and hi >= LONG_KV:
-        lo = max(lo, LONG_KV)
+        lo, hi = _octave(ch, max(lo, LONG_KV), hi)
     elif pin in SHORT_KV and lo < LONG_KV:
         hi = min(hi, LONG_KV - 1)
     return length(ch, lo, hi, top)
+
+
+def _octave(ch: Chooser, lo: int, hi: int) -> tuple[int, int]:
+    """One doubling [lo * 2^k, lo * 2^(k+1)) of [lo, hi], each as likely (shortest first):
+    production caches span 4K-128K keys, and a uniform draw would rarely leave the top one."""
+    spans = []
+    while lo <= hi:
+        spans.append((lo, min(hi, 2 * lo - 1)))
+        lo *= 2
+    return ch.one(spans)
 
 
 def heads_cap(ch: Chooser, max_n: int) -> int:
@@ -78,7 +88,7 @@ def heads_cap(ch: Chooser, max_n: int) -> int:
 
 
 def long_kv(ch: Chooser, n: int, lo: int = 1) -> bool:
-    """Whether the draw reaches for a long KV (up to the profile's long_seq, B*N under
+    """Whether the draw reaches for a long KV (up to the profile's long_kv, B*N under
     SPLIT_BN with B >= `lo`): every "long"-filtered draw, a quarter of the unfiltered
     ones that can."""
     pin = ch.pins.get("size_edge")

@@ -16,6 +16,7 @@ legal by construction; `case.features()["workload"]` names the pattern
 from __future__ import annotations
 
 from fia_fuzz.spec.case import MLA_PRODUCTION_HEADS, MTP_Q_S
+from fia_fuzz.spec.edges import SPLIT_BN
 from fia_fuzz.spec.geometry import dense_shape, packed_shape
 from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
@@ -70,9 +71,11 @@ def mla_pattern(ch: Chooser) -> tuple[str, tuple[int, ...], tuple[int, int]]:
     return kind, heads, (1, 1) if kind == "mla_decode" else (MTP_Q_S[0], MTP_Q_S[-1])
 
 
-def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int) -> tuple[int, int, int]:
+def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int, long: bool = False
+                ) -> tuple[int, int, int]:
     """(N, KV_N, D) of a model split over a TP degree (N divisible, G <= 64) whose
-    128-token K/V block fits `budget` elements (the smallest split always does)."""
+    128-token K/V block fits `budget` elements (the smallest split always does); `long`:
+    N under SPLIT_BN, as a long-KV draw needs, where some split has it."""
     opts = []
     for n, kv, d in MODELS:
         if d not in dims:
@@ -84,8 +87,26 @@ def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int) -> tuple[int, i
             if (n // tp) % kv_n == 0 and n // tp // kv_n <= 64:
                 opts.append((n // tp, kv_n, d))
     opts = [o for o in opts if heads_cap(ch, o[0]) == o[0]] or opts
+    if long:
+        opts = [o for o in opts if o[0] < SPLIT_BN] or opts
     fit = [o for o in opts if 128 * o[1] * 2 * o[2] <= budget]
     return ch.one(fit or [min(opts, key=lambda o: o[1] * o[2])])
+
+
+def _geometry(dr: Draft, dims: tuple[int, ...]) -> bool:
+    """Heads and head dim of a model; True when the draw serves one long request (a quarter
+    of the unfiltered draws). For it, and under a "long" size_edge filter, N is under
+    SPLIT_BN and KV_N x D small enough that half the profile's long_kv keys fit the element
+    budget, as a long context needs."""
+    ch = dr.ch
+    one = "size_edge" not in ch.pins and ch.one((False, False, False, True))
+    long = one or ch.pinned("size_edge", "long")
+    budget = dr.prof.max_elements
+    if long:
+        budget = budget * 128 // max(128, dr.prof.long_kv // 2)
+    dr.n, dr.kv_n, dr.d = model_heads(ch, dims, budget, long)
+    dr.dv = dr.d
+    return one
 
 
 def workloads(dr: Draft) -> None:
@@ -114,13 +135,14 @@ def _kv_budget(dr: Draft, query_per_token: bool = False) -> int:
     return max(1, dr.prof.max_elements // per)
 
 
-def _batches(dr: Draft, block_size: int, hi: int) -> int:
-    """B up to `hi` with one block per request within the element budget; a quarter of
-    the draws serve one long request (a long context spanning many tiles)."""
+def _batches(dr: Draft, block_size: int, hi: int, one: bool) -> int:
+    """B up to `hi` with one block per request within the element budget, or 1 for `one`
+    long request (a long-KV draw where N allows)."""
+    if one:
+        dr.long = dr.n < SPLIT_BN
+        return 1
     per = block_size * dr.kv_n * (dr.d + dr.dv)
     top = max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per))
-    if "size_edge" not in dr.ch.pins and dr.ch.one((False, False, False, True)):
-        return 1
     dr.long = long_kv(dr.ch, dr.n)
     return batch(dr.ch, dr.n, 1, top, dr.long)
 
@@ -146,11 +168,10 @@ def _vllm(dr: Draft, kind: str) -> None:
     ch.pick("kv_dtype", ("bfloat16",))
     ch.pick("branch", ("prefill",))
     _set_layout(dr, "TND")
-    dr.n, dr.kv_n, dr.d = model_heads(ch, (128,), dr.prof.max_elements)
-    dr.dv = dr.d
+    one = _geometry(dr, (128,))
     fits = 512 * dr.kv_n * 2 * dr.d <= dr.prof.max_elements // 4
     bs = ch.one((128, 128, 128, 512) if fits else (128,))
-    dr.b = _batches(dr, bs, 64)
+    dr.b = _batches(dr, bs, 64, one)
     room = max(1, _kv_budget(dr, kind != "vllm_decode") // dr.b)
     kv_lens, q_lens = [], []
     for _ in range(dr.b):
@@ -207,10 +228,9 @@ def _paged_decode(dr: Draft, layout: str) -> None:
     dr.decode = True
     ch.pick("branch", ("decode",))
     _set_layout(dr, layout)
-    dr.n, dr.kv_n, dr.d = model_heads(ch, (64, 96, 128, 256), dr.prof.max_elements)
-    dr.dv = dr.d
+    one = _geometry(dr, (64, 96, 128, 256))
     dr.s1 = 1
-    dr.b = _batches(dr, 128, 256)
+    dr.b = _batches(dr, 128, 256, one)
     room = _kv_budget(dr) // dr.b
     kv_lens = [kv_len(dr, 0 if ch.one((False,) * 15 + (True,)) else 1, max(1, room))
                for _ in range(dr.b)]
@@ -234,11 +254,10 @@ def _sliding_band(dr: Draft) -> None:
     dr.q_dtype = dr.kv_dtype = ch.pick("kv_dtype", (dt,))
     ch.pick("branch", ("prefill",))
     _set_layout(dr, "BSH")
-    dr.n, dr.kv_n, dr.d = model_heads(ch, (64, 96, 128, 256), dr.prof.max_elements)
-    dr.dv = dr.d
+    one = _geometry(dr, (64, 96, 128, 256))
     bs = ch.one([x for x in (128, 256, 512)
                  if x * dr.kv_n * 2 * dr.d <= dr.prof.max_elements] or [128])
-    dr.b = _batches(dr, bs, 8)
+    dr.b = _batches(dr, bs, 8, one)
     room = max(2, _kv_budget(dr, True) // dr.b)
     s2 = kv_len(dr, 2, max(2, room))
     dr.s1 = min(s2, length(ch, 2, max(2, min(2048, dr.prof.max_scores // (dr.b * dr.n * s2)

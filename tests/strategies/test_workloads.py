@@ -10,10 +10,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from fia_fuzz.spec import Case, validate
 from fia_fuzz.strategies import cases
+from fia_fuzz.strategies.bars import S2_REACH, measure
 from fia_fuzz.strategies.cases import build, families_for
 from fia_fuzz.strategies.choices import RandomChooser
 from fia_fuzz.strategies.draft import PROFILES
 from fia_fuzz.strategies.masks import DECODE_SHAPES
+from fia_fuzz.strategies.paged import EDGE_SLACK
+from fia_fuzz.strategies.sample import draw_cases
 from fia_fuzz.strategies.workloads import MODELS, OWN, TP
 
 
@@ -63,19 +66,34 @@ def test_workload_draws_are_legal_production_calls(workload: str) -> None:
 
 
 def test_nightly_reaches_the_production_calls(nightly: list[Case]) -> None:
-    """Issue 15's bars on unfiltered nightly walks (the coverage command draws the same way)."""
+    """Issue 15's bars (strategies/bars.py, what `fia-fuzz coverage` prints) on unfiltered
+    nightly walks."""
     feats = [c.features() for c in nightly]
-    n = len(feats)
-    tnd = sum(f["layout"] == "TND" and f["paged"] and f["sparse_mode"] == 3 and not f["rope"]
-              for f in feats)
-    masked = [f for f in feats if f["branch"] == "decode" and f["S2"] > 512
-              and f["mask"] != "none"]
-    assert tnd >= 0.01 * n
-    assert len(masked) >= 0.05 * n
-    assert set(DECODE_SHAPES) <= {f["mask_shape"] for f in masked}
-    assert max(f["S2"] for f in feats) >= 32768
+    bars = measure(feats, "nightly")
+    assert bars.missed() == [], bars.lines()
+    assert set(DECODE_SHAPES) <= set(bars.masked)
     assert {f["workload"] for f in feats} >= set(OWN)
     assert Counter(f["view"] for f in feats)["strided"] > 0
+
+
+def test_a_few_percent_of_nightly_draws_take_32k_keys_within_the_memory_budget(
+        nightly: list[Case]) -> None:
+    """Long KV costs golden time: S2 >= 32768 in a few percent of the draws, each within the
+    element budget (KV_N x D small enough; the host holds what 16-bit elements of the budget
+    take, with the block rounding paged.EDGE_SLACK allows: 64 MiB, far under 1 GiB)."""
+    far = [c for c in nightly if c.features()["S2"] >= S2_REACH["nightly"]]
+    assert 0.005 * len(nightly) <= len(far) <= 0.05 * len(nightly)
+    assert max(max(c.view().act_kv) for c in far) >= S2_REACH["nightly"]
+    for case in far:
+        assert case.host_bytes() <= 2 * EDGE_SLACK * PROFILES["nightly"].max_elements
+
+
+@pytest.mark.parametrize(("profile", "n"), [("nightly", 200), ("stress", 60)])
+def test_long_filtered_draws_reach_the_profiles_longest_kv(profile: str, n: int) -> None:
+    """cases(size_edge="long") reaches S2 >= 32768 (nightly) and >= 131072 (stress): long-KV
+    draws go up to the profile's long_kv, each doubling from LONG_KV as likely."""
+    drawn = draw_cases(n, seed=0, profile=profile, size_edge="long")
+    assert max(c.features()["S2"] for c in drawn) >= S2_REACH[profile]
 
 
 def test_smoke_keeps_workloads_a_small_share() -> None:
