@@ -140,8 +140,9 @@ def default_fill(name: str, spec: TensorSpec) -> dict[str, Any]:
                 "value": QUANT_SCALE_DEFAULTS[name]}
     if spec.dtype == "bool" or name == "atten_mask":
         return {"dist": "bernoulli", "p": 0.2}
-    if spec.dtype in ("int8", "int4", "int32"):
-        lo, hi = {"int8": (-128, 127), "int4": (-8, 7), "int32": (-(2**31), 2**31 - 1)}[spec.dtype]
+    if spec.dtype in ("int8", "int4", "int32", "int64"):
+        lo, hi = {"int8": (-128, 127), "int4": (-8, 7), "int32": (-(2**31), 2**31 - 1),
+                  "int64": (-(2**31), 2**31 - 1)}[spec.dtype]
         return {"dist": "int", "low": lo, "high": hi}
     if spec.dtype == "uint8":
         return {"dist": "int", "low": 0, "high": 255}

@@ -22,6 +22,8 @@ from fia_fuzz.spec.call import CallView
 from fia_fuzz.spec.geometry import BLOCK_AXIS, SEQ_AXIS
 from fia_fuzz.spec.params import ATTR_DEFAULTS, TENSOR_ARGS
 from fia_fuzz.spec.rules import Undetermined
+from fia_fuzz.spec.tensors import FLOAT_DTYPES
+from fia_fuzz.spec.values import INT_DISTS, MASK_DISTS
 from fia_fuzz.strategies.choices import Chooser
 
 Change = dict[str, Any]
@@ -30,12 +32,31 @@ DELETE = object()
 FILLS = "fills"
 
 
+def _dtype(t: Any) -> str | None:
+    """The dtype of a tensor (or of a tensor list's first), None for anything else."""
+    t = t[0] if isinstance(t, list) and t else t
+    return t.dtype if isinstance(t, TensorSpec) else None
+
+
+def _stale_float_fill(case: Case, name: str, new: Any) -> bool:
+    """Whether `name`'s fill is a float recipe the new tensor's integer or bool dtype cannot
+    take (a float fill does not materialise as one; values.default_fill then applies)."""
+    fill, dtype = case.fills.get(name), _dtype(new)
+    return (fill is not None and dtype is not None and dtype not in FLOAT_DTYPES
+            and dtype != _dtype(case.params.get(name))
+            and fill.get("dist") not in (*MASK_DISTS, *INT_DISTS))
+
+
 def apply(case: Case, change: Change) -> Case:
-    """The case with `change` applied (DELETE drops a parameter, FILLS merges fill recipes)."""
+    """The case with `change` applied (DELETE drops a parameter, FILLS merges fill recipes;
+    a tensor turned integer or bool without a recipe of its own loses its float one)."""
     params = {k: v for k, v in {**case.params, **change}.items()
               if v is not DELETE and k != FILLS}
-    fills = {**case.fills, **change.get(FILLS, {})}
-    return Case(params=params, fills={k: v for k, v in fills.items() if k in params},
+    given = change.get(FILLS, {})
+    fills = {**case.fills, **given}
+    stale = {k for k, v in change.items() if k not in given and _stale_float_fill(case, k, v)}
+    return Case(params=params, fills={k: v for k, v in fills.items()
+                                      if k in params and k not in stale},
                 seed=case.seed)
 
 

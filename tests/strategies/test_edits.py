@@ -47,3 +47,27 @@ def test_grow_blocks_and_repage_keep_the_case_legal(case: Case) -> None:
     # one block per batch at least (a drawn table may share one block between empty batches)
     assert compact.params["key"].shape[0] <= max(case.params["key"].shape[0],
                                                  len(case.params["block_table"]))
+
+
+def test_a_tensor_turned_integer_or_bool_drops_its_float_fill() -> None:
+    # a searched dtype mutation (sink.dtype, antiquant.*_dtype, ...) kept the float recipe,
+    # and the broken case could not be materialised
+    from fia_fuzz.spec import TensorSpec
+    from fia_fuzz.strategies.edits import FILLS
+
+    sink = TensorSpec((4,), "float32")
+    case = Case(params={"query": TensorSpec((1, 4, 1, 16), "float16"),
+                        "key": TensorSpec((1, 4, 8, 16), "float16"),
+                        "value": TensorSpec((1, 4, 8, 16), "float16"), "num_heads": 4,
+                        "learnable_sink": sink},
+                fills={"learnable_sink": {"dist": "uniform", "scale": 2.0}}, seed=3)
+    for dtype in ("int8", "int32", "int64", "uint8", "bool"):
+        out = apply(case, {"learnable_sink": TensorSpec(sink.shape, dtype)})
+        assert "learnable_sink" not in out.fills
+        assert str(out.call()["learnable_sink"].dtype) == dtype
+    kept = apply(case, {"learnable_sink": TensorSpec(sink.shape, "float16")})
+    assert kept.fills == case.fills          # a float dtype keeps its recipe
+    own = {"dist": "int", "low": 1, "high": 4}
+    given = apply(case, {"learnable_sink": TensorSpec(sink.shape, "int32"),
+                         FILLS: {"learnable_sink": own}})
+    assert given.fills == {"learnable_sink": own}   # a change's own recipe wins
