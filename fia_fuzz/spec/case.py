@@ -349,7 +349,7 @@ def case_features(case: Case) -> dict[str, Any]:
         "band": _band(case),
         "mask": p["atten_mask"].dtype if p.get("atten_mask") is not None else "none",
         "mask_shape": _mask_shape(case, b, decode),
-        "mask_oversized": _mask_oversized(case),
+        "mask_oversized": _mask_oversized(case, v),
         "mask_fill": case.fill("atten_mask").get("dist")
         if p.get("atten_mask") is not None else "none",
         "pse": p.get("pse_shift") is not None,
@@ -387,7 +387,7 @@ def case_features(case: Case) -> dict[str, Any]:
     feats["size_edge"] = _safe(lambda: _size_edge(v, feats), "free")
     table = p.get("block_table")
     feats["table_width"] = edges.table_width(len(table[0]) if table else None)
-    feats.update(argument_forms(case))
+    feats.update(argument_forms(case, v))
     return feats
 
 
@@ -530,9 +530,9 @@ def _mask_shape(case: Case, b: int | None, decode: bool | None) -> str:
     return ",".join(lead + ["S1", "S2"])
 
 
-def _mask_oversized(case: Case) -> bool:
+def _mask_oversized(case: Case, v: CallView) -> bool:
     """A full mask larger than the S1 x S2 it covers (alignment padding) [V4 attenMask]."""
-    return mask_extent(case) in ("rows", "cols")
+    return mask_extent(case, v) in ("rows", "cols")
 
 
 def _pse_batch(pse: TensorSpec | None, b: int | None) -> str:
