@@ -25,7 +25,7 @@ import numpy as np
 
 from fia_fuzz.spec import edges, profiles
 from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.forms import OPTIMIZED_MASK, argument_forms, mask_extent
+from fia_fuzz.spec.forms import OPTIMIZED_MASK, argument_forms, mask_extent, table_oversized
 from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND, blocks_read, referenced_blocks
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined, Violation
@@ -498,8 +498,7 @@ def _table_features(case: Case) -> dict[str, bool]:
         unused = unused or len(row) > need
     block_num = k.shape[0] if hasattr(k, "shape") else 0
     return {"table_unused": unused,
-            # wider than maxBlockNumPerSeq, the least width the docs admit [V2 blockTable]
-            "table_oversized": len(table[0]) > max(needs, default=0),
+            "table_oversized": table_oversized(table, lens, bs),
             "table_spare": block_num > len(set(used)),
             "table_shuffled": used != sorted(used) or any(
                 b - a != 1 for a, b in zip(used, used[1:], strict=False))}

@@ -158,14 +158,21 @@ def mask_extent(case: Case, v: CallView | None = None) -> str:
     return _extent(case, v, rows, m.shape[-1])
 
 
+def table_oversized(table: Any, lens: list[int], block_size: int) -> bool:
+    """A block table wider than the most blocks a batch reads (maxBlockNumPerSeq, the
+    least width the docs admit [V2 blockTable]); `lens`: actual_seq_lengths_kv."""
+    need = max(blocks_read(lens[: len(table)], block_size), default=0)
+    width = len(table[0]) if len(table) else 0
+    return width > need
+
+
 def _table_size(case: Case, branch: str) -> str:
     table = case.params.get("block_table")
     if table is None:
         return "none"
     lens = case.params.get("actual_seq_lengths_kv") or [0]
-    need = max(blocks_read(lens[: len(table)], case.attr("block_size")), default=0)
-    width = len(table[0]) if len(table) else 0
-    return f"{branch}:{'wider' if width > need else 'exact'}"
+    wider = table_oversized(table, lens, case.attr("block_size"))
+    return f"{branch}:{'wider' if wider else 'exact'}"
 
 
 def _antiquant_forms(case: Case, v: CallView, branch: str) -> dict[str, str]:
