@@ -221,11 +221,14 @@ class Case:
         total = sum(t.storage_nbytes for name, v in self.params.items()
                     if name in TENSOR_ARGS and v is not None
                     for t in (v if isinstance(v, list) else [v]))
+        return total + self._output_bytes()
+
+    def _output_bytes(self) -> int:
+        """Bytes of the call's outputs (0 when their shapes are undetermined)."""
         try:
-            total += sum(t.nbytes for t in output_specs(self.view()))
+            return sum(t.nbytes for t in output_specs(self.view()))
         except (Undetermined, KeyError, ValueError, TypeError):
-            pass
-        return total
+            return 0
 
     def host_bytes(self) -> int:
         """Host memory of the materialised call: every input at its materialised size (a
@@ -241,11 +244,7 @@ class Case:
                 total += v.nbytes // max(1, v.shape[0]) * len(blocks)
             else:
                 total += sum(t.storage_nbytes for t in (v if isinstance(v, list) else [v]))
-        try:
-            total += sum(t.nbytes for t in output_specs(self.view()))
-        except (Undetermined, KeyError, ValueError, TypeError):
-            pass
-        return total
+        return total + self._output_bytes()
 
     def _stored(self, key: str) -> np.ndarray:
         if key not in self.stored:
