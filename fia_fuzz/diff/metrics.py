@@ -375,10 +375,13 @@ def _errors(ref: Reference, gf: np.ndarray, afs: Sequence[np.ndarray],
     `a_sq`, the sum of squares of the actual (finite exactly when every element is)."""
     tol, log_scale, n = ref.tol, ref.log_scale, gf.size
     small_limit = 0.0 if log_scale else SMALL_VALUE.get(tol, 2.0 ** -10)
-    small = np.empty(n, bool)
     chunks = split(n)
-    for s, e in chunks:
-        np.less(np.abs(gf[s:e]), small_limit, out=small[s:e])
+    if small_limit == 0.0:  # no |g| is below 0 (log_scale)
+        small = np.zeros(n, bool)
+    else:
+        small = np.empty(n, bool)
+        for s, e in chunks:
+            np.less(np.abs(gf[s:e]), small_limit, out=small[s:e])
     small_count = int(np.count_nonzero(small))
     some_small = 0 < small_count < n
     # not small: the chunks' masked maxima and the masked means (all small: all False)
