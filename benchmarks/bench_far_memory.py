@@ -35,10 +35,11 @@ import json, sys
 from fia_fuzz.campaign.evaluate import golden_pair, judge_outputs
 from fia_fuzz.runners import get_runner
 from fia_fuzz.spec import Case
+sys.path.insert(0, sys.argv[1])  # benchmarks/
+from bench_golden import peak_rss_kib
 
 def hwm():
-    with open("/proc/self/status") as fh:
-        return next(int(x.split()[1]) * 1024 for x in fh if x.startswith("VmHWM"))
+    return peak_rss_kib() * 1024
 
 case = Case.from_json(sys.stdin.read())
 sdpa = get_runner("torch-sdpa")
@@ -72,8 +73,8 @@ def far_cases(n: int, seed: int) -> list[Case]:
 
 
 def measure(case: Case) -> dict[str, object]:
-    res = subprocess.run([sys.executable, "-c", _CHILD], input=case.to_json(), text=True,
-                         capture_output=True, check=True)
+    res = subprocess.run([sys.executable, "-c", _CHILD, os.path.dirname(os.path.abspath(__file__))],
+                         input=case.to_json(), text=True, capture_output=True, check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import math
 import os
 import pickle
@@ -106,7 +107,7 @@ def main() -> None:
         archive = subprocess.run(["git", "-C", ROOT, "archive", args.rev, "fia_fuzz"],
                                  capture_output=True, check=True).stdout
         tree = os.path.join(tmp, "tree")
-        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(tree, filter="data")
         for name, path in (("before", tree), ("after", ROOT)):
             subprocess.run([sys.executable, __file__, "--side", items_path,

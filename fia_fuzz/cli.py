@@ -124,8 +124,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     ok, why = runner.available()
     if not ok:
         raise InputError(f"runner {args.runner!r} is not available here: {why}")
-    if args.device_memory is None:  # the backend's device, none for a host backend
-        device_memory = getattr(runner, "device_memory", None)
+    if given is None:  # the backend's device, none for a host backend
+        device_memory = runner.device_memory
     seeds = _seed_cases(args.seed_cases) if args.seed_cases else ()
     cfg = CampaignConfig(
         runner=args.runner, out=Path(args.out), max_cases=args.max_cases, budget_s=budget,

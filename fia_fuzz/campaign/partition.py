@@ -52,7 +52,7 @@ from fia_fuzz.campaign.state import (
 from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
-from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
+from fia_fuzz.runners.isolation import IsolatedWorker, TaskResult, runner_query, runner_ref
 from fia_fuzz.spec import Case, validate
 from fia_fuzz.strategies import cases, illegal_cases
 from fia_fuzz.strategies.cases import device_cases, recorded_cases
@@ -104,21 +104,20 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     payload = case if case.stored else case.to_json()  # stored tensors travel with the case
     too_big = device_shortfall(case, cfg.device_memory)
     if too_big:  # never sent to the device; a row all the same, so nothing is lost
-        row = {**base_row(case, cfg.runner), "outcome": SKIPPED, "error": too_big}
+        res = TaskResult(SKIPPED, message=too_big)
+    elif cfg.negative:
+        res = st.worker.call(negative_task, st.ref, payload, cfg.rules, timeout=timeout)
     else:
-        if cfg.negative:
-            res = st.worker.call(negative_task, st.ref, payload, cfg.rules, timeout=timeout)
-        else:
-            res = st.worker.call(evaluate_task, st.ref, payload, bundle_dir,
-                                 {**tags, **drawn}, cfg.metamorphic, timeout=timeout)
-        if res.outcome == "timeout" and budget_cut:
-            return None  # not a finished case: the budget ran out under it
-        if res.ok:
-            row = res.value
-        else:
-            row = base_row(case, cfg.runner)
-            msg = res.message if res.outcome != "error" else f"harness: {res.message}"
-            row.update(outcome=res.outcome, error=msg)
+        res = st.worker.call(evaluate_task, st.ref, payload, bundle_dir,
+                             {**tags, **drawn}, cfg.metamorphic, timeout=timeout)
+    if res.outcome == "timeout" and budget_cut:
+        return None  # not a finished case: the budget ran out under it
+    if res.ok:
+        row = res.value
+    else:
+        row = base_row(case, cfg.runner)
+        msg = res.message if res.outcome != "error" else f"harness: {res.message}"
+        row.update(outcome=res.outcome, error=msg)
     row.update(tags, t_generate=t_generate, t_case=time.perf_counter() - t0,
                timestamp=time.time())
     kind = None if cfg.negative else failure_kind(row)

@@ -375,12 +375,17 @@ def _errors(ref: Reference, gf: np.ndarray, afs: Sequence[np.ndarray],
     `a_sq`, the sum of squares of the actual (finite exactly when every element is)."""
     tol, log_scale, n = ref.tol, ref.log_scale, gf.size
     small_limit = 0.0 if log_scale else SMALL_VALUE.get(tol, 2.0 ** -10)
-    small = np.empty(n, bool)
     chunks = split(n)
-    for s, e in chunks:
-        np.less(np.abs(gf[s:e]), small_limit, out=small[s:e])
+    if small_limit == 0.0:  # no |g| is below 0 (log_scale)
+        small = np.zeros(n, bool)
+    else:
+        small = np.empty(n, bool)
+        for s, e in chunks:
+            np.less(np.abs(gf[s:e]), small_limit, out=small[s:e])
     small_count = int(np.count_nonzero(small))
     some_small = 0 < small_count < n
+    # not small: the chunks' masked maxima and the masked means (all small: all False)
+    normal = ~small if small_count else small
     size = max(e - s for s, e in chunks)
     truth = _Truth(ref, size)
     runs = [_Errors(size, n, some_small) for _ in afs]
@@ -396,18 +401,18 @@ def _errors(ref: Reference, gf: np.ndarray, afs: Sequence[np.ndarray],
         if small_c is not None and not small_c.any():
             small_c = None
         for af, run in zip(afs, runs, strict=True):
-            _chunk(af[s:e], gc, s, truth, run, small_c, bounds, small_atol)
+            _chunk(af[s:e], gc, s, truth, run, small_c, normal[s:e], bounds, small_atol)
     sum_sq = tree_sum(g_sq, n)
     rms, norm_g = float(np.sqrt(sum_sq / n)), float(np.sqrt(sum_sq))
     fa_noise = noise.floor()
-    normal = ~small if some_small else small  # the masked means' mask, made once
     return [_finish(ref, run, af, gf, both, normal, small_count, n, rms, norm_g, fa_noise)
             for af, run in zip(afs, runs, strict=True)]
 
 
 def _chunk(ac: np.ndarray, gc: np.ndarray, start: int, truth: _Truth, run: _Errors,
-           small_c: np.ndarray | None, bounds: tuple[float, float], small_atol: float) -> None:
-    """Add one chunk of one actual to its running metrics."""
+           small_c: np.ndarray | None, normal_c: np.ndarray, bounds: tuple[float, float],
+           small_atol: float) -> None:
+    """Add one chunk of one actual to its running metrics (`normal_c`: ~small_c)."""
     m = gc.size
     a, work = run.a[:m], run.work[:m]
     a[...] = ac
@@ -426,7 +431,7 @@ def _chunk(ac: np.ndarray, gc: np.ndarray, start: int, truth: _Truth, run: _Erro
     if run.rel_all is not None:
         run.rel_all[start:start + m] = rel
     if small_c is not None:
-        normal_max = float(np.max(rel, where=~small_c, initial=0.0))
+        normal_max = float(np.max(rel, where=normal_c, initial=0.0))
         run.small_bad += int(np.count_nonzero(err[small_c] > small_atol))
     run.mare_normal = max(run.mare_normal, normal_max)
     for j, bound in enumerate(bounds):

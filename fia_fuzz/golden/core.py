@@ -132,9 +132,9 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     hit = np.zeros((b, kvn, g, r, 1), bool)
     acc = np.zeros((b, kvn, g, r, dv), work)
     k_blocks, v_blocks = (work_blocks(x[:, :, None], work, KV_BLOCK) for x in (k, v))
-    for c0 in range(0, k.shape[2], KV_BLOCK):
-        c1 = min(c0 + KV_BLOCK, k.shape[2])
-        kb = next(k_blocks)
+    for c0, kb, vb in zip(range(0, k.shape[2], KV_BLOCK), k_blocks, v_blocks,
+                              strict=True):
+        c1 = c0 + kb.shape[-2]
         if matmuls is None:
             s = np.matmul(q, kb.swapaxes(-1, -2))
         else:
@@ -153,7 +153,6 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
         s -= base
         p = np.exp(s, out=s)
         l_sum = l_sum * alpha + p.sum(axis=-1, keepdims=True)
-        vb = next(v_blocks)
         if matmuls is not None:
             pv = matmuls.pv(p, vb).astype(work)
         else:

@@ -35,12 +35,16 @@ class Tolerance:
     def exact(self) -> bool:
         return self.units == 0
 
+    @property
+    def effective_lse_units(self) -> float:
+        """The lse tolerance units: `lse_units` where given, else `units`."""
+        return self.units if self.lse_units is None else self.lse_units
+
     def describe(self) -> str:
         if self.exact:
             return "exact"
-        lse_units = self.units if self.lse_units is None else self.lse_units
         return (f"out: <= {self.units:g} eps(out dtype) x max abs(out); "
-                f"lse: <= {lse_units:g} x 2^-20 x max(abs(lse), 1)")
+                f"lse: <= {self.effective_lse_units:g} x 2^-20 x max(abs(lse), 1)")
 
     def out_allowance(self, reference: np.ndarray, dtype: str) -> float:
         if self.exact:
@@ -56,8 +60,7 @@ class Tolerance:
             return 0.0
         finite = reference[np.isfinite(reference)]
         scale = float(np.abs(finite).max()) if finite.size else 0.0
-        units = self.units if self.lse_units is None else self.lse_units
-        return units * LSE_EPS * max(scale, 1.0)
+        return self.effective_lse_units * LSE_EPS * max(scale, 1.0)
 
 
 EXACT_ADDRESSING = Tolerance(0, "only the addressing of the same data changes; every "

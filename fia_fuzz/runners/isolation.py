@@ -31,12 +31,17 @@ from fia_fuzz.spec import Case
 DEVICE_ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 #: Thread-pool sizes of the math libraries, read once when they load.
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-OUTCOMES = ("ok", "error", "crashed", "timeout", "oom")
+#: What became of a task; "skipped": never run (a campaign case too big for the device).
+OUTCOMES = ("ok", "error", "crashed", "timeout", "oom", "skipped")
 
 
 @dataclass(frozen=True)
 class TaskResult:
-    """What became of one task: `outcome` in OUTCOMES, the value when ok, else a message."""
+    """What became of one task: `outcome` in OUTCOMES, the value when ok, else a message.
+
+    "skipped" is never produced by a worker: a caller that decides not to run a task
+    records it as `TaskResult("skipped", message=why)`.
+    """
 
     outcome: str
     value: Any = None

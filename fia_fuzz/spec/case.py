@@ -25,7 +25,7 @@ import numpy as np
 
 from fia_fuzz.spec import edges, profiles
 from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.forms import OPTIMIZED_MASK, argument_forms, mask_extent
+from fia_fuzz.spec.forms import OPTIMIZED_MASK, argument_forms, mask_extent, table_oversized
 from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND, blocks_read, referenced_blocks
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined, Violation
@@ -221,11 +221,14 @@ class Case:
         total = sum(t.storage_nbytes for name, v in self.params.items()
                     if name in TENSOR_ARGS and v is not None
                     for t in (v if isinstance(v, list) else [v]))
+        return total + self._output_bytes()
+
+    def _output_bytes(self) -> int:
+        """Bytes of the call's outputs (0 when their shapes are undetermined)."""
         try:
-            total += sum(t.nbytes for t in output_specs(self.view()))
+            return sum(t.nbytes for t in output_specs(self.view()))
         except (Undetermined, KeyError, ValueError, TypeError):
-            pass
-        return total
+            return 0
 
     def host_bytes(self) -> int:
         """Host memory of the materialised call: every input at its materialised size (a
@@ -241,11 +244,7 @@ class Case:
                 total += v.nbytes // max(1, v.shape[0]) * len(blocks)
             else:
                 total += sum(t.storage_nbytes for t in (v if isinstance(v, list) else [v]))
-        try:
-            total += sum(t.nbytes for t in output_specs(self.view()))
-        except (Undetermined, KeyError, ValueError, TypeError):
-            pass
-        return total
+        return total + self._output_bytes()
 
     def _stored(self, key: str) -> np.ndarray:
         if key not in self.stored:
@@ -349,7 +348,7 @@ def case_features(case: Case) -> dict[str, Any]:
         "band": _band(case),
         "mask": p["atten_mask"].dtype if p.get("atten_mask") is not None else "none",
         "mask_shape": _mask_shape(case, b, decode),
-        "mask_oversized": _mask_oversized(case),
+        "mask_oversized": _mask_oversized(case, v),
         "mask_fill": case.fill("atten_mask").get("dist")
         if p.get("atten_mask") is not None else "none",
         "pse": p.get("pse_shift") is not None,
@@ -387,7 +386,7 @@ def case_features(case: Case) -> dict[str, Any]:
     feats["size_edge"] = _safe(lambda: _size_edge(v, feats), "free")
     table = p.get("block_table")
     feats["table_width"] = edges.table_width(len(table[0]) if table else None)
-    feats.update(argument_forms(case))
+    feats.update(argument_forms(case, v))
     return feats
 
 
@@ -498,8 +497,7 @@ def _table_features(case: Case) -> dict[str, bool]:
         unused = unused or len(row) > need
     block_num = k.shape[0] if hasattr(k, "shape") else 0
     return {"table_unused": unused,
-            # wider than maxBlockNumPerSeq, the least width the docs admit [V2 blockTable]
-            "table_oversized": len(table[0]) > max(needs, default=0),
+            "table_oversized": table_oversized(table, lens, bs),
             "table_spare": block_num > len(set(used)),
             "table_shuffled": used != sorted(used) or any(
                 b - a != 1 for a, b in zip(used, used[1:], strict=False))}
@@ -530,9 +528,9 @@ def _mask_shape(case: Case, b: int | None, decode: bool | None) -> str:
     return ",".join(lead + ["S1", "S2"])
 
 
-def _mask_oversized(case: Case) -> bool:
+def _mask_oversized(case: Case, v: CallView) -> bool:
     """A full mask larger than the S1 x S2 it covers (alignment padding) [V4 attenMask]."""
-    return mask_extent(case) in ("rows", "cols")
+    return mask_extent(case, v) in ("rows", "cols")
 
 
 def _pse_batch(pse: TensorSpec | None, b: int | None) -> str:

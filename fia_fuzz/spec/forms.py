@@ -145,16 +145,25 @@ def _extent(case: Case, v: CallView, rows: int, cols: int) -> str:
 OPTIMIZED_MASK = 2048
 
 
-def mask_extent(case: Case) -> str:
-    """How a user mask covers S1 x S2: "exact", "rows", "cols", or "2048" (optimized)."""
+def mask_extent(case: Case, v: CallView | None = None) -> str:
+    """How a user mask covers S1 x S2: "exact", "rows", "cols", or "2048" (optimized).
+    `v`: the case's view when the caller has built it already."""
     m = case.params.get("atten_mask")
     if m is None:
         return "none"
     if case.attr("sparse_mode") in (2, 3, 4):
         return str(OPTIMIZED_MASK)
-    v = case.view()
+    v = case.view() if v is None else v
     rows = 1 if _safe(lambda: v.decode) else m.shape[-2]
     return _extent(case, v, rows, m.shape[-1])
+
+
+def table_oversized(table: Any, lens: list[int], block_size: int) -> bool:
+    """A block table wider than the most blocks a batch reads (maxBlockNumPerSeq, the
+    least width the docs admit [V2 blockTable]); `lens`: actual_seq_lengths_kv."""
+    need = max(blocks_read(lens[: len(table)], block_size), default=0)
+    width = len(table[0]) if len(table) else 0
+    return width > need
 
 
 def _table_size(case: Case, branch: str) -> str:
@@ -162,9 +171,8 @@ def _table_size(case: Case, branch: str) -> str:
     if table is None:
         return "none"
     lens = case.params.get("actual_seq_lengths_kv") or [0]
-    need = max(blocks_read(lens[: len(table)], case.attr("block_size")), default=0)
-    width = len(table[0]) if len(table) else 0
-    return f"{branch}:{'wider' if width > need else 'exact'}"
+    wider = table_oversized(table, lens, case.attr("block_size"))
+    return f"{branch}:{'wider' if wider else 'exact'}"
 
 
 def _antiquant_forms(case: Case, v: CallView, branch: str) -> dict[str, str]:
@@ -223,14 +231,15 @@ def _kv_heads_form(case: Case, v: CallView) -> str:
     return "0" if kv_n == 0 else "N" if kv_n == _safe(lambda: v.N) else "KV_N"
 
 
-def argument_forms(case: Case) -> dict[str, str]:
-    """The documented form each optional argument of `case` takes (FORM_AXES values)."""
-    v = case.view()
+def argument_forms(case: Case, v: CallView | None = None) -> dict[str, str]:
+    """The documented form each optional argument of `case` takes (FORM_AXES values).
+    `v`: the case's view when the caller has built it already."""
+    v = case.view() if v is None else v
     branch = _branch(v)
     if branch is None:
         return {axis: "other" for axis in FORM_AXES}
     p = case.params
-    extent = mask_extent(case)
+    extent = mask_extent(case, v)
     return {
         **_pse_forms(case, v, branch),
         "atten_mask_size": "none" if extent == "none" else f"{branch}:{extent}",

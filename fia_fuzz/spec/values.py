@@ -32,7 +32,7 @@ _SQRT3 = math.sqrt(3.0)
 #: The largest sum of four 16-bit fields.
 IRWIN_HALL_MAX = 4 * 0xFFFF
 #: "normal" tensors of at least this many elements look their samples up in a table of
-#: every possible sum (`_normal_cast`; it costs about a quarter of this in float steps).
+#: every possible sum (`_normal_table`; it costs about a quarter of this in float steps).
 NORMAL_TABLE_MIN = 1 << 16
 #: Elements generated per step: one chunk's raw words and float64 work arrays stay in the
 #: CPU cache, so only the result goes to memory. Chunks hold whole rows: the row fills

@@ -19,6 +19,7 @@ from fia_fuzz.spec.edges import (
     LONG_KV,
     SPLIT_BN,
     WIDTH_TILE,
+    edge_of,
     near_cores,
 )
 from fia_fuzz.strategies.choices import Chooser, Dead
@@ -157,9 +158,9 @@ def _edge(ch: Chooser, lo: int, hi: int, offset: int | None, tiles: tuple[int, .
 
 def _off_edge(x: int, lo: int, hi: int, tile: int = EDGE_TILE) -> int:
     """x moved two off the nearest tile edge when it sits on one (and room allows)."""
-    r = x % tile
-    if x < tile - 1 or r not in (tile - 1, 0, 1):
+    if edge_of([x], tile) == "free":
         return x
+    r = x % tile
     for y in (x - (r + 2) % tile, x + (2 - r) % tile):
         if lo <= y <= hi:
             return y

@@ -62,13 +62,13 @@ def _mla_fits(pins: dict[str, object], kind: str) -> bool:
 
 def mla_pattern(ch: Chooser) -> tuple[str, tuple[int, ...], tuple[int, int]]:
     """(pattern, N options, query S range) of an MLA draw: a production pattern takes
-    N = 128 / TP for the TP degrees that keep N in the documented 16..128, and S1 = 1
-    (decode) or 2..4 (MTP); "none" leaves both to the family (N 0, S range 0: no bound)."""
+    N = 128 / TP for the TP degrees that keep N in the documented 16..128 (the set
+    MLA_PRODUCTION_HEADS), and S1 = 1 (decode) or 2..4 (MTP); "none" leaves both to the
+    family (N 0, S range 0: no bound)."""
     kind = ch.pick("workload", tuple(k for k in MLA_PATTERNS if _mla_fits(ch.pins, k)))
     if kind == "none":
         return kind, (), (0, 0)
-    heads = tuple(MLA_MODEL[0] // tp for tp in TP if MLA_MODEL[0] // tp in MLA_PRODUCTION_HEADS)
-    return kind, heads, (1, 1) if kind == "mla_decode" else (MTP_Q_S[0], MTP_Q_S[-1])
+    return kind, MLA_PRODUCTION_HEADS, (1, 1) if kind == "mla_decode" else (MTP_Q_S[0], MTP_Q_S[-1])
 
 
 def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int, long: bool = False

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import runner_doubles
-from runner_doubles import STREAM_SEED
+from runner_doubles import SEED
 
 from fia_fuzz.campaign import CampaignConfig, run_campaign
 from fia_fuzz.campaign.bundles import load_bundle
@@ -19,7 +19,7 @@ def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -
     the same minimal case)."""
     out = tmp_path / "run"
     run_campaign(CampaignConfig(runner="test-double-perturbed-cell", max_cases=24, out=out,
-                                filters={"plain": True}, seed=int(STREAM_SEED[1]),
+                                filters={"plain": True}, seed=SEED,
                                 shrink_seconds=float("inf")))
     df = read_results(out)
     layout, dtype = runner_doubles.PERTURBED_CELL
