@@ -47,7 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.diff.chunks import CHUNK, split, tree_sum
+from fia_fuzz.diff.chunks import CHUNK, split, total
+from fia_fuzz.golden.casts import cast_into
+from fia_fuzz.golden.threads import single_threaded_blas
 from fia_fuzz.spec.tensors import NUMPY_DTYPES
 
 EPS = 1e-12
@@ -320,8 +322,8 @@ def _nothing_finite(ref: Reference) -> dict[str, Any]:
     return out
 
 
-#: np.sum and ndarray.max of a 1-D float64 array without their Python wrappers (called per chunk)
-_sum, _max = np.add.reduce, np.maximum.reduce
+#: ndarray.max of a 1-D float64 array and np.dot without their Python wrappers (called per chunk)
+_max, _dot = np.maximum.reduce, np.dot
 
 
 class _Truth:
@@ -332,8 +334,8 @@ class _Truth:
         self.int_range = INT_RANGE.get(ref.dtype)
         self.inv_ulps = _spacings(ref.dtype)[1] if ref.dtype in FLOAT_FORMAT else None
         self.vendor = VENDOR_TOL.get(ref.tol) if self.int_range is None else None
-        self.absg, self.denom, self.clipped, self.inv_ulp, self.close_bound, self.sq = (
-            np.empty(size) for _ in range(6))
+        self.absg, self.denom, self.clipped, self.inv_ulp, self.close_bound = (
+            np.empty(size) for _ in range(5))
         self.exponent = np.empty(size, np.int64)
 
     def load(self, gc: np.ndarray) -> float:
@@ -351,18 +353,17 @@ class _Truth:
             self.close_c += self.vendor[1]
         denom = np.add(self.absg_c, EPS, out=self.denom[:m])
         self.denom_c = np.maximum(denom, 1.0, out=denom) if self.log_scale else denom
-        return float(_sum(np.square(gc, out=self.sq[:m])))
+        return float(_dot(gc, gc))
 
 
 class _Errors:
-    """One actual's running error metrics over the chunks (partial sums on the pairwise
-    tree of `chunks.split`, maxima and counts)."""
+    """One actual's running error metrics over the chunks (partial sums, maxima, counts)."""
 
-    def __init__(self, size: int, n: int, keep_rel: bool):
+    def __init__(self, size: int):
         self.a, self.err, self.rel, self.work = (np.empty(size) for _ in range(4))
-        self.rel_all = np.empty(n) if keep_rel else None
+        self.over_mask = np.empty(size, bool)
         self.sums: dict[str, list[float]] = {k: [] for k in ("a_sq", "e_sq", "ag", "err", "rel",
-                                                             "ulp")}
+                                                             "rel_normal", "ulp")}
         self.best, self.worst, self.max_rel, self.mare_normal = -1.0, 0, 0.0, 0.0
         self.over, self.small_bad, self.lsb_max, self.lsb_gt1 = [0, 0], 0, 0.0, 0
         self.ulp_max, self.ulp_gt1, self.far, self.vendor_worst = 0.0, 0, 0, 0.0
@@ -383,62 +384,64 @@ def _errors(ref: Reference, gf: np.ndarray, afs: Sequence[np.ndarray],
         for s, e in chunks:
             np.less(np.abs(gf[s:e]), small_limit, out=small[s:e])
     small_count = int(np.count_nonzero(small))
-    some_small = 0 < small_count < n
-    # not small: the chunks' masked maxima and the masked means (all small: all False)
-    normal = ~small if small_count else small
     size = max(e - s for s, e in chunks)
     truth = _Truth(ref, size)
-    runs = [_Errors(size, n, some_small) for _ in afs]
+    runs = [_Errors(size) for _ in afs]
+    ones = np.ones(size)
     g_sq: list[float] = []
     noise = _FaNoise(tol)
     bounds = (THOUSANDTH.get(tol, 1e-3), 10 * THOUSANDTH.get(tol, 1e-3))
     small_atol = SMALL_VALUE_ATOL.get(tol, 2.0 ** -16)
-    for s, e in chunks:
-        gc = gf[s:e]
-        g_sq.append(truth.load(gc))
-        noise.add(gc)
-        small_c = small[s:e] if small_count else None
-        if small_c is not None and not small_c.any():
-            small_c = None
-        for af, run in zip(afs, runs, strict=True):
-            _chunk(af[s:e], gc, s, truth, run, small_c, normal[s:e], bounds, small_atol)
-    sum_sq = tree_sum(g_sq, n)
+    with single_threaded_blas():  # OpenBLAS splits a long dot over threads: other bits
+        for s, e in chunks:
+            gc = gf[s:e]
+            g_sq.append(truth.load(gc))
+            noise.add(gc)
+            small_c = small[s:e] if small_count else None
+            if small_c is not None and not small_c.any():
+                small_c = None
+            for af, run in zip(afs, runs, strict=True):
+                _chunk(af[s:e], gc, s, truth, run, small_c, ones[:e - s], bounds, small_atol)
+    sum_sq = total(g_sq)
     rms, norm_g = float(np.sqrt(sum_sq / n)), float(np.sqrt(sum_sq))
     fa_noise = noise.floor()
-    return [_finish(ref, run, af, gf, both, normal, small_count, n, rms, norm_g, fa_noise)
+    return [_finish(ref, run, af, gf, both, small_count, n, rms, norm_g, fa_noise)
             for af, run in zip(afs, runs, strict=True)]
 
 
 def _chunk(ac: np.ndarray, gc: np.ndarray, start: int, truth: _Truth, run: _Errors,
-           small_c: np.ndarray | None, normal_c: np.ndarray, bounds: tuple[float, float],
+           small_c: np.ndarray | None, ones: np.ndarray, bounds: tuple[float, float],
            small_atol: float) -> None:
-    """Add one chunk of one actual to its running metrics (`normal_c`: ~small_c)."""
+    """Add one chunk of one actual to its running metrics. Sums are dot products (one
+    fused pass each; a plain sum is a dot with `ones`)."""
     m = gc.size
-    a, work = run.a[:m], run.work[:m]
-    a[...] = ac
-    run.sums["a_sq"].append(_sum(np.square(a, out=work)))
+    a, work, sums = run.a[:m], run.work[:m], run.sums
+    cast_into(a, ac)  # exact; fast for float16
+    sums["a_sq"].append(_dot(a, a))
+    sums["ag"].append(_dot(a, gc))
     err = np.abs(np.subtract(a, gc, out=run.err[:m]), out=run.err[:m])
-    run.sums["e_sq"].append(_sum(np.square(err, out=work)))
-    run.sums["ag"].append(_sum(np.multiply(a, gc, out=work)))
-    run.sums["err"].append(_sum(err))
-    i = int(np.argmax(err))
+    sums["e_sq"].append(_dot(err, err))
+    sums["err"].append(_dot(err, ones))
+    i = int(err.argmax())
     if err[i] > run.best:
         run.best, run.worst = float(err[i]), start + i
     rel = np.divide(err, truth.denom_c, out=run.rel[:m])
-    run.sums["rel"].append(_sum(rel))
+    sums["rel"].append(_dot(rel, ones))
     normal_max = float(_max(rel))
     run.max_rel = max(run.max_rel, normal_max)
-    if run.rel_all is not None:
-        run.rel_all[start:start + m] = rel
-    if small_c is not None:
-        normal_max = float(np.max(rel, where=normal_c, initial=0.0))
-        run.small_bad += int(np.count_nonzero(err[small_c] > small_atol))
+    normal = rel
+    if small_c is not None:  # the normal elements' rel: the small ones zeroed (rel >= 0)
+        normal = work
+        np.copyto(normal, rel)
+        np.putmask(normal, small_c, 0.0)
+        normal_max = float(_max(normal))
+        bad = np.greater(err, small_atol, out=run.over_mask[:m])
+        run.small_bad += int(np.count_nonzero(np.logical_and(bad, small_c, out=bad)))
+    sums["rel_normal"].append(_dot(normal, ones))
     run.mare_normal = max(run.mare_normal, normal_max)
     for j, bound in enumerate(bounds):
         if normal_max > bound:
-            run.over[j] += int(np.count_nonzero(rel > bound))
-            if small_c is not None:
-                run.over[j] -= int(np.count_nonzero(rel[small_c] > bound))
+            run.over[j] += int(np.count_nonzero(normal > bound))
     if truth.int_range is not None:
         lsb = np.abs(np.subtract(a, truth.clipped_c, out=work), out=work)
         run.lsb_max = max(run.lsb_max, float(_max(lsb)))
@@ -447,13 +450,14 @@ def _chunk(ac: np.ndarray, gc: np.ndarray, start: int, truth: _Truth, run: _Erro
     if truth.inv_ulps is not None:
         u = np.multiply(err, truth.inv_ulp_c, out=work)
         u_max = float(_max(u))
-        run.sums["ulp"].append(_sum(u))
+        sums["ulp"].append(_dot(u, ones))
         if u_max > 1:
             run.ulp_gt1 += int(np.count_nonzero(u > 1))
         run.ulp_max = max(run.ulp_max, u_max)
     if truth.vendor is not None:
-        far = np.flatnonzero(err > truth.close_c)
-        if far.size:
+        over = np.greater(err, truth.close_c, out=run.over_mask[:m])
+        if over.any():
+            far = np.flatnonzero(over)
             rtol = truth.vendor[0]
             denom = rtol * np.maximum(np.maximum(np.abs(a[far]), truth.absg_c[far]),
                                       2.0 ** -14 / rtol)
@@ -462,34 +466,31 @@ def _chunk(ac: np.ndarray, gc: np.ndarray, start: int, truth: _Truth, run: _Erro
 
 
 def _finish(ref: Reference, run: _Errors, af: np.ndarray, gf: np.ndarray,
-            both: np.ndarray | None, normal: np.ndarray, small_count: int, n: int, rms: float,
+            both: np.ndarray | None, small_count: int, n: int, rms: float,
             norm_g: float, fa_noise: float) -> dict[str, Any]:
     """The metrics of one actual from its running sums, maxima and counts."""
-    def total(key: str) -> float:
-        return tree_sum(run.sums[key], n)
-
-    a_sq, max_abs, worst = total("a_sq"), run.best, run.worst
+    sums = {key: total(parts) for key, parts in run.sums.items()}
+    a_sq, max_abs, worst = sums["a_sq"], run.best, run.worst
     norm = float(np.sqrt(a_sq)) * norm_g
-    cos = total("ag") / norm if norm > 0 else (1.0 if max_abs == 0 else 0.0)
-    mere = total("rel") / n
+    cos = sums["ag"] / norm if norm > 0 else (1.0 if max_abs == 0 else 0.0)
+    mere = sums["rel"] / n
     if not small_count:
         mere_normal, mare_normal = mere, run.max_rel
     elif small_count == n:
         mere_normal = mare_normal = 0.0
     else:
-        mere_normal = float(np.mean(run.rel_all, where=normal))
-        mare_normal = run.mare_normal
+        mere_normal, mare_normal = sums["rel_normal"] / (n - small_count), run.mare_normal
     shares = [float((over + run.small_bad) / n) for over in run.over]
     out = dict(
         a_sq=a_sq,
         max_abs=max_abs,
-        mean_abs=total("err") / n,
+        mean_abs=sums["err"] / n,
         max_rel=run.max_rel,
         mere=mere,
         mare=run.max_rel,
         mere_normal=mere_normal,
         mare_normal=mare_normal,
-        rmse=float(np.sqrt(total("e_sq") / n)),
+        rmse=float(np.sqrt(sums["e_sq"] / n)),
         cosine=cos,
         golden_rms=rms,
         error_scale=max(rms, 1.0 if ref.log_scale else 0.0),
@@ -507,7 +508,7 @@ def _finish(ref: Reference, run: _Errors, af: np.ndarray, gf: np.ndarray,
         out.update(lsb_max=run.lsb_max, lsb_share_gt1=float(run.lsb_gt1 / n))
         return out
     if ref.dtype in FLOAT_FORMAT:
-        out.update(ulp_max=run.ulp_max, ulp_mean=total("ulp") / n,
+        out.update(ulp_max=run.ulp_max, ulp_mean=sums["ulp"] / n,
                    ulp_share_gt1=float(run.ulp_gt1 / n) if run.ulp_max > 1 else 0.0)
     if ref.tol in VENDOR_TOL:
         out.update(close_share=float((n - run.far) / n), vendor_worst_ratio=run.vendor_worst)

@@ -296,9 +296,12 @@ def _rawless(fill: dict[str, Any], shape: tuple[int, ...], np_dtype: np.dtype) -
     if dist == "const":
         value = float(fill.get("value", float(fill.get("scale", 1.0))))
         return np.full(shape, value).astype(np_dtype)
-    if dist == "triu":
-        tri = np.triu(np.ones(shape[-2:], dtype=bool), k=int(fill.get("k", 1)))
-        return np.broadcast_to(tri.astype(np_dtype), shape).copy()
+    if dist == "triu":  # column - row >= k: one comparison (np.triu makes four passes)
+        rows, cols = shape[-2:]
+        tri = np.less_equal.outer(np.arange(rows) + int(fill.get("k", 1)), np.arange(cols))
+        # a bool's byte is 0 or 1, as an int8/uint8 is
+        tri = tri.view(np_dtype) if np_dtype in (np.int8, np.uint8) else tri.astype(np_dtype)
+        return np.broadcast_to(tri, shape).copy()
     return np.full(shape, dist == "ones").astype(np_dtype)
 
 
