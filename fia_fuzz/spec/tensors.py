@@ -116,20 +116,41 @@ def dtype_name(dtype: Any) -> str:
     return {"bool_": "bool", "quint4x2": "int4"}.get(text, text)
 
 
+def array_view(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...], int] | None:
+    """The contiguous buffer a non-contiguous NumPy array views (through slicing and
+    as_strided), with the array's element strides and element offset into it.
+
+    None when `a` is C-contiguous or empty, has a negative or partial-element stride, or
+    views no such buffer: such an array is described, and sent to torch
+    (`runners/torch_convert.to_torch`), as its contiguous copy, so validation judges the
+    tensor a runner passes."""
+    item = a.dtype.itemsize
+    if a.flags.c_contiguous or a.size == 0 or any(s < 0 or s % item for s in a.strides):
+        return None
+    root: Any = a
+    while getattr(root, "base", None) is not None:
+        root = root.base
+    if not (isinstance(root, np.ndarray) and root.flags.c_contiguous
+            and root.dtype.itemsize == item):
+        return None
+    offset = (a.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // item
+    return root, tuple(s // item for s in a.strides), offset
+
+
 def describe(x: Any) -> TensorSpec | None:
     """TensorSpec of an array, torch tensor or TensorSpec; None for anything else.
 
-    A non-contiguous array or tensor keeps its strides (in elements), so validating a
-    call sees the view it will pass (`args.strides_sane`); a NumPy view's offset into
-    its buffer is not known here and reads as 0."""
+    A non-contiguous view keeps its strides and offset (in elements), so validating a call
+    sees the view it will pass (`args.strides_sane`); a NumPy array `array_view` finds no
+    buffer for is the contiguous copy a runner passes."""
     if isinstance(x, TensorSpec):
         return x
     shape = tuple(int(d) for d in getattr(x, "shape", ()))
     if isinstance(x, np.ndarray):
-        size = x.dtype.itemsize
-        if x.flags.c_contiguous or any(st % size for st in x.strides):
+        view = array_view(x)
+        if view is None:
             return TensorSpec(shape, dtype_name(x.dtype))
-        return TensorSpec(shape, dtype_name(x.dtype), tuple(st // size for st in x.strides))
+        return TensorSpec(shape, dtype_name(x.dtype), view[1], view[2])
     if type(x).__module__.startswith("torch") and hasattr(x, "shape") and hasattr(x, "dtype"):
         if x.is_contiguous():
             return TensorSpec(shape, dtype_name(x.dtype))
