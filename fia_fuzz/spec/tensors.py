@@ -32,8 +32,25 @@ NUMPY_DTYPES: dict[str, Any] = {
     "uint64": np.dtype(np.uint64),
     "int4": np.dtype(ml_dtypes.int4),
 }
+#: dtypes the op does not know (rule args.dtype_known) that an array still holds, with the
+#: known dtype whose values (drawn by the tensor's fill) are cast to them, so a negative run
+#: can send such a tensor to a backend.
+FOREIGN_DTYPES: dict[str, tuple[np.dtype, str]] = {
+    "float64": (np.dtype(np.float64), "float32"),
+    "complex64": (np.dtype(np.complex64), "float32"),
+    "float8_e4m3fn": (np.dtype(ml_dtypes.float8_e4m3fn), "float32"),
+    "int16": (np.dtype(np.int16), "int8"),
+    "uint16": (np.dtype(np.uint16), "uint8"),
+    "uint32": (np.dtype(np.uint32), "uint8"),
+}
 _BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "int8": 8, "uint8": 8, "bool": 8,
-         "int32": 32, "int64": 64, "uint64": 64, "int4": 4}
+         "int32": 32, "int64": 64, "uint64": 64, "int4": 4,
+         **{n: d.itemsize * 8 for n, (d, _) in FOREIGN_DTYPES.items()}}
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The NumPy dtype of a known or a foreign dtype name (KeyError for any other)."""
+    return NUMPY_DTYPES[name] if name in NUMPY_DTYPES else FOREIGN_DTYPES[name][0]
 
 
 @dataclass(frozen=True)
