@@ -38,10 +38,10 @@ NUMPY_DTYPES: dict[str, Any] = {
 FOREIGN_DTYPES: dict[str, tuple[np.dtype, str]] = {
     "float64": (np.dtype(np.float64), "float32"),
     "complex64": (np.dtype(np.complex64), "float32"),
-    "float8_e4m3fn": (np.dtype(ml_dtypes.float8_e4m3fn), "float32"),
     "int16": (np.dtype(np.int16), "int8"),
     "uint16": (np.dtype(np.uint16), "uint8"),
     "uint32": (np.dtype(np.uint32), "uint8"),
+    "float8_e4m3fn": (np.dtype(ml_dtypes.float8_e4m3fn), "float32"),
 }
 _BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "int8": 8, "uint8": 8, "bool": 8,
          "int32": 32, "int64": 64, "uint64": 64, "int4": 4,
