@@ -73,6 +73,18 @@ def test_value_dtype_override_reaches_validate_json_and_call() -> None:
     assert call["actual_seq_lengths_kv"].tolist() == [40, 64]
 
 
+def test_values_that_are_not_int64_reach_the_call_as_written() -> None:
+    # args.values_integral: an int array or int() would repair them into a legal call
+    case = Case(params={**_paged_case({}).params, "actual_seq_lengths_kv": [40, 63.5],
+                        "block_table": [[0, 1, 2, 3], [4, 5, 6, float(7)]]})
+    call = case.call()
+    assert call["actual_seq_lengths_kv"] == [40, 63.5]
+    assert call["block_table"] == [[0, 1, 2, 3], [4, 5, 6, 7.0]]
+    assert [v.rule for v in validate(**call)] == ["args.values_integral"]
+    past = Case(params={**case.params, "block_table": [[0, 1, 2, 3], [4, 5, 6, 1 << 63]]})
+    assert past.call()["block_table"][1][3] == 1 << 63
+
+
 def test_mla_full_quant_features_name_its_output_and_no_antiquant() -> None:
     """MLA full quant returns bf16, and its key/value scales are not antiquant."""
     from fia_fuzz.spec import output_specs

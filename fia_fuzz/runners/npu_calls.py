@@ -31,7 +31,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.call import CallView, int64_values
 from fia_fuzz.spec.params import ATTR_DEFAULTS, CANONICAL_TO_V2
 
 APIS: dict[str, str] = {
@@ -187,7 +187,9 @@ def to_api(api: str, call: dict[str, Any]) -> ApiCall:
         if name == "antiquant_mode":
             continue
         key = rename.get(name, name)
-        if name in LENGTH_ARGS:
+        if name in (*LENGTH_ARGS, *VALUE_TENSORS) and not int64_values(value):
+            kwargs[key] = value  # as written: the API's own argument parser judges it
+        elif name in LENGTH_ARGS:
             ints = [int(x) for x in np.asarray(value).reshape(-1)]
             kwargs[key] = np.asarray(ints, np.int64) if api == "torchair" else ints
         elif name in VALUE_TENSORS:
@@ -195,5 +197,7 @@ def to_api(api: str, call: dict[str, Any]) -> ApiCall:
         else:
             kwargs[key] = _tensor(name, value, api)
     kwargs.update(_attrs(call, _V2_ATTRS if v2 else _V1_ATTRS, rename))
-    args = tuple(_tensor(n, call[n], api) for n in ("query", "key", "value"))
+    # a missing one goes as None (args.required): the API's own parser refuses it
+    args = tuple(None if call.get(n) is None else _tensor(n, call[n], api)
+                 for n in ("query", "key", "value"))
     return ApiCall(APIS[api], args, kwargs)

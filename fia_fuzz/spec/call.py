@@ -29,6 +29,21 @@ from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARG
 from fia_fuzz.spec.rules import Undetermined
 from fia_fuzz.spec.tensors import DTYPES, TensorSpec, describe
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def is_int64(v: Any) -> bool:
+    """An entry of a value argument as the op takes it: an int within int64."""
+    return isinstance(v, int) and INT64_MIN <= v <= INT64_MAX
+
+
+def int64_values(x: Any) -> bool:
+    """Whether a value argument (list, nested list, int array) holds int64 ints only; a
+    materialised call passes any other as written, since a repair would hide
+    args.values_integral."""
+    flat = _int_list(x)
+    return not isinstance(flat, BadArgument) and all(is_int64(v) for v in flat)
+
 
 class BadArgument:
     """Marker for an argument whose Python type cannot be understood at all."""
@@ -180,7 +195,7 @@ class CallView:
     def attr_int(self, name: str) -> int:
         v = self.attrs[name]
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) \
-                or not -(1 << 63) <= int(v) < (1 << 63):
+                or not INT64_MIN <= int(v) <= INT64_MAX:
             raise Undetermined(name)
         return int(v)
 
@@ -411,7 +426,7 @@ class CallView:
             if self.has(name):
                 raise Undetermined(name)
             return None
-        if not all(isinstance(x, int) and -(1 << 63) <= x < (1 << 63) for x in a):
+        if not all(is_int64(x) for x in a):
             raise Undetermined(name)
         return a
 

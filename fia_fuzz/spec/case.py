@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.spec import edges, profiles
-from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.call import CallView, int64_values
 from fia_fuzz.spec.forms import OPTIMIZED_MASK, argument_forms, mask_extent, table_oversized
 from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, NO_BAND, blocks_read, referenced_blocks
 from fia_fuzz.spec.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.spec.rules import Undetermined, Violation
 from fia_fuzz.spec.stored import STORED, stored_keys
-from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
+from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec, numpy_dtype
 from fia_fuzz.spec.validate import check_view, output_specs
 from fia_fuzz.spec.values import default_fill, materialise, materialise_blocks
 
@@ -171,7 +171,7 @@ class Case:
         """
         def tensor(name: str, spec: TensorSpec, index: int = 0) -> np.ndarray:
             if not data:
-                return np.broadcast_to(np.zeros((), NUMPY_DTYPES[spec.dtype]), spec.shape)
+                return np.broadcast_to(np.zeros((), numpy_dtype(spec.dtype)), spec.shape)
             return materialise(spec, self.fill(name), self.seed, name, index)
 
         out: dict[str, Any] = {}
@@ -189,6 +189,8 @@ class Case:
                     out[name] = [tensor(name, s, i) for i, s in enumerate(value)]
                 else:
                     out[name] = tensor(name, value)
+            elif name in VALUE_ARGS and not int64_values(value):
+                out[name] = _encode(name, value)  # as written: no int array holds it
             elif self.value_dtype(name) is not None:
                 out[name] = np.asarray(value, dtype=NUMPY_DTYPES[self.value_dtype(name)])
             elif name in VALUE_TENSOR_DTYPES:

@@ -32,8 +32,25 @@ NUMPY_DTYPES: dict[str, Any] = {
     "uint64": np.dtype(np.uint64),
     "int4": np.dtype(ml_dtypes.int4),
 }
+#: dtypes the op does not know (rule args.dtype_known) that an array still holds, with the
+#: known dtype whose values (drawn by the tensor's fill) are cast to them, so a negative run
+#: can send such a tensor to a backend.
+FOREIGN_DTYPES: dict[str, tuple[np.dtype, str]] = {
+    "float64": (np.dtype(np.float64), "float32"),
+    "complex64": (np.dtype(np.complex64), "float32"),
+    "int16": (np.dtype(np.int16), "int8"),
+    "uint16": (np.dtype(np.uint16), "uint8"),
+    "uint32": (np.dtype(np.uint32), "uint8"),
+    "float8_e4m3fn": (np.dtype(ml_dtypes.float8_e4m3fn), "float32"),
+}
 _BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "int8": 8, "uint8": 8, "bool": 8,
-         "int32": 32, "int64": 64, "uint64": 64, "int4": 4}
+         "int32": 32, "int64": 64, "uint64": 64, "int4": 4,
+         **{n: d.itemsize * 8 for n, (d, _) in FOREIGN_DTYPES.items()}}
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The NumPy dtype of a known or a foreign dtype name (KeyError for any other)."""
+    return NUMPY_DTYPES[name] if name in NUMPY_DTYPES else FOREIGN_DTYPES[name][0]
 
 
 @dataclass(frozen=True)
@@ -116,20 +133,41 @@ def dtype_name(dtype: Any) -> str:
     return {"bool_": "bool", "quint4x2": "int4"}.get(text, text)
 
 
+def array_view(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...], int] | None:
+    """The contiguous buffer a non-contiguous NumPy array views (through slicing and
+    as_strided), with the array's element strides and element offset into it.
+
+    None when `a` is C-contiguous or empty, has a negative or partial-element stride, or
+    views no such buffer: such an array is described, and sent to torch
+    (`runners/torch_convert.to_torch`), as its contiguous copy, so validation judges the
+    tensor a runner passes."""
+    item = a.dtype.itemsize
+    if a.flags.c_contiguous or a.size == 0 or any(s < 0 or s % item for s in a.strides):
+        return None
+    root: Any = a
+    while getattr(root, "base", None) is not None:
+        root = root.base
+    if not (isinstance(root, np.ndarray) and root.flags.c_contiguous
+            and root.dtype.itemsize == item):
+        return None
+    offset = (a.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // item
+    return root, tuple(s // item for s in a.strides), offset
+
+
 def describe(x: Any) -> TensorSpec | None:
     """TensorSpec of an array, torch tensor or TensorSpec; None for anything else.
 
-    A non-contiguous array or tensor keeps its strides (in elements), so validating a
-    call sees the view it will pass (`args.strides_sane`); a NumPy view's offset into
-    its buffer is not known here and reads as 0."""
+    A non-contiguous view keeps its strides and offset (in elements), so validating a call
+    sees the view it will pass (`args.strides_sane`); a NumPy array `array_view` finds no
+    buffer for is the contiguous copy a runner passes."""
     if isinstance(x, TensorSpec):
         return x
     shape = tuple(int(d) for d in getattr(x, "shape", ()))
     if isinstance(x, np.ndarray):
-        size = x.dtype.itemsize
-        if x.flags.c_contiguous or any(st % size for st in x.strides):
+        view = array_view(x)
+        if view is None:
             return TensorSpec(shape, dtype_name(x.dtype))
-        return TensorSpec(shape, dtype_name(x.dtype), tuple(st // size for st in x.strides))
+        return TensorSpec(shape, dtype_name(x.dtype), view[1], view[2])
     if type(x).__module__.startswith("torch") and hasattr(x, "shape") and hasattr(x, "dtype"):
         if x.is_contiguous():
             return TensorSpec(shape, dtype_name(x.dtype))

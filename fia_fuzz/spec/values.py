@@ -22,7 +22,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from fia_fuzz.spec.tensors import NUMPY_DTYPES, TensorSpec
+from fia_fuzz.spec.tensors import FOREIGN_DTYPES, NUMPY_DTYPES, TensorSpec, numpy_dtype
 
 FLOAT_DISTS = ("normal", "uniform", "const", "outlier", "large", "negative", "positive",
                "const_rows", "range")
@@ -135,6 +135,8 @@ QUANT_SCALE_DEFAULTS = {"dequant_scale1": 2.0 ** -12, "quant_scale1": 127.0,
 
 def default_fill(name: str, spec: TensorSpec) -> dict[str, Any]:
     """The recipe used when a case gives none for this tensor."""
+    if spec.dtype in FOREIGN_DTYPES:
+        return default_fill(name, TensorSpec(spec.shape, FOREIGN_DTYPES[spec.dtype][1]))
     if name in QUANT_SCALE_DEFAULTS and spec.dtype in ("uint64", "float32"):
         return {"dist": "u64_scale" if spec.dtype == "uint64" else "const",
                 "value": QUANT_SCALE_DEFAULTS[name]}
@@ -229,18 +231,18 @@ def materialise(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: 
 
 
 def _poison(dtype: np.dtype) -> Any:
-    if dtype.kind == "f" or dtype == NUMPY_DTYPES["bfloat16"]:
-        return np.nan
     if dtype.kind == "b":
         return True
-    return ml_dtypes.iinfo(dtype).min if dtype == NUMPY_DTYPES["int4"] else np.iinfo(dtype).min
+    if dtype.kind in "iu" or dtype == NUMPY_DTYPES["int4"]:
+        return ml_dtypes.iinfo(dtype).min
+    return np.nan
 
 
 def materialise_blocks(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: str,
                        blocks: np.ndarray) -> np.ndarray:
     """A lazy paged cache: `blocks` (axis 0) hold data, each from its own stream; the rest
     are zero pages never written, so host memory follows the referenced blocks."""
-    out = _zero_pages(tuple(int(d) for d in spec.shape), NUMPY_DTYPES[spec.dtype])
+    out = _zero_pages(tuple(int(d) for d in spec.shape), numpy_dtype(spec.dtype))
     one = TensorSpec(spec.shape[1:], spec.dtype)
     for b in blocks:
         out[int(b)] = _contiguous(one, fill, seed, name, 0, block=int(b))
@@ -263,6 +265,10 @@ def _contiguous(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: 
                 index: int, block: int | None = None) -> np.ndarray:
     """The tensor generated chunk by chunk from its stream (`CHUNK`); dists that read no
     raw words (`RAWLESS_DISTS`) draw none."""
+    if spec.dtype in FOREIGN_DTYPES:
+        np_dtype, known = FOREIGN_DTYPES[spec.dtype]
+        values = _contiguous(TensorSpec(spec.shape, known), fill, seed, name, index, block)
+        return values.astype(np_dtype)
     fill = fill or default_fill(name, spec)
     shape = tuple(int(d) for d in spec.shape)
     n = math.prod(shape)
@@ -291,8 +297,10 @@ def _contiguous(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: 
 def _rawless(fill: dict[str, Any], shape: tuple[int, ...], np_dtype: np.dtype) -> np.ndarray:
     """The tensor of a dist in `RAWLESS_DISTS`."""
     dist = fill["dist"]
-    if dist == "u64_scale":
-        return u64_scales(float(fill.get("value", 1.0)), shape)
+    if dist == "u64_scale":  # the vendor's uint64 encoding; another dtype holds the value
+        value = float(fill.get("value", 1.0))
+        return u64_scales(value, shape) if np_dtype == np.uint64 \
+            else np.full(shape, value).astype(np_dtype)
     if dist == "const":
         value = float(fill.get("value", float(fill.get("scale", 1.0))))
         return np.full(shape, value).astype(np_dtype)

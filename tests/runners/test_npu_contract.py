@@ -233,6 +233,16 @@ def test_value_dtypes_the_schemas_cannot_show() -> None:
     assert to_api("npu-v2", CALLS["plain"]).kwargs["inner_precise"] == 1
 
 
+def test_what_a_negative_call_breaks_reaches_the_api_unrepaired() -> None:
+    # args.values_integral and args.required: the API's own parser must see them
+    odd = to_api("npu", {**CALLS["paged"], "actual_seq_lengths_kv": [20, 8.5],
+                         "block_table": [[0, 1.5]]})
+    assert odd.kwargs["actual_seq_lengths_kv"] == [20, 8.5]
+    assert odd.kwargs["block_table"] == [[0, 1.5]]
+    missing = to_api("npu-v2", {k: v for k, v in CALLS["plain"].items() if k != "value"})
+    assert missing.args[2] is None and missing.args[0] is not None
+
+
 def test_int4_packing_puts_element_0_in_the_lowest_nibble() -> None:
     from fia_fuzz.runners.npu_calls import pack_int4
 

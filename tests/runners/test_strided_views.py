@@ -104,3 +104,56 @@ def test_a_call_on_arrays_is_validated_with_their_strides() -> None:
     assert describe(overlap).strides[-2:] == (2, 1)
     with pytest.raises(IllegalCall, match="args.strides_sane"):
         npu_fused_infer_attention_score(**{**call, "value": overlap})
+
+
+def _views() -> dict[str, tuple[np.ndarray, tuple[int, ...] | None, int]]:
+    """NumPy views with the strides and offset (in elements) a runner passes for each
+    (None: the contiguous copy)."""
+    fused = np.arange(2 * 4 * 2 * 8, dtype=np.float16).reshape(2, 4, 2, 8)  # (B, S, K|V, D)
+    flat = np.arange(64, dtype=np.float32)
+    return {
+        "reversed": (fused[:, ::-1, 0, :], None, 0),
+        "offset slice of a fused buffer": (fused[:, :, 1, :], (64, 16, 1), 8),
+        "as_strided": (np.lib.stride_tricks.as_strided(flat[3:], (4, 5), (16 * 4, 4)),
+                       (16, 1), 3),
+    }
+
+
+@pytest.mark.parametrize("name", list(_views()))
+def test_describe_and_to_torch_agree_on_a_numpy_view(name: str) -> None:
+    """Validation judges the tensor the runner sends: describe's strides and offset are
+    those of to_torch's tensor (a negative stride: both the contiguous copy)."""
+    from fia_fuzz.runners.torch_convert import to_torch
+
+    a, strides, offset = _views()[name]
+    spec, t = describe(a), to_torch(a)
+    assert (spec.strides, spec.offset) == (strides, offset)
+    if strides is None:
+        assert t.is_contiguous()
+    else:
+        assert (t.stride(), t.storage_offset()) == (strides, offset)
+    assert np.array_equal(t.numpy(), a)
+
+
+@pytest.mark.parametrize("name", [n for n, v in _views().items() if v[1] is not None])
+def test_a_described_view_round_trips_bit_identically(name: str) -> None:
+    """A case holding describe's spec of a view materialises that view (same strides and
+    offset, described back to the same spec), the same bytes after a JSON round trip."""
+    a, strides, offset = _views()[name]
+    n = a.shape[-1]
+    shape = (1, 1, *a.shape) if a.ndim == 2 else (1, *a.shape)
+    view = TensorSpec(shape, "float16", (a.size * 4,) * (4 - a.ndim) + strides, offset)
+    case = Case(params={"query": TensorSpec((1, 1, 1, n), "float16"), "key": view,
+                        "value": view.contiguous(), "num_heads": 1}, seed=5)
+    again = Case.from_json(case.to_json())
+    assert again == case
+    k1, k2 = case.call()["key"], again.call()["key"]
+    assert describe(k1) == view == describe(k2)
+    assert k1.strides == k2.strides and k1.tobytes() == k2.tobytes()
+
+
+def test_a_reversed_view_is_validated_as_the_copy_a_runner_sends() -> None:
+    call = _contiguous(CASES["bnsd"]).call()
+    reversed_key = call["key"][:, :, ::-1, :]
+    assert describe(reversed_key) == describe(call["key"])
+    assert validate(**{**call, "key": reversed_key}) == []

@@ -11,7 +11,7 @@ import hashlib
 
 import pytest
 
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.spec.tensors import FOREIGN_DTYPES, NUMPY_DTYPES, TensorSpec, describe
 from fia_fuzz.spec.values import CHUNK, materialise
 
 SHAPES = [(), (7,), (3, 5), (300, 700), (1000, 129), (2, 3, 40000), (70001,)]
@@ -86,3 +86,26 @@ def test_the_shapes_cross_chunk_boundaries() -> None:
 @pytest.mark.parametrize("label", sorted(FILLS))
 def test_materialised_bits_are_pinned(label: str) -> None:
     assert _digest(*FILLS[label]) == PINNED[label]
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")
+@pytest.mark.parametrize("dtype", [*NUMPY_DTYPES, *FOREIGN_DTYPES])
+def test_a_tensor_materialises_in_its_spec_dtype(dtype: str) -> None:
+    """What a case describes is what its call sends: each fill gives the spec's dtype or is
+    refused (a repaired dtype would send a legal call for a dtype rule's breaking case)."""
+    spec = TensorSpec((3, 5), dtype)
+    for fill in (None, *(f for f, _ in FILLS.values())):
+        try:
+            a = materialise(spec, fill, 7, "dequant_scale1")
+        except ValueError:
+            continue
+        assert describe(a) == spec, fill
+
+
+@pytest.mark.parametrize("dtype", sorted(FOREIGN_DTYPES))
+def test_a_foreign_dtype_holds_its_stand_in_values(dtype: str) -> None:
+    """args.dtype_known's cases materialise: the known stand-in's values, cast."""
+    np_dtype, known = FOREIGN_DTYPES[dtype]
+    ref = materialise(TensorSpec((4, 9), known), None, 3, "key").astype(np_dtype)
+    got = materialise(TensorSpec((4, 9), dtype), None, 3, "key")
+    assert got.dtype == np_dtype and got.tobytes() == ref.tobytes()

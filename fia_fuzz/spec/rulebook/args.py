@@ -10,13 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.spec.call import CallView
+from fia_fuzz.spec.call import INT64_MAX, INT64_MIN, CallView, is_int64
 from fia_fuzz.spec.params import ATTR_DEFAULTS, TENSOR_ARGS
 from fia_fuzz.spec.rulebook.bases import T
 from fia_fuzz.spec.rules import rule, src
 from fia_fuzz.spec.tensors import DTYPES, TensorSpec
 
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: Refuse descriptions whose data would not fit a host (elements of q+k+v).
 MAX_ELEMENTS = 1 << 34
 
@@ -135,7 +134,7 @@ def args_values_integral(c: CallView) -> str | None:
     for name, vals in c.values.items():
         if vals is None:
             continue
-        odd = [v for v in vals if not isinstance(v, int) or not INT64_MIN <= v <= INT64_MAX]
+        odd = [v for v in vals if not is_int64(v)]
         if odd:
             bad.append(f"{name} holds non-integers or values outside int64 {odd[:4]!r}")
     return "; ".join(bad) or None

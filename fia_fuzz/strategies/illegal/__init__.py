@@ -39,9 +39,11 @@ BREAKERS: dict[str, Breaker] = {rid: b for m in MODULES for rid, b in m.BREAKERS
 INEXPRESSIBLE: dict[str, str] = {rid: why for m in MODULES
                                  for rid, why in getattr(m, "INEXPRESSIBLE", {}).items()}
 
-#: Rules whose breaking cases cannot be sent to a backend as a call;
+#: Rules whose breaking cases cannot be sent to a backend as a call: `Case.call()` cannot
+#: build them, or they are host-sized (more host memory than legal draws take);
 #: illegal_cases() without a rule leaves them out, illegal_cases(rule) still draws them
-#: for validate-level tests (each module may list its own).
+#: for validate-level tests (each module lists its own, with why; a meta-test holds every
+#: other breaker's cases to materialise still breaking their rule).
 NOT_MATERIALISABLE: set[str] = {rid for m in MODULES
                                  for rid in getattr(m, "NOT_MATERIALISABLE", ())}
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case, TensorSpec
 from fia_fuzz.spec.params import TENSOR_ARGS, VALUE_ARGS
+from fia_fuzz.spec.tensors import FOREIGN_DTYPES
 from fia_fuzz.strategies.edits import (
     DELETE,
     Change,
@@ -32,8 +33,9 @@ def _attr_type(draw: st.DrawFn, case: Case) -> Change:
     return {"softmax_lse_flag": draw(st.sampled_from([1, 0, "yes"]))}
 
 
-#: dtypes no tensor of the op takes (spec.tensors.DTYPES lists the known ones).
-UNKNOWN_DTYPES = ("float64", "complex64", "int16", "uint16", "uint32", "float8_e4m3fn")
+#: dtypes no tensor of the op takes (spec.tensors.DTYPES lists the known ones) that an array
+#: still holds, so their cases materialise.
+UNKNOWN_DTYPES = tuple(FOREIGN_DTYPES)
 
 
 def _dtype_known(draw: st.DrawFn, case: Case) -> Change:
@@ -97,10 +99,11 @@ INEXPRESSIBLE = {
     "args.type": "a Case holds TensorSpecs and int lists only; pass a non-tensor object to "
                  "validate directly to test this rule",
 }
-#: Breaking cases no backend call can carry: an unknown dtype, negative or host-sized
-#: shapes, non-integer lengths that int() would silently repair, a missing positional tensor.
-NOT_MATERIALISABLE = {"args.dtype_known", "args.shape_sane", "args.memory",
-                      "args.values_integral", "args.required"}
+#: Breaking cases no backend call can carry (illegal/__init__.py says when a case cannot).
+NOT_MATERIALISABLE = {
+    "args.shape_sane",  # no array has a negative dimension
+    "args.memory",  # host-sized by definition: above 2^34 elements
+}
 
 BREAKERS: dict[str, Breaker] = {
     "args.required": Breaker(_required, PLAIN_BNSD,
