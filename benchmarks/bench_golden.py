@@ -19,7 +19,8 @@ a machine loaded past its core count wall time mostly measures the other process
 The header names the OpenBLAS core the golden's matmuls ran on (torch's SDPA does
 not use it): the prefill shapes are bound by those matmuls. --blas adds the floor
 that sets: the golden's two matmuls alone (the same BLAS calls on the same tiles,
-nothing around them) in each precision, as a ratio to SDPA.
+nothing around them) in each precision, as a ratio to SDPA, and the same with one
+exp over the scores (no softmax does less).
 """
 
 from __future__ import annotations
@@ -91,13 +92,14 @@ def sdpa_fp32(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float
     return run
 
 
-def matmuls_alone(q: np.ndarray, k: np.ndarray, v: np.ndarray, precision: str
-                  ) -> Callable[[], Any]:
+def matmuls_alone(q: np.ndarray, k: np.ndarray, v: np.ndarray, precision: str,
+                  exp: bool = False) -> Callable[[], Any]:
     """The golden's Q·K^T and P·V of full attention on BNSD q/k/v and nothing else: row
     tiles of ROW_TILE_ELEMENTS scores per head times KV_BLOCK-column blocks, one NumPy call
     per tile and block over the batches and a KV head's query heads (the golden's BLAS
     calls), in the working type (converted once, outside the timing), one KV head a job on
-    the golden's tile threads."""
+    the golden's tile threads. `exp` adds one in-place exp over each block of scores, the
+    least a softmax does besides the matmuls."""
     work = WORK[precision]
     b, n, s1, d = q.shape
     kvn, s2 = k.shape[1], k.shape[2]
@@ -111,7 +113,9 @@ def matmuls_alone(q: np.ndarray, k: np.ndarray, v: np.ndarray, precision: str
             qt = qw[:, h, :, r0:r0 + rows]
             for c0 in range(0, s2, KV_BLOCK):
                 kb, vb = kw[:, h, :, c0:c0 + KV_BLOCK], vw[:, h, :, c0:c0 + KV_BLOCK]
-                np.matmul(qt, kb.swapaxes(-1, -2))
+                s = np.matmul(qt, kb.swapaxes(-1, -2))
+                if exp:
+                    np.exp(s, out=s)
                 np.matmul(p[:, :, :qt.shape[2], :kb.shape[2]], vb)
     return lambda: run_all(kv_head, range(kvn))
 
@@ -126,7 +130,8 @@ def speed(names: list[str], repeat: int, cpu: bool = False, blas: bool = False) 
           f"OpenBLAS core {getattr(threads, 'blas_core', lambda: '?')()} "  # '?': a tree before it
           f"(OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     print(f"{'shape':<44} {'SDPA s':>8} {'device s':>9} {'ratio':>7} {'fp64 s':>8} "
-          f"{'ratio':>7}  load" + ("   BLAS alone: device  fp64" if blas else ""))
+          f"{'ratio':>7}  load" + ("   BLAS alone: device  fp64   BLAS+exp: device  fp64"
+                                 if blas else ""))
     for name in names:
         b, n, kvn, s1, s2, d = SHAPES[name]
         q, k, v = data(b, n, kvn, s1, s2, d)
@@ -140,13 +145,16 @@ def speed(names: list[str], repeat: int, cpu: bool = False, blas: bool = False) 
                                          precision="fp64", **kw)}
         if blas:
             fns |= {f"blas-{p}": matmuls_alone(q, k, v, p) for p in ("device", "fp64")}
+            fns |= {f"exp-{p}": matmuls_alone(q, k, v, p, exp=True) for p in ("device", "fp64")}
         t = best(fns, repeat, time.process_time if cpu else time.perf_counter)
         load = max(load, os.getloadavg()[0])
         label = f"{name} B{b} N{n} KV_N{kvn} S1={s1} S2={s2} D{d}"
         print(f"{label:<44} {t['sdpa']:8.3f} {t['device']:9.3f} "
               f"{t['device'] / t['sdpa']:6.2f}x {t['fp64']:8.3f} {t['fp64'] / t['sdpa']:6.2f}x"
               f"  {load:.1f}" + (f"  {t['blas-device'] / t['sdpa']:17.2f}x "
-                                   f"{t['blas-fp64'] / t['sdpa']:5.2f}x" if blas else ""))
+                                   f"{t['blas-fp64'] / t['sdpa']:5.2f}x  "
+                                   f"{t['exp-device'] / t['sdpa']:15.2f}x "
+                                   f"{t['exp-fp64'] / t['sdpa']:5.2f}x" if blas else ""))
     print(f"targets: device <= {TARGETS['device']}x, fp64 <= {TARGETS['fp64']}x SDPA fp32")
 
 
