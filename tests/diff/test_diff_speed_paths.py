@@ -51,6 +51,24 @@ def test_chunks_cover_the_array_and_their_total_is_the_exact_sum_rounded(n: int)
         assert chunks.total(sums) == chunks.total(sums[::-1]) == math.fsum(sums)
 
 
+def test_chunk_totals_of_infinite_or_huge_partials_are_what_a_sum_gives() -> None:
+    inf = float("inf")
+    assert chunks.total([inf, 1.0]) == inf
+    assert np.isnan(chunks.total([inf, -inf]))
+    assert chunks.total([1e308, 1e308]) == inf
+
+
+def test_an_actual_infinite_with_both_signs_in_two_chunks_is_judged() -> None:
+    """Its sum of products with the truth has partials +inf and -inf (fsum raises there)."""
+    g = np.random.default_rng(0).standard_normal(3 * chunks.CHUNK)
+    g[5] = g[chunks.CHUNK + 5] = 1.0
+    a = g.astype(np.float16)
+    a[5], a[chunks.CHUNK + 5] = np.inf, -np.inf
+    m = compare(a, g, "float16")
+    assert m["inf_actual_only"] == m["nonfinite_mismatch"] == 2
+    assert 0 < m["max_abs"] < 1e-2  # over the elements finite on both sides
+
+
 def test_metrics_do_not_depend_on_the_blas_thread_count() -> None:
     """OpenBLAS splits a long dot product over its threads (other partial sums, other
     bits); the differ holds it to one thread, so the caller's setting does not matter."""
