@@ -58,6 +58,8 @@ def _openblas() -> tuple[Any, Any, Any] | None:
 
 
 _BLAS = _openblas()
+#: The environment variable that sets the golden's tile threads.
+THREADS_ENV = "FIA_GOLDEN_THREADS"
 
 
 @contextlib.contextmanager
@@ -84,7 +86,7 @@ def blas_core() -> str | None:
 
 def tile_threads() -> int:
     """Number of threads the golden spreads tiles over (FIA_GOLDEN_THREADS, default CPUs)."""
-    given = os.environ.get("FIA_GOLDEN_THREADS")
+    given = os.environ.get(THREADS_ENV)
     if given:
         return max(1, int(given))
     return max(1, min(8, os.cpu_count() or 1))

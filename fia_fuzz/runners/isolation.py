@@ -24,13 +24,15 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.golden.threads import THREADS_ENV
 from fia_fuzz.runners.base import DEVICE_INDEX_ENV, RUNNERS, Runner, get_runner, runner_module
 from fia_fuzz.spec import Case
 
 #: Environment variables that make one accelerator the only visible one (index 0).
 DEVICE_ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
-#: Thread-pool sizes of the math libraries, read once when they load.
-THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: Thread-pool sizes of the math libraries (read once when they load) and of the golden's
+#: tile threads (golden/threads.py): the worker process computes the golden pair too.
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", THREADS_ENV)
 #: What became of a task; "skipped": never run (a campaign case too big for the device).
 OUTCOMES = ("ok", "error", "crashed", "timeout", "oom", "skipped")
 

@@ -108,6 +108,12 @@ def thread_env() -> str | None:
     return os.environ.get("OMP_NUM_THREADS")
 
 
+def golden_threads() -> int:
+    from fia_fuzz.golden.threads import tile_threads
+
+    return tile_threads()
+
+
 #: The rare double's bug fires when S2 % RARE_MODULUS == RARE_RESIDUE (FIA_RARE_MODULUS
 #: overrides the modulus, for measuring rarer bugs by hand).
 RARE_MODULUS = int(os.environ.get("FIA_RARE_MODULUS", "13"))

@@ -38,3 +38,5 @@ def test_isolated_runner_raises_instead_of_dying() -> None:
 def test_a_worker_can_be_given_its_share_of_the_cores() -> None:
     with IsolatedWorker(threads=3) as w:
         assert w.call(doubles.thread_env, timeout=60).value == "3"
+        # the worker computes the golden pair too: its tile threads take the same share
+        assert w.call(doubles.golden_threads, timeout=60).value == 3
