@@ -202,15 +202,24 @@ class Reference:
         g = np.asarray(golden, np.float64, order="C")  # read only: no copy of an fp64 truth
         self.g = g
         # a finite sum proves every element finite in one pass (values stay far below overflow)
-        self.all_finite = bool(np.isfinite(np.sum(g)))
-        if not self.all_finite:
-            self.nan, self.inf = np.isnan(g), np.isinf(g)
-            self.finite = ~(self.nan | self.inf)
-            self.all_finite = bool(self.finite.all())
+        self.all_finite = bool(np.isfinite(np.sum(g))) or bool(self.finite.all())
         inv = (_default_invalid(g) if invalid is None
                else np.broadcast_to(np.asarray(invalid, bool), g.shape))
         self.invalid = np.ascontiguousarray(inv).reshape(-1)
         self.invalid_count = int(np.count_nonzero(self.invalid))
+
+    @functools.cached_property
+    def nan(self) -> np.ndarray:
+        return np.isnan(self.g)
+
+    @functools.cached_property
+    def inf(self) -> np.ndarray:
+        return np.isinf(self.g)
+
+    @functools.cached_property
+    def finite(self) -> np.ndarray:
+        """The truth's finite elements (computed only when some element or actual is not)."""
+        return ~(self.nan | self.inf)
 
 
 def compare(actual: np.ndarray, golden: np.ndarray | Reference, dtype: str,
@@ -280,9 +289,6 @@ def compare_all(actuals: Sequence[np.ndarray], ref: Reference) -> list[dict[str,
 def _masked(flat: np.ndarray, ref: Reference) -> dict[str, Any]:
     """The metrics of an actual with non-finite elements on either side: the non-finite
     counts, and the errors over the elements finite on both."""
-    if not hasattr(ref, "finite"):
-        ref.nan, ref.inf = np.zeros(ref.g.shape, bool), np.zeros(ref.g.shape, bool)
-        ref.finite = np.ones(ref.g.shape, bool)
     a = flat.astype(np.float64)
     g_nan, g_inf = ref.nan.reshape(-1), ref.inf.reshape(-1)
     a_nan, a_inf = np.isnan(a), np.isinf(a)
@@ -330,7 +336,10 @@ class _Truth:
     """The truth-only quantities of one chunk of `gf` (work arrays reused chunk to chunk)."""
 
     def __init__(self, ref: Reference, size: int):
-        self.ref, self.log_scale = ref, ref.log_scale
+        self.log_scale = ref.log_scale
+        #: |g| below this is a small value (none for log_scale: no |g| is below 0)
+        self.small_limit = 0.0 if ref.log_scale else SMALL_VALUE.get(ref.tol, 2.0 ** -10)
+        self.small, self.small_count = np.empty(size, bool), 0
         self.int_range = INT_RANGE.get(ref.dtype)
         self.inv_ulps = _spacings(ref.dtype)[1] if ref.dtype in FLOAT_FORMAT else None
         self.vendor = VENDOR_TOL.get(ref.tol) if self.int_range is None else None
@@ -339,9 +348,16 @@ class _Truth:
         self.exponent = np.empty(size, np.int64)
 
     def load(self, gc: np.ndarray) -> float:
-        """Derive the quantities of chunk `gc`; its sum of squares."""
+        """Derive the quantities of chunk `gc`; its sum of squares. `small_c`: its small
+        values, None where it has none."""
         m = gc.size
         self.absg_c = np.abs(gc, out=self.absg[:m])
+        self.small_c = None
+        if self.small_limit:
+            small = np.less(self.absg_c, self.small_limit, out=self.small[:m])
+            count = int(np.count_nonzero(small))
+            self.small_count += count
+            self.small_c = small if count else None
         if self.int_range is not None:
             self.clipped_c = np.clip(gc, *self.int_range, out=self.clipped[:m])
         elif self.inv_ulps is not None:
@@ -374,16 +390,8 @@ def _errors(ref: Reference, gf: np.ndarray, afs: Sequence[np.ndarray],
     """The error metrics of `compare` of each of `afs` (flat, all finite) against `gf` (the
     flat truth, of the elements `both` of the golden, None: all) chunk by chunk, plus
     `a_sq`, the sum of squares of the actual (finite exactly when every element is)."""
-    tol, log_scale, n = ref.tol, ref.log_scale, gf.size
-    small_limit = 0.0 if log_scale else SMALL_VALUE.get(tol, 2.0 ** -10)
+    tol, n = ref.tol, gf.size
     chunks = split(n)
-    if small_limit == 0.0:  # no |g| is below 0 (log_scale)
-        small = np.zeros(n, bool)
-    else:
-        small = np.empty(n, bool)
-        for s, e in chunks:
-            np.less(np.abs(gf[s:e]), small_limit, out=small[s:e])
-    small_count = int(np.count_nonzero(small))
     size = max(e - s for s, e in chunks)
     truth = _Truth(ref, size)
     runs = [_Errors(size) for _ in afs]
@@ -397,11 +405,10 @@ def _errors(ref: Reference, gf: np.ndarray, afs: Sequence[np.ndarray],
             gc = gf[s:e]
             g_sq.append(truth.load(gc))
             noise.add(gc)
-            small_c = small[s:e] if small_count else None
-            if small_c is not None and not small_c.any():
-                small_c = None
             for af, run in zip(afs, runs, strict=True):
-                _chunk(af[s:e], gc, s, truth, run, small_c, ones[:e - s], bounds, small_atol)
+                _chunk(af[s:e], gc, s, truth, run, truth.small_c, ones[:e - s], bounds,
+                       small_atol)
+    small_count = truth.small_count
     sum_sq = total(g_sq)
     rms, norm_g = float(np.sqrt(sum_sq / n)), float(np.sqrt(sum_sq))
     fa_noise = noise.floor()
