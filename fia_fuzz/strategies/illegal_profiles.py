@@ -19,7 +19,7 @@ from fia_fuzz.spec import RULES, Case
 from fia_fuzz.spec.profiles import Profile
 from fia_fuzz.spec.profiles import atlas_a2_examples as a2
 from fia_fuzz.strategies.edits import apply
-from fia_fuzz.strategies.illegal.breaker import Breaker
+from fia_fuzz.strategies.illegal.breaker import Breaker, host_sized
 
 #: Per profile: its own rule id -> calls breaking exactly that rule (and nothing else).
 EXAMPLES: dict[str, dict[str, list[dict[str, Any]]]] = {"atlas-a2": {}}
@@ -53,6 +53,8 @@ def profile_illegal_cases(profile: Profile, rule: str | None, breakers: dict[str
             case = Case(params=case.params, fills=case.fills, seed=case.seed,
                         rules=profile.name)
         if [v.rule for v in case.violations()] != [rid]:
+            reject()
+        if rid not in skip and host_sized(case):
             reject()
         return case
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import InvalidArgument, Unsatisfiable
 
 from fia_fuzz.spec import RULES, Case, validate
 from fia_fuzz.strategies import INEXPRESSIBLE, NOT_MATERIALISABLE, illegal_cases
 from fia_fuzz.strategies.edits import apply
-from fia_fuzz.strategies.illegal import BREAKERS, MODULES
+from fia_fuzz.strategies.illegal import BREAKERS, MODULES, breaker
+from fia_fuzz.strategies.illegal.breaker import host_sized
 from fia_fuzz.strategies.illegal.search import proposals
 
 COVERED = sorted(r for r in BREAKERS if r in RULES)
@@ -79,9 +80,6 @@ def test_written_breaker_lands_in_most_draws(rule: str) -> None:
 
 #: Cases up to this many elements are materialised with data (larger ones: shapes only).
 MATERIALISE_MAX = 1 << 21
-#: Host memory past which a case is host-sized: legal draws keep the golden pair under
-#: 1 GiB (DEVELOPERS.md, Determinism), and a negative run must not allocate more.
-HOST_SIZED = 1 << 30
 
 
 def _not_materialised(case: Case, rule: str) -> str | None:
@@ -91,7 +89,7 @@ def _not_materialised(case: Case, rule: str) -> str | None:
         case.call(data=False)
     except Exception as exc:  # what Case.call raises is the finding here
         return f"not built: {type(exc).__name__}: {exc}"
-    if case.host_bytes() > HOST_SIZED:
+    if host_sized(case):
         return f"host-sized: {case.host_bytes()} bytes"
     if case.elements() <= MATERIALISE_MAX:
         broken = [v.rule for v in validate(**case.call())]
@@ -118,6 +116,22 @@ def test_breaker_cases_materialise_unless_listed(rule: str) -> None:
         assert any(why), f"{rule} is in NOT_MATERIALISABLE, yet its cases materialise"
     else:
         assert not any(why), f"{rule}: add it to NOT_MATERIALISABLE or fix it: {why}"
+
+
+@pytest.mark.parametrize("rules", ["docs", "atlas-a2"])
+def test_host_sized_breaks_are_discarded_unless_listed(rules: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # mask.full_form's mask batch of 2048 landed at 2.1 GB from a large base (CI, 2026-11-24):
+    # with every case counted host-sized, a materialisable rule has nothing left to draw,
+    # while a listed one (host-sized by definition) still draws
+    monkeypatch.setattr(breaker, "HOST_SIZED", -1)
+    quiet = settings(max_examples=2, phases=[Phase.generate], database=None,
+                     suppress_health_check=list(HealthCheck))
+    with pytest.raises(Unsatisfiable):
+        quiet(given(illegal_cases("mask.full_form", rules=rules))(lambda case: None))()
+    drawn: list[Case] = []
+    quiet(given(illegal_cases("args.memory", rules=rules))(lambda case: drawn.append(case)))()
+    assert drawn and all(host_sized(c) for c in drawn)
 
 
 def test_every_rule_has_a_breaker() -> None:

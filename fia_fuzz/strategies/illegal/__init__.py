@@ -9,7 +9,8 @@ mutation)`, a named mutation of `strategies/edits.py` found by
 drawn by `cases(**base)` (the base filters put the case where the rule
 applies) and changes it just enough to violate its rule. The result is
 checked against `validate`: a draw whose violations are not exactly `[rule]`
-is discarded, and the meta-tests assert such discards stay rare. Rules a
+is discarded, and the meta-tests assert such discards stay rare; so is a
+host-sized one (`breaker.HOST_SIZED`) unless its rule is NOT_MATERIALISABLE. Rules a
 `Case` cannot express (`INEXPRESSIBLE`) and rules without a breaker yet
 raise InvalidArgument naming the rule.
 """
@@ -26,7 +27,7 @@ from fia_fuzz.spec import RULES, Case, rulebook, validate
 from fia_fuzz.spec.profiles import DEFAULT
 from fia_fuzz.spec.profiles import get as get_rules
 from fia_fuzz.strategies.edits import apply
-from fia_fuzz.strategies.illegal.breaker import Breaker
+from fia_fuzz.strategies.illegal.breaker import Breaker, host_sized
 
 #: One module per rule-id prefix, named and ordered as the rulebook's.
 MODULES = tuple(importlib.import_module(f"{__name__}.{m.__name__.rsplit('.', 1)[1]}")
@@ -76,6 +77,8 @@ def illegal_cases(rule: str | None = None, rules: str = DEFAULT) -> st.SearchStr
         base = draw(bases[rid])
         case = apply(base, BREAKERS[rid].change(draw, base))
         if [v.rule for v in validate(**case.specs())] != [rid]:
+            reject()
+        if rid not in NOT_MATERIALISABLE and host_sized(case):
             reject()
         return case
 

@@ -27,6 +27,15 @@ PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
 PAGED = {"paged": True, "rope": False}
 #: A paged BNSD decode without antiquant: the common base of paged, length and rope breakers.
 PAGED_DECODE = {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"}
+#: Host memory past which a broken case is host-sized: legal draws keep the golden pair under
+#: 1 GiB (DEVELOPERS.md, Determinism), and a negative run must not allocate more. A change
+#: that grows a tensor (mask.full_form's mask batch of 2048) can land past it from a large base.
+HOST_SIZED = 1 << 30
+
+
+def host_sized(case: Case) -> bool:
+    """Whether materialising `case` takes more host memory than HOST_SIZED."""
+    return case.host_bytes() > HOST_SIZED
 
 
 @dataclass(frozen=True)
