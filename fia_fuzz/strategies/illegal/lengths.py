@@ -11,6 +11,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.spec import Case
+from fia_fuzz.spec.geometry import blocks_needed
 from fia_fuzz.strategies.edits import Change, block_size
 from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 
@@ -32,7 +33,7 @@ def _kv_count(draw: st.DrawFn, case: Case) -> Change:
     if k > 1:
         return {"actual_seq_lengths_kv": (vals * v.B)[:k]}
     one = max(v.act_q) if case.params.get("sparse_mode") == 3 else min(vals)
-    if v.B * -(-one // block_size(case)) > case.params["key"].shape[0]:
+    if v.B * blocks_needed(one, block_size(case)) > case.params["key"].shape[0]:
         reject()
     return {"actual_seq_lengths_kv": [one]}
 
