@@ -7,7 +7,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from fia_fuzz.spec.tensors import array_view
+from fia_fuzz.op.tensors import array_view
 
 
 def to_torch(a: np.ndarray, device: str = "cpu") -> Any:

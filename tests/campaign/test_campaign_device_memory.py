@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 from fia_fuzz.cli import main
 from fia_fuzz.diff.signature import failure_kind
 from fia_fuzz.reports import read_results
+from fia_fuzz.rules.profiles.atlas_a2 import DEVICE_MEMORY
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec.profiles.atlas_a2 import DEVICE_MEMORY
 
 N = 16
 LIMIT = 64 << 10  # smoke cases span a few KiB to a few MiB of device memory

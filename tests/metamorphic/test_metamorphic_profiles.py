@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from fia_fuzz.metamorphic import check_relations
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.profiles.atlas_a2_examples import PREFILL, call
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.profiles.atlas_a2_examples import PREFILL, call
-from fia_fuzz.spec.tensors import TensorSpec
 
 pytest.importorskip("torch")
 

@@ -15,8 +15,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec import Case, TensorSpec
 
 pytest.importorskip("torch")
 

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from fia_fuzz.diff import judge
 from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.outputs import output_specs
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec import Case, output_specs
 from fia_fuzz.strategies import cases
 
 pytest.importorskip("torch")

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec import validate
 
 pytest.importorskip("torch")
 

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fia_fuzz.spec import Case, validate
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import cases
 from fia_fuzz.strategies.cases import build, families_for
 from fia_fuzz.strategies.choices import Dead, RandomChooser
@@ -86,7 +87,7 @@ def test_lazy_cache_holds_data_in_referenced_blocks_only() -> None:
 _MEASURE = """
 import json, sys
 import numpy as np
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import get_runner
 case = Case.from_json(sys.stdin.read())
