@@ -44,7 +44,8 @@ class Param:
     `alone(ctx)`: a value legal on its own for this keyword given `ctx` (the
     sizes of a case: b, n, s1, s2, d, q (query spec), k0 (first key spec), fdt
     (the float dtype of scales)), which the breakers' `add` mutation inserts;
-    `partner`: the keyword added and resized with it (key_rope for query_rope).
+    `partner`: the keyword added and resized with it (value_shared_prefix for
+    key_shared_prefix).
     """
 
     name: str
