@@ -37,9 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.golden import npu_fused_infer_attention_score, threads
+from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.core import KV_BLOCK, ROW_TILE_ELEMENTS, WORK
 from fia_fuzz.golden.threads import run_all, tile_threads
+from fia_fuzz.numerics.blas import blas_core
 
 #: name -> (B, N, KV_N, S1, S2, D), the three shapes of issue 18.
 SHAPES = {
@@ -127,7 +128,7 @@ def speed(names: list[str], repeat: int, cpu: bool = False, blas: bool = False) 
         torch.set_num_threads(1)
     print(f"golden tile threads {tile_threads()}, torch threads {torch.get_num_threads()}, "
           f"{os.cpu_count()} CPUs; best of {repeat}; {'CPU' if cpu else 'wall'} seconds; "
-          f"OpenBLAS core {getattr(threads, 'blas_core', lambda: '?')()} "  # '?': a tree before it
+          f"OpenBLAS core {blas_core()} "
           f"(OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     print(f"{'shape':<44} {'SDPA s':>8} {'device s':>9} {'ratio':>7} {'fp64 s':>8} "
           f"{'ratio':>7}  load" + ("   BLAS alone: device  fp64   BLAS+exp: device  fp64"
