@@ -1,6 +1,6 @@
 """Golden model speed and memory, measured against torch's SDPA in the same process.
 
-Speed (issue 18): three fp16 BNSD shapes, full attention, the golden in device
+Speed: three fp16 BNSD shapes, full attention, the golden in device
 precision and at fp64, each as a ratio to
 torch.nn.functional.scaled_dot_product_attention in float32 on CPU on the same
 data (GQA through `enable_gqa`). Targets: device <= 1.0x, fp64 <= 2.0x.
@@ -42,7 +42,7 @@ from fia_fuzz.golden.core import KV_BLOCK, ROW_TILE_ELEMENTS, WORK
 from fia_fuzz.golden.threads import run_all, tile_threads
 from fia_fuzz.numerics.blas import blas_core
 
-#: name -> (B, N, KV_N, S1, S2, D), the three shapes of issue 18.
+#: name -> (B, N, KV_N, S1, S2, D): decode, GQA prefill, and plain prefill.
 SHAPES = {
     "decode": (16, 32, 8, 1, 8192, 128),
     "gqa": (4, 32, 8, 512, 4096, 128),
