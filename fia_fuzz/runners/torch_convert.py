@@ -13,7 +13,7 @@ from fia_fuzz.op.tensors import array_view
 def to_torch(a: np.ndarray, device: str = "cpu") -> Any:
     """`a` on `device`; a strided view (a case's K/V sliced from a fused buffer) stays a view
     with the same strides and offset over a copy of its whole buffer, as an engine would pass
-    it (`spec.tensors.array_view`, which `describe` reads too); anything else goes as its
+    it (`op.tensors.array_view`, which `describe` reads too); anything else goes as its
     contiguous copy."""
     import torch
 
