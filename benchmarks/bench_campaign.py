@@ -39,9 +39,10 @@ from fia_fuzz.campaign.evaluate import judge_outputs
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.api import query_bnsd
 from fia_fuzz.golden.kv import dequantise, load_kv
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.validate import case_violations
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies.cases import build
 from fia_fuzz.strategies.choices import Dead, RandomChooser
 from fia_fuzz.strategies.draft import PROFILES
@@ -74,7 +75,7 @@ def nightly_cases(count: int, seed: int, illegal: list[str] | None = None
             i += 1
             continue
         t_draw = time.perf_counter() - t0
-        broken = case.violations()
+        broken = case_violations(case)
         if broken and illegal is not None:
             illegal.append(f"nightly#{i} {case.case_id} {[v.rule for v in broken]}")
         if not broken:

@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 from fia_fuzz.strategies.cases import build, families_for
 from fia_fuzz.strategies.choices import Dead, RandomChooser
 from fia_fuzz.strategies.draft import PROFILES
@@ -34,7 +34,7 @@ _CHILD = """
 import json, sys
 from fia_fuzz.campaign.evaluate import golden_pair, judge_outputs
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 sys.path.insert(0, sys.argv[1])  # benchmarks/
 from bench_golden import peak_rss_kib
 

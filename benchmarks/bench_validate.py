@@ -14,7 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
-from fia_fuzz.spec import Case, TensorSpec, validate
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.validate import validate
 
 CALLS: dict[str, dict[str, Any]] = {
     "prefill BNSD GQA": {"query": TensorSpec((2, 8, 16, 64), "float16"),

@@ -1,6 +1,6 @@
 """Materialisation and diff of this tree against a git revision's, over seeded nightly draws.
 
-A speed change to `spec/values.py` or `diff/` must keep the numbers: this
+A speed change to `op/values.py` or `diff/` must keep the numbers: this
 draws the nightly cases of `bench_campaign.py` with this tree, computes their
 goldens and the torch-sdpa runner's output once (the device golden's where
 the runner refuses), and hands the same arrays to a child process running
@@ -53,7 +53,7 @@ def call_digest(call: dict[str, Any]) -> str:
 def side(items_path: str, out_path: str) -> None:
     """Digests and judged rows of the pickled (case JSON, actual, truth, baseline) items."""
     from fia_fuzz.campaign.evaluate import judge_outputs
-    from fia_fuzz.spec import Case
+    from fia_fuzz.op.case import Case
 
     out = []
     with open(items_path, "rb") as f:

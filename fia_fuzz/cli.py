@@ -14,10 +14,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from fia_fuzz.spec.case import Case
-from fia_fuzz.spec.inputs import InputError, check_call, check_case, load_case, read_json
-from fia_fuzz.spec.params import TENSOR_ARGS
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.files.cases import InputError, check_call, check_case, load_case, read_json
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.params import TENSOR_ARGS
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.validate import case_violations
 
 #: Exit status of a command given bad input (argparse's own).
 USAGE_ERROR = 2
@@ -82,7 +83,7 @@ def _seed_cases(directory: str) -> tuple[Case, ...]:
     seeds = []
     for f in files:
         case = load_case(f)
-        illegal = case.violations()
+        illegal = case_violations(case)
         if illegal:
             print(f"seed case {f} is illegal, not run: "
                   + "; ".join(f"[{v.rule}] {v.message}" for v in illegal), file=sys.stderr)
@@ -231,8 +232,8 @@ def _call_from_json(data: Any, where: str) -> dict[str, Any]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from fia_fuzz.spec import validate
-    from fia_fuzz.spec.validate import output_specs, require_legal
+    from fia_fuzz.op.outputs import output_specs
+    from fia_fuzz.rules.validate import require_legal, validate
 
     call = _call_from_json(read_json(args.call), args.call)
     violations = validate(**call, rules=args.rules)
@@ -254,7 +255,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     """
     import time
 
-    from fia_fuzz.spec import validate
+    from fia_fuzz.rules.validate import validate
     from fia_fuzz.strategies.axes import AXES, LARGE_ONLY
     from fia_fuzz.strategies.bars import measure
     from fia_fuzz.strategies.cases import DEVICE_REGIONS
@@ -320,7 +321,7 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
     Exit status 1 when a rule's breaker never lands."""
     import time
 
-    from fia_fuzz.spec.profiles import DEFAULT
+    from fia_fuzz.rules.profiles import DEFAULT
     from fia_fuzz.strategies.illegal import BREAKERS
     from fia_fuzz.strategies.illegal.width import breaks, table, width
 
@@ -342,7 +343,7 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
 
 
 def _rules_flag(p: argparse.ArgumentParser) -> None:
-    from fia_fuzz.spec.profiles import DEFAULT, names
+    from fia_fuzz.rules.profiles import DEFAULT, names
 
     p.add_argument("--rules", default=DEFAULT, choices=names(),
                    help="rule profile: the documented rules, or a device's own checks")

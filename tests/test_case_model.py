@@ -3,7 +3,9 @@ import hashlib
 import numpy as np
 from hypothesis import given
 
-from fia_fuzz.spec import Case, TensorSpec, validate
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import cases
 
 
@@ -87,8 +89,8 @@ def test_values_that_are_not_int64_reach_the_call_as_written() -> None:
 
 def test_mla_full_quant_features_name_its_output_and_no_antiquant() -> None:
     """MLA full quant returns bf16, and its key/value scales are not antiquant."""
-    from fia_fuzz.spec import output_specs
-    from fia_fuzz.spec.rulebook.bases import BASES
+    from fia_fuzz.op.outputs import output_specs
+    from fia_fuzz.rules.rulebook.bases import BASES
 
     case = Case(params=dict(BASES["mla_int8"]))
     f = case.features()
@@ -98,8 +100,8 @@ def test_mla_full_quant_features_name_its_output_and_no_antiquant() -> None:
 
 
 def test_call_without_data_has_the_shapes_and_dtypes_and_no_memory() -> None:
-    from fia_fuzz.spec.params import TENSOR_ARGS
-    from fia_fuzz.spec.rulebook.bases import BASES
+    from fia_fuzz.op.params import TENSOR_ARGS
+    from fia_fuzz.rules.rulebook.bases import BASES
 
     case = Case(params=dict(BASES["paged_decode"]))
     full, hollow = case.call(), case.call(data=False)

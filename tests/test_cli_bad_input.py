@@ -142,7 +142,7 @@ def test_bad_input_exits_2_with_one_line(name: str, argv: list[str], says: str,
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("[")
-    from fia_fuzz.spec.inputs import InputError
+    from fia_fuzz.files.cases import InputError
 
     with pytest.raises(InputError, match="not valid JSON"):
         main(["validate", str(bad), "--debug"])

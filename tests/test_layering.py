@@ -18,11 +18,13 @@ import pytest
 import fia_fuzz
 
 ROOT = Path(fia_fuzz.__file__).parent
-#: Lowest first. `spec` holds the case model, the rules and the geometry;
-#: `strategies` and `golden` both build on it and ignore each other.
+#: Lowest first. `op` holds the op's model (case, call view, geometry), `rules` the
+#: legality model on it; `files`, `strategies` and `golden` build on both and ignore
+#: each other. `spec` is the public facade over `op` and `rules`: nothing imports it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("spec",),
-    ("strategies", "golden"),
+    ("op",),
+    ("rules",),
+    ("files", "strategies", "golden"),
     ("runners",),
     ("diff",),
     ("metamorphic",),
@@ -30,14 +32,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("campaign",),
     ("cli",),
     ("__main__",),
+    ("spec",),
 )
 RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
-GEOMETRY = "fia_fuzz.spec.geometry"
+GEOMETRY = "fia_fuzz.op.geometry"
 COMPOSITION = "fia_fuzz.runners.composition"
 #: All that the independent second implementation may import of ours: the call
 #: view of the case model (dims read from shapes), the A2 profile's tree-mask
 #: mode number (to refuse it), and the torch conversion.
-COMPOSITION_MAY_IMPORT = ("fia_fuzz.spec.call", "fia_fuzz.spec.profiles.atlas_a2",
+COMPOSITION_MAY_IMPORT = ("fia_fuzz.op.call", "fia_fuzz.rules.profiles.atlas_a2",
                           "fia_fuzz.runners.torch_convert")
 
 Graph = dict[str, set[str]]
@@ -96,7 +99,7 @@ def import_graph(root: Path) -> Graph:
 
 
 def package_of(module: str) -> str:
-    """The top-level subpackage (layer key) of a module: fia_fuzz.spec.call -> spec."""
+    """The top-level subpackage (layer key) of a module: fia_fuzz.op.call -> op."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 
@@ -173,7 +176,7 @@ def test_no_import_circle(graph: Graph) -> None:
 
 
 def test_geometry_imports_nothing_of_ours(graph: Graph) -> None:
-    """spec/geometry.py is the bottom of the stack: call.py and params.py read it."""
+    """op/geometry.py is the bottom of the stack: call.py and params.py read it."""
     assert graph[GEOMETRY] == set()
 
 
@@ -188,15 +191,15 @@ def test_composition_stays_independent(graph: Graph) -> None:
 
 
 def test_checker_finds_a_planted_upward_import(tmp_path: Path) -> None:
-    """A copy of the package with spec importing campaign fails the layering check."""
+    """A copy of the package with op importing campaign fails the layering check."""
     copy = tmp_path / "fia_fuzz"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    planted = copy / "spec" / "geometry.py"
+    planted = copy / "op" / "geometry.py"
     planted.write_text(planted.read_text(encoding="utf-8")
                        + "\nfrom fia_fuzz.campaign import engine  # noqa\n", encoding="utf-8")
     bad = upward(import_graph(copy))
-    assert bad == ["fia_fuzz.spec.geometry (spec, layer 0) imports "
-                   "fia_fuzz.campaign.engine (campaign, layer 6)"]
+    assert bad == ["fia_fuzz.op.geometry (op, layer 0) imports "
+                   "fia_fuzz.campaign.engine (campaign, layer 7)"]
 
 
 def test_checker_finds_sibling_imports_and_circles() -> None:

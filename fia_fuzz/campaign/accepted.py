@@ -17,7 +17,7 @@ import numpy as np
 
 from fia_fuzz.diff import DEFAULT_POLICY, judge
 from fia_fuzz.golden.lenient import Undefined, unchecked_golden
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 
 ACCEPTED = ("accepted-correct", "accepted-wrong", "accepted-undefined")
 

@@ -2,7 +2,7 @@
 
 `OUT/bundles/<case_id>/` holds `case.json` (the case, with `case.npz` beside
 it when it has stored tensors), `outputs.npz` (the device's attention_out and
-softmax_lse; both .npz as spec/stored.py writes them), `metrics.json` (the
+softmax_lse; both .npz as op/stored.py writes them), `metrics.json` (the
 result row), `repro.txt` (the commands) and `repro_npu.py` with its
 `inputs.npz` and `golden.npz` (a standalone torch_npu script, see
 repro_npu.py). Written to a temporary directory and renamed, so a bundle is
@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.campaign.repro_npu import write_repro_npu
-from fia_fuzz.spec import Case, stored
-from fia_fuzz.spec.inputs import InputError, load_case, read_json, write_case
+from fia_fuzz.files.cases import InputError, load_case, read_json, write_case
+from fia_fuzz.op import stored
+from fia_fuzz.op.case import Case
 
 BUNDLES = "bundles"
 OUTPUT_NAMES = ("attention_out", "softmax_lse")

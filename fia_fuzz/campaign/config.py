@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 
 #: Feature axes a failing cell is made of when the strategies do not say (see `cell_axes`).
 _DEFAULT_CELL_AXES = ("layout", "q_dtype", "branch")

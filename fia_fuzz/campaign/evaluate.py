@@ -17,9 +17,10 @@ import numpy as np
 from fia_fuzz.campaign.bundles import GOLDEN_NAMES
 from fia_fuzz.diff import judge
 from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.outputs import output_specs
+from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.runners import Runner
-from fia_fuzz.spec import Case, output_specs
-from fia_fuzz.spec.profiles import DEFAULT
 
 #: Floor of the baseline error in the error ratio, so an exact baseline does not divide by 0.
 _RATIO_FLOOR = 1e-6

@@ -16,9 +16,10 @@ from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.evaluate import base_row, evaluate
 from fia_fuzz.diff.signature import failure_kind
 from fia_fuzz.metamorphic import check_relations, summarise
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules.profiles import DEFAULT
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners.isolation import resolve_runner
-from fia_fuzz.spec import Case, validate
-from fia_fuzz.spec.profiles import DEFAULT
 
 #: The negative outcome of a call the docs forbid but the campaign's device profile allows.
 ACCEPTED_BY_PROFILE = "accepted (device profile)"

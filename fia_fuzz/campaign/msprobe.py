@@ -11,7 +11,7 @@ other front ends show e.g. `Functional.`). A tensor is {"type": "torch.Tensor",
 .npy) in a tensor task; a Python value is {"type": "int", "value": 8}; lists
 stay lists; an absent argument is null.
 
-A tensor task gives the real tensors (stored with the case, spec/stored.py);
+A tensor task gives the real tensors (stored with the case, op/stored.py);
 a statistics task gives seeded data of the dumped dtype and shape over the
 dumped [Min, Max] (the `range` recipe), and value tensors the dump cannot
 restore are rebuilt legally (a block table from the KV lengths, noted).
@@ -27,14 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.spec import Case, validate
-from fia_fuzz.spec import stored as stored_
-from fia_fuzz.spec.case import VALUE_DTYPE_KEY, VALUE_TENSOR_DTYPES
-from fia_fuzz.spec.inputs import InputError, read_json, write_case
-from fia_fuzz.spec.params import ALL_ARGS, TENSOR_ARGS, V2_TO_CANONICAL, VALUE_ARGS
-from fia_fuzz.spec.rules import Violation
-from fia_fuzz.spec.stored import STORED, stored_keys
-from fia_fuzz.spec.tensors import DTYPES, FLOAT_DTYPES, TensorSpec, dtype_name
+from fia_fuzz.files.cases import InputError, read_json, write_case
+from fia_fuzz.op import stored as stored_
+from fia_fuzz.op.case import VALUE_DTYPE_KEY, VALUE_TENSOR_DTYPES, Case
+from fia_fuzz.op.params import ALL_ARGS, TENSOR_ARGS, V2_TO_CANONICAL, VALUE_ARGS
+from fia_fuzz.op.stored import STORED, stored_keys
+from fia_fuzz.op.tensors import DTYPES, FLOAT_DTYPES, TensorSpec, dtype_name
+from fia_fuzz.rules.rule import Violation
+from fia_fuzz.rules.validate import validate
 
 #: The op's torch_npu entry points and whether their keywords are v2's.
 APIS = {"npu_fused_infer_attention_score": False, "npu_fused_infer_attention_score_v2": True}

@@ -50,10 +50,11 @@ from fia_fuzz.campaign.state import (
     wind_down,
 )
 from fia_fuzz.diff.signature import failure_kind, signature
+from fia_fuzz.op.case import Case
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners.isolation import IsolatedWorker, TaskResult, runner_query, runner_ref
-from fia_fuzz.spec import Case, validate
 from fia_fuzz.strategies import cases, illegal_cases
 from fia_fuzz.strategies.cases import device_cases, recorded_cases
 from fia_fuzz.strategies.seeded import fixed_constants

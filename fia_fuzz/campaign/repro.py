@@ -1,7 +1,7 @@
 """`fia-fuzz repro`: rerun one case from a bundle, a case.json or a case id.
 
 A bundle with stored device outputs reproduces anywhere: the golden is
-recomputed locally (bit-identical inputs, spec/values.py) and the same
+recomputed locally (bit-identical inputs, op/values.py) and the same
 judging prints the same diff the campaign recorded. With `--runner` (or for
 a case without stored outputs) the case runs live on that backend.
 """
@@ -16,8 +16,9 @@ from typing import Any, TextIO
 from fia_fuzz.campaign.bundles import Bundle, find_bundle, load_bundle
 from fia_fuzz.campaign.evaluate import evaluate, golden_pair, judge_outputs
 from fia_fuzz.diff.signature import failure_kind
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.inputs import InputError, load_case
+from fia_fuzz.files.cases import InputError, load_case
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules.validate import case_violations
 
 DEFAULT_RUNNER = "torch-sdpa"
 
@@ -82,7 +83,7 @@ def reproduce(ref: str, runner: str | None, results: list[str],
     """Print the case and its diff; exit status 1 when it (still) fails, else 0."""
     out = stream or sys.stdout
     case, bundle, recorded_runner = resolve(ref, results)
-    illegal = case.violations()
+    illegal = case_violations(case)
     if illegal:  # refused before its tensors are allocated
         raise InputError(f"{ref}: illegal case, not run: "
                          + "; ".join(f"[{v.rule}] {v.message}" for v in illegal))

@@ -5,7 +5,7 @@ fia-fuzz: `inputs.npz` holds the exact arguments the NPU front door receives
 (`runners.npu_calls.to_api`: int4 packed into int32 words, bfloat16 as its
 bits), `golden.npz` the fp64 ideal and the device-precision golden outputs.
 Inputs are always stored, never rebuilt from the seed, because rebuilding
-them needs fia-fuzz's generator (`spec/values.py`).
+them needs fia-fuzz's generator (`op/values.py`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from fia_fuzz.op.case import Case
 from fia_fuzz.runners.npu_calls import APIS, refusal, to_api
-from fia_fuzz.spec import Case
 
 SCRIPT = "repro_npu.py"
 INPUTS = "inputs.npz"

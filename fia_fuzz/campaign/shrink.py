@@ -39,7 +39,7 @@ from fia_fuzz.campaign.state import (
     wind_down,
 )
 from fia_fuzz.diff.signature import failure_kind, signature
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 from fia_fuzz.strategies.cases import recorded_cases
 from fia_fuzz.strategies.seeded import fixed_constants
 

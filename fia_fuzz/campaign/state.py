@@ -17,9 +17,9 @@ import pandas as pd
 from hypothesis.database import choices_from_bytes, choices_to_bytes
 
 from fia_fuzz.campaign.config import CampaignConfig
+from fia_fuzz.op.case import Case
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.runners.isolation import IsolatedWorker
-from fia_fuzz.spec import Case
 
 #: Where a partition sends its progress events (rows, logs, counts).
 Report = Callable[[dict[str, Any]], None]

@@ -50,7 +50,7 @@ import numpy as np
 from fia_fuzz.diff.chunks import CHUNK, split, total
 from fia_fuzz.golden.casts import cast_into
 from fia_fuzz.golden.threads import single_threaded_blas
-from fia_fuzz.spec.tensors import NUMPY_DTYPES
+from fia_fuzz.op.tensors import NUMPY_DTYPES
 
 EPS = 1e-12
 #: |g| below this is judged by absolute error in the thousandth rule (standards §1).

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fia_fuzz.diff.policies import DEFAULT_POLICY
-from fia_fuzz.spec.geometry import SEQ_AXIS
+from fia_fuzz.op.geometry import SEQ_AXIS
 
 #: Outcomes that are failures of the backend even without a verdict.
 FAILED_OUTCOMES = ("crashed", "timeout", "error")

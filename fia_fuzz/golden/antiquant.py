@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden.int4 import as_int8_values
-from fia_fuzz.spec.case import PAGED_ANTIQUANT_MODES
-from fia_fuzz.spec.geometry import gather
+from fia_fuzz.op.case import PAGED_ANTIQUANT_MODES
+from fia_fuzz.op.geometry import gather
 
 #: Separate-parameter modes (key_/value_antiquant_mode) [V2 keyAntiquantMode].
 ANTIQUANT_MODES: dict[int, str] = {
@@ -87,7 +87,7 @@ def gather_paged(param: np.ndarray, block_table: Any, seq: int, kv_lengths: Any
     Mode 4 params are (block_num, block_size), mode 5 (block_num, KV_N, block_size)
     [V2 Q_S=1 per-token叠加使用page attention模式管理scale/offset]: laid out by
     physical block like the cache itself, so they are read through block_table
-    exactly as the KV is (spec/geometry.py `gather`: only positions below
+    exactly as the KV is (op/geometry.py `gather`: only positions below
     kv_lengths[b] are read, the rest hold 0).
     """
     table = np.asarray(block_table, dtype=np.int64)

@@ -19,14 +19,14 @@ from fia_fuzz.golden.masks import Masking, pse_bias
 from fia_fuzz.golden.mla_quant import P_DTYPE as MLA_P_DTYPE
 from fia_fuzz.golden.mla_quant import dequantise_mla
 from fia_fuzz.golden.quant import POST_QUANT_ORDERS, full_quant_of_call, post_quantise_call
-from fia_fuzz.spec import require_legal
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import from_bnsd, pack, query_window, to_bnsd, unpack
-from fia_fuzz.spec.params import V2_TO_CANONICAL
-from fia_fuzz.spec.profiles import DEFAULT
-from fia_fuzz.spec.profiles.atlas_a2 import TREE_SPARSE
-from fia_fuzz.spec.tensors import NUMPY_DTYPES
-from fia_fuzz.spec.validate import check_view, output_specs
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.geometry import from_bnsd, pack, query_window, to_bnsd, unpack
+from fia_fuzz.op.outputs import output_specs
+from fia_fuzz.op.params import V2_TO_CANONICAL
+from fia_fuzz.op.tensors import NUMPY_DTYPES
+from fia_fuzz.rules.profiles import DEFAULT
+from fia_fuzz.rules.profiles.atlas_a2 import TREE_SPARSE
+from fia_fuzz.rules.validate import check_view, require_legal
 
 #: How rows whose every key is masked come out [SEM §4 "Fully masked row"]:
 #: "reference" zeroes them always (out 0, lse +inf), as the vendor's CPU
@@ -46,7 +46,7 @@ def npu_fused_infer_attention_score(query: Any, key: Any, value: Any, *,
                                     rules: str = DEFAULT,
                                     **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
     """(attention_out, softmax_lse) of a call legal under the rule profile `rules`
-    (`fia_fuzz.spec.profiles`); IllegalCall otherwise.
+    (`fia_fuzz.rules.profiles`); IllegalCall otherwise.
 
     precision="device" (default) returns the dtypes the device returns (lse
     float32) computed in the device's precision flow; precision="fp64"

@@ -16,9 +16,9 @@ import numpy as np
 
 from fia_fuzz.golden.antiquant import dequantise_call, is_high_precision
 from fia_fuzz.golden.prefix import prefix_bnsd, prepend
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import kv_window, paged_bnsd, to_bnsd, unpack
-from fia_fuzz.spec.tensors import NUMPY_DTYPES
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.geometry import kv_window, paged_bnsd, to_bnsd, unpack
+from fia_fuzz.op.tensors import NUMPY_DTYPES
 
 
 @dataclass(frozen=True)

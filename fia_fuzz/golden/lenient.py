@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden.api import _compute
-from fia_fuzz.spec import validate
-from fia_fuzz.spec.call import CallView
+from fia_fuzz.op.call import CallView
+from fia_fuzz.rules.validate import validate
 
 #: Rules whose violation leaves the op's result undefined (see the module doc).
 UNDEFINED_RULES = frozenset({

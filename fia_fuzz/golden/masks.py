@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import band_window, user_mask
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.geometry import band_window, user_mask
 
 
 def _crop(arr: np.ndarray, rows: slice, cols: slice, fill: Any) -> np.ndarray:

@@ -22,7 +22,7 @@ import numpy as np
 from fia_fuzz.golden.core import WORK
 from fia_fuzz.golden.kv import KV
 from fia_fuzz.golden.quant import dequantize_query, per_tensor
-from fia_fuzz.spec.call import CallView
+from fia_fuzz.op.call import CallView
 
 #: The dtype P is rounded to before P·V: the rope and output dtype of this path.
 P_DTYPE = "bfloat16"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import to_bnsd
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.geometry import to_bnsd
 
 
 def prefix_bnsd(view: CallView, tensor: np.ndarray) -> np.ndarray:

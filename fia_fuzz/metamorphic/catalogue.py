@@ -5,7 +5,7 @@ call and returns partners: calls carrying the SAME data rearranged (a Case's
 tensors come from (seed, tensor name), so a partner cannot be a fresh Case),
 each with the expected equality and the maps that make the two outputs
 comparable. A relation that does not apply to a case raises `NotApplicable`
-with the reason; partners are checked with `fia_fuzz.spec.validate` by the
+with the reason; partners are checked with `fia_fuzz.rules.validate` by the
 caller, never trusted.
 """
 
@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.spec import Case, validate
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.profiles import DEFAULT
-from fia_fuzz.spec.values import raw_bits
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.values import raw_bits
+from fia_fuzz.rules.profiles import DEFAULT
+from fia_fuzz.rules.validate import validate
 
 Outputs = tuple[np.ndarray, np.ndarray]
 #: Canonical keyword arguments with NumPy arrays, as `Case.call()` returns them.

@@ -30,11 +30,12 @@ from fia_fuzz.metamorphic.catalogue import (
 )
 from fia_fuzz.metamorphic.equality import compare
 from fia_fuzz.metamorphic.variants import variant_of
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.outputs import output_specs
+from fia_fuzz.op.params import TENSOR_ARGS, VALUE_ARGS
+from fia_fuzz.op.tensors import describe
+from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.runners import Runner
-from fia_fuzz.spec import Case, output_specs
-from fia_fuzz.spec.params import TENSOR_ARGS, VALUE_ARGS
-from fia_fuzz.spec.profiles import DEFAULT
-from fia_fuzz.spec.tensors import describe
 
 
 def partner_id(case: Case, relation: str, variant: str) -> str:

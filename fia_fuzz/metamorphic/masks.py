@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import band_window, kv_window, query_window, user_mask
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.geometry import band_window, kv_window, query_window, user_mask
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def band(i: np.ndarray, j: np.ndarray, pre: int, nxt: int) -> np.ndarray:
 def effective_mask(call: dict, view: CallView) -> np.ndarray:
     """(B, S1, prefix + S2) bool, True where the score is excluded from the softmax.
 
-    The band per batch is spec/geometry.py `band_window`; modes 2/3/4 take the
+    The band per batch is op/geometry.py `band_window`; modes 2/3/4 take the
     fixed 2048 mask, whose contents do not enter the math [SEM §4].
     """
     w = windows(view)

@@ -1,7 +1,7 @@
 """Block tables and never-read filler for the paged partners [V4 blockTable, fia-semantics.md §2].
 
 Token s of batch b lives in physical block `block_table[b][s // block_size]`
-at offset `s % block_size` (moving data in and out: spec/geometry.py `page`,
+at offset `s % block_size` (moving data in and out: op/geometry.py `page`,
 `paged_bnsd`). Unused table entries are -1 and must never be read; slots past
 a batch's length and spare blocks hold garbage so that a kernel reading them
 is visible.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fia_fuzz.spec.geometry import blocks_needed
-from fia_fuzz.spec.tensors import TensorSpec
-from fia_fuzz.spec.values import materialise
+from fia_fuzz.op.geometry import blocks_needed
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.op.values import materialise
 
 
 def block_table(lengths: list[int], block_size: int, order: np.ndarray | None,

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fia_fuzz.spec.inputs import InputError
+from fia_fuzz.files.cases import InputError
 
 RESULTS = "results"
 

@@ -14,7 +14,7 @@ import time
 import pandas as pd
 
 from fia_fuzz.diff.signature import failure_kind, signature
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 
 COLUMNS = ["signature", "kind", "count", "cases", "runs", "first_seen", "last_seen",
            "first_run", "last_run", "minimal_case", "minimal_size", "minimal_shrunk", "repro"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 
 
 class Runner(ABC):

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden import npu_fused_infer_attention_score, npu_fused_infer_attention_score_v2
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.params import ATTR_DEFAULTS, CANONICAL_TO_V2
+from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.runners.base import Runner, register
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.params import ATTR_DEFAULTS, CANONICAL_TO_V2
-from fia_fuzz.spec.profiles import DEFAULT
 
 
 @register("golden")

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden.threads import THREADS_ENV
+from fia_fuzz.op.case import Case
 from fia_fuzz.runners.base import DEVICE_INDEX_ENV, RUNNERS, Runner, get_runner, runner_module
-from fia_fuzz.spec import Case
 
 #: Environment variables that make one accelerator the only visible one (index 0).
 DEVICE_ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")

@@ -19,11 +19,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules.profiles.atlas_a2 import DEVICE_MEMORY
 from fia_fuzz.runners.base import Runner, bound_device, register
 from fia_fuzz.runners.npu_calls import APIS, ApiCall, refusal, to_api
 from fia_fuzz.runners.torch_convert import to_numpy, to_torch
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.profiles.atlas_a2 import DEVICE_MEMORY
 
 
 def _version(dist: str) -> str:

@@ -31,8 +31,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from fia_fuzz.spec.call import CallView, int64_values
-from fia_fuzz.spec.params import ATTR_DEFAULTS, CANONICAL_TO_V2
+from fia_fuzz.op.call import CallView, int64_values
+from fia_fuzz.op.params import ATTR_DEFAULTS, CANONICAL_TO_V2
 
 APIS: dict[str, str] = {
     "npu": "torch_npu.npu_fused_infer_attention_score",

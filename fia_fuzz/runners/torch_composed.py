@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.op.case import Case
 from fia_fuzz.runners.base import Runner, bound_device
 from fia_fuzz.runners.composition.limits import refusal
-from fia_fuzz.spec import Case
 
 
 def default_device() -> str:

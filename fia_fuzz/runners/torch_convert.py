@@ -7,17 +7,17 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from fia_fuzz.spec.tensors import array_view
-from fia_fuzz.spec.values import lazy_blocks
+from fia_fuzz.op.tensors import array_view
+from fia_fuzz.op.values import lazy_blocks
 
 
 def to_torch(a: np.ndarray, device: str = "cpu", cast: Any = None) -> Any:
     """`a` (as NumPy dtype `cast` when given) on `device`; a strided view (a case's K/V sliced
     from a fused buffer) stays a view with the same strides and offset over a copy of its
-    whole buffer, as an engine would pass it (`spec.tensors.array_view`, which `describe`
+    whole buffer, as an engine would pass it (`op.tensors.array_view`, which `describe`
     reads too); anything else goes as its contiguous copy.
 
-    A lazy paged cache (`spec.values.lazy_blocks`: data in its referenced blocks only) goes
+    A lazy paged cache (`op.values.lazy_blocks`: data in its referenced blocks only) goes
     to a device other than the CPU as the whole cache allocated there as zeros with its
     referenced blocks copied in: the host reads and copies those blocks only, never the
     whole cache (a far cache is many GiB of untouched zero pages on the host).

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.spec.case import WORKLOADS
-from fia_fuzz.spec.edges import SIZE_EDGES, TABLE_WIDTHS
-from fia_fuzz.spec.forms import FORM_AXES
-from fia_fuzz.spec.geometry import CACHE_FORMS
+from fia_fuzz.op.edges import SIZE_EDGES, TABLE_WIDTHS
+from fia_fuzz.op.features import WORKLOADS
+from fia_fuzz.op.forms import FORM_AXES
+from fia_fuzz.op.geometry import CACHE_FORMS
 
 BOOL = (False, True)
 
@@ -79,7 +79,7 @@ AXES: dict[str, tuple[Any, ...]] = {
     "view": ("contiguous", "strided"),
     "workload": WORKLOADS,
     "size_edge": SIZE_EDGES,
-    # one axis per optional argument: its documented forms per branch (spec/forms.py)
+    # one axis per optional argument: its documented forms per branch (op/forms.py)
     **FORM_AXES,
 }
 

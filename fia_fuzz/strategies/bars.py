@@ -1,7 +1,7 @@
 """Issue 15's production bars: how often unfiltered draws land where production calls live.
 
 `fia-fuzz coverage` prints them under the axis table, and tests hold nightly draws
-to them. Each bar reads only `case.features()` (spec/case.py, the one home of what
+to them. Each bar reads only `case.features()` (op/case.py, the one home of what
 a case is): vLLM-ascend's everyday call (TND query, paged KV, sparse 3) without
 MLA rope; a decode whose explicit mask is what hides keys past one 512-key tile,
 in each documented decode mask shape; the longest KV; and no illegal draw.

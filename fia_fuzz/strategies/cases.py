@@ -16,11 +16,11 @@ from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.case import CACHE_ARGS, LAZY, LAZY_KEY, PAGED_ANTIQUANT_ARGS
-from fia_fuzz.spec.forms import implied_pins
-from fia_fuzz.spec.profiles import DEFAULT
-from fia_fuzz.spec.profiles import get as get_rules
+from fia_fuzz.op.case import CACHE_ARGS, LAZY, LAZY_KEY, PAGED_ANTIQUANT_ARGS, Case
+from fia_fuzz.op.forms import implied_pins
+from fia_fuzz.rules.profiles import DEFAULT
+from fia_fuzz.rules.profiles import get as get_rules
+from fia_fuzz.rules.validate import case_violations
 from fia_fuzz.strategies import device_a2
 from fia_fuzz.strategies.axes import AXES
 from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, RandomChooser
@@ -74,7 +74,7 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
     case = Case(params=dr.params, fills=dr.fills, seed=ch.int(0, 2**32 - 1))
     if rules != DEFAULT:
         case = ADAPTERS[rules](case)
-        broken = case.violations()
+        broken = case_violations(case)
         if broken:
             raise Dead(f"{family} draw breaks {[v.rule for v in broken]} under {rules}")
     if pins:
@@ -141,7 +141,7 @@ def recorded_cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
 
 
 def _pins(filters: dict[str, Any]) -> dict[str, Any]:
-    """The filters plus what their argument forms imply (spec/forms.py implied_pins)."""
+    """The filters plus what their argument forms imply (op/forms.py implied_pins)."""
     return {**implied_pins(filters), **filters}
 
 

@@ -17,10 +17,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.geometry import dense_shape, packed_shape
-from fia_fuzz.spec.rulebook.mla import MLA_HEADS
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import dense_shape, packed_shape
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.rulebook.mla import MLA_HEADS
 from fia_fuzz.strategies import fills, masks
 from fia_fuzz.strategies.draft import Draft, spec
 from fia_fuzz.strategies.families import _cumulative, _non_decreasing

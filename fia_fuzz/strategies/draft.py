@@ -1,4 +1,4 @@
-"""A case under construction and the size budget (tensor shapes: spec/geometry.py).
+"""A case under construction and the size budget (tensor shapes: op/geometry.py).
 
 Draws happen in dependency order (family and layout, then heads and head
 dims, then B and lengths within the budget, then the features that constrain
@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fia_fuzz.spec import TensorSpec
-from fia_fuzz.spec.edges import LONG_KV
+from fia_fuzz.op.edges import LONG_KV
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.choices import Chooser, Dead
 from fia_fuzz.strategies.sizes import heads_cap, kv_length, length
 
@@ -109,12 +109,12 @@ class Draft:
 
     @property
     def branch(self) -> str:
-        """The branch the argument forms of spec/forms.py are qualified with."""
+        """The branch the argument forms of op/forms.py are qualified with."""
         return "decode" if self.decode else "prefill"
 
     def pick_form(self, axis: str, options: dict[str, Any],
                   weights: dict[str, int] | None = None) -> Any:
-        """The value of the option whose form (a spec/forms.py axis value) is picked;
+        """The value of the option whose form (a op/forms.py axis value) is picked;
         `weights` (default 1) make forms that share their draws with few others as common
         as those that share them with many."""
         if len(options) == 1:

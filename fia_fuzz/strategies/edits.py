@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import BLOCK_AXIS, SEQ_AXIS
-from fia_fuzz.spec.params import ATTR_DEFAULTS, TENSOR_ARGS
-from fia_fuzz.spec.rules import Undetermined
-from fia_fuzz.spec.tensors import FLOAT_DTYPES
-from fia_fuzz.spec.values import INT_DISTS, MASK_DISTS
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import BLOCK_AXIS, SEQ_AXIS
+from fia_fuzz.op.params import ATTR_DEFAULTS, TENSOR_ARGS
+from fia_fuzz.op.tensors import FLOAT_DTYPES, TensorSpec
+from fia_fuzz.op.undetermined import Undetermined
+from fia_fuzz.op.values import INT_DISTS, MASK_DISTS
 from fia_fuzz.strategies.choices import Chooser
 
 Change = dict[str, Any]

@@ -20,15 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fia_fuzz.spec.edges import TABLE_WIDTHS
-from fia_fuzz.spec.geometry import dense_shape, packed_shape
-from fia_fuzz.spec.rulebook.antiquant import INT4_MODES
-from fia_fuzz.spec.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
-from fia_fuzz.spec.rulebook.nz import NZ_BLOCK_SIZES, NZ_D, NZ_HEADS, NZ_LAYOUTS
-from fia_fuzz.spec.rulebook.nz import per_channel_shape as nz_scale_shape
-from fia_fuzz.spec.rulebook.prefix import COMBINED_PER_TOKEN_MODES, PER_TOKEN_MODES
-from fia_fuzz.spec.rulebook.tnd import HEAD_DIMS as TND_HEAD_DIMS
-from fia_fuzz.spec.rulebook.tnd import ROPE_HEAD_DIMS as TND_ROPE_HEAD_DIMS
+from fia_fuzz.op.edges import TABLE_WIDTHS
+from fia_fuzz.op.geometry import dense_shape, packed_shape
+from fia_fuzz.rules.rulebook.antiquant import INT4_MODES
+from fia_fuzz.rules.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
+from fia_fuzz.rules.rulebook.nz import NZ_BLOCK_SIZES, NZ_D, NZ_HEADS, NZ_LAYOUTS
+from fia_fuzz.rules.rulebook.nz import per_channel_shape as nz_scale_shape
+from fia_fuzz.rules.rulebook.prefix import COMBINED_PER_TOKEN_MODES, PER_TOKEN_MODES
+from fia_fuzz.rules.rulebook.tnd import HEAD_DIMS as TND_HEAD_DIMS
+from fia_fuzz.rules.rulebook.tnd import ROPE_HEAD_DIMS as TND_ROPE_HEAD_DIMS
 from fia_fuzz.strategies import masks, paged, quant, sizes
 from fia_fuzz.strategies.choices import Dead
 from fia_fuzz.strategies.draft import (
@@ -61,7 +61,7 @@ EMPTY_OK: dict[str, Any] = {
     "table_width": "none", "table_oversized": False,
 }
 
-#: The spec/forms.py pattern of the NZ per-channel scale shape of each query layout.
+#: The op/forms.py pattern of the NZ per-channel scale shape of each query layout.
 NZ_CHANNEL_FORMS = {"BSH": "H", "BNSD": "N,1,D", "BSND": "N,D"}
 
 FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
@@ -128,7 +128,7 @@ FAMILY_SCOPE["full_quant"].update(table_width=("none",), table_oversized=(False,
 def _layout(dr: Draft, options: tuple[str, ...]) -> None:
     if dr.ch.pins.get("cache") == "BnNBsD":    # only with a BNSD/TND query [V4 §PagedAttention]
         options = tuple(x for x in options if x in ("BNSD", "TND"))
-    if "out_layout" in dr.ch.pins:    # implied by an output-shaped argument form (spec/forms.py)
+    if "out_layout" in dr.ch.pins:    # implied by an output-shaped argument form (op/forms.py)
         options = tuple(x for x in options if x.split("_")[-1] == dr.ch.pins["out_layout"])
     dr.layout = dr.ch.pick("layout", options)
     parts = dr.layout.split("_")

@@ -1,4 +1,4 @@
-"""Value distributions of query/key/value, drawn per tensor (recipes of spec/values.py).
+"""Value distributions of query/key/value, drawn per tensor (recipes of op/values.py).
 
 Normal and uniform at several scales, magnitudes near the dtype limit that
 keep the exact result finite and well-conditioned (`_large`), constant rows,
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fia_fuzz.spec.values import FINFO_MAX
+from fia_fuzz.op.values import FINFO_MAX
 from fia_fuzz.strategies.draft import Draft
 
 SCALES = (1.0, 0.25, 4.0, 16.0)

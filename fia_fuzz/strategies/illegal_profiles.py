@@ -15,9 +15,11 @@ from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from fia_fuzz.spec import RULES, Case
-from fia_fuzz.spec.profiles import Profile
-from fia_fuzz.spec.profiles import atlas_a2_examples as a2
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules.profiles import Profile
+from fia_fuzz.rules.profiles import atlas_a2_examples as a2
+from fia_fuzz.rules.rule import RULES
+from fia_fuzz.rules.validate import case_violations
 from fia_fuzz.strategies.edits import apply
 from fia_fuzz.strategies.illegal.breaker import Breaker, host_sized
 
@@ -52,7 +54,7 @@ def profile_illegal_cases(profile: Profile, rule: str | None, breakers: dict[str
             case = apply(base, breakers[rid].change(draw, base))
             case = Case(params=case.params, fills=case.fills, seed=case.seed,
                         rules=profile.name)
-        if [v.rule for v in case.violations()] != [rid]:
+        if [v.rule for v in case_violations(case)] != [rid]:
             reject()
         if rid not in skip and host_sized(case):
             reject()

@@ -8,7 +8,7 @@ for paged KV, the whole block-table width (fia-semantics.md §4, §6).
 
 from __future__ import annotations
 
-from fia_fuzz.spec.geometry import NO_BAND
+from fia_fuzz.op.geometry import NO_BAND
 from fia_fuzz.strategies.draft import Draft, spec
 
 MASK_DTYPES = ("bool", "int8", "uint8")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from fia_fuzz.spec.geometry import blocks_needed, cache_shape
+from fia_fuzz.op.geometry import blocks_needed, cache_shape
 from fia_fuzz.strategies.draft import Draft, far_profile, spec
 from fia_fuzz.strategies.sizes import table_width
 

@@ -34,7 +34,7 @@ def _put(dr: Draft, scale_name: str, offset_name: str, shp: tuple[int, ...], dty
 
 
 def channel_shapes(dr: Draft, lead: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
-    """Per-channel forms (lead, KV_N, 1, D), (lead, KV_N, D), (lead, H) by their spec/forms.py
+    """Per-channel forms (lead, KV_N, 1, D), (lead, KV_N, D), (lead, H) by their op/forms.py
     pattern [SEM §7]."""
     pre = ",".join(str(x) for x in lead)
     return {f"{pre},N,1,D": (*lead, dr.kv_n, 1, dr.d), f"{pre},N,D": (*lead, dr.kv_n, dr.d),
@@ -159,7 +159,7 @@ def mla_full_quant_scales(dr: Draft) -> None:
                                                "value": ch.one((2.0 ** -7, 2.0 ** -5))}
 
 
-#: Per-channel quant_scale2 forms by output layout, spec/forms.py patterns [SEM §8].
+#: Per-channel quant_scale2 forms by output layout, op/forms.py patterns [SEM §8].
 _CHANNEL_FORMS = {"BSH": ("1,1,H", "H"), "BSND": ("1,1,N,D", "N,D")}
 
 

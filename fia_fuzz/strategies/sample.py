@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
 
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.profiles import DEFAULT
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.strategies.cases import cases
 from fia_fuzz.strategies.seeded import fixed_constants
 

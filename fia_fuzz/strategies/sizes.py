@@ -1,6 +1,6 @@
 """Kernel-edge sizes for every family: S1, S2, per-request lengths, B and block-table widths.
 
-Each is drawn from a mix of free values and edge values (spec/edges.py says
+Each is drawn from a mix of free values and edge values (op/edges.py says
 which edges count): a multiple of a kernel tile (16..2048) or one below or
 above it; B with B*N next to an AI-core count; a KV of LONG_KV+ tokens while
 B*N stays under SPLIT_BN; a block-table width on or next to a multiple of
@@ -12,7 +12,7 @@ plain integer draws they replace did.
 
 from __future__ import annotations
 
-from fia_fuzz.spec.edges import (
+from fia_fuzz.op.edges import (
     CORE_COUNTS,
     EDGE_REMAINDERS,
     EDGE_TILE,
@@ -27,7 +27,7 @@ from fia_fuzz.strategies.choices import Chooser, Dead
 #: Kernel tiles (query rows 32..128, keys 64..512, and their multiples) whose
 #: multiples and one off them exercise tail handling [production-calls.md].
 TILES = (16, 32, 64, 128, 256, 512, 1024, 2048)
-#: The tiles a size_edge filter's edges are drawn on (the ones spec/edges.py counts).
+#: The tiles a size_edge filter's edges are drawn on (the ones op/edges.py counts).
 EDGE_TILES = tuple(t for t in TILES if t >= EDGE_TILE)
 OFFSETS = dict(EDGE_REMAINDERS)
 #: size_edge filters under which no KV may be long (the "long" kind would win).

@@ -10,15 +10,15 @@ model geometries split by the tensor-parallel degree, lengths are ragged and
 long (up to the profile's element budget, with kernel tile edges), and K/V (and
 the packed query) may be views sliced from one fused buffer. Every draw is
 legal by construction; `case.features()["workload"]` names the pattern
-(spec/case.py classifies any case, so a filter works as for every axis).
+(op/case.py classifies any case, so a filter works as for every axis).
 """
 
 from __future__ import annotations
 
-from fia_fuzz.spec.case import MLA_PRODUCTION_HEADS, MTP_Q_S
-from fia_fuzz.spec.edges import SPLIT_BN
-from fia_fuzz.spec.geometry import dense_shape, packed_shape
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.op.edges import SPLIT_BN
+from fia_fuzz.op.features import MLA_PRODUCTION_HEADS, MTP_Q_S
+from fia_fuzz.op.geometry import dense_shape, packed_shape
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Draft, kv_len, spec
@@ -33,7 +33,7 @@ MODELS = ((32, 32, 128), (32, 8, 128), (64, 8, 128), (128, 8, 128), (28, 4, 128)
 TP = (1, 2, 4, 8, 16)
 VLLM = ("vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode", "sliding_causal")
 #: The patterns this family builds; int8 KV decode is the antiquant family's draw, MLA
-#: decode/MTP the mla family's, shaped by `mla_pattern` (all classified by spec/case.py).
+#: decode/MTP the mla family's, shaped by `mla_pattern` (all classified by op/case.py).
 OWN = (*VLLM, "paged_decode_bsh", "paged_decode_bnsd", "sliding_band")
 #: DeepSeek's MLA geometry (N, KV_N, D + rope) [production-calls.md, model table].
 MLA_MODEL = (128, 1, 512)

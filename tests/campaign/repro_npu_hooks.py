@@ -14,9 +14,9 @@ import json
 import os
 from typing import Any
 
+from fia_fuzz.op.params import CANONICAL_TO_V2
 from fia_fuzz.runners import get_runner
 from fia_fuzz.runners.torch_convert import to_numpy
-from fia_fuzz.spec.params import CANONICAL_TO_V2
 
 _FROM_V2 = {v: k for k, v in CANONICAL_TO_V2.items()}
 

@@ -22,9 +22,9 @@ import ml_dtypes
 import numpy as np
 
 from fia_fuzz.golden.lenient import Undefined, unchecked_golden
+from fia_fuzz.op.call import CallView
 from fia_fuzz.runners.base import register
 from fia_fuzz.runners.golden_runner import GoldenRunner
-from fia_fuzz.spec.call import CallView
 
 #: The campaign seed of the tests that need these doubles' cells among a stream's first
 #: plain cases: its first rounds hold few independent draws (the rest are Hypothesis's

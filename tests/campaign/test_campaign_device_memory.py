@@ -12,10 +12,11 @@ from fia_fuzz.campaign import CampaignConfig
 from fia_fuzz.campaign.config import device_shortfall
 from fia_fuzz.cli import main
 from fia_fuzz.diff.signature import failure_kind
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.reports import read_results
+from fia_fuzz.rules.profiles.atlas_a2 import DEVICE_MEMORY
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.profiles.atlas_a2 import DEVICE_MEMORY
 
 N = 16
 LIMIT = 64 << 10  # smoke cases span a few KiB to a few MiB of device memory

@@ -7,8 +7,10 @@ from fia_fuzz.campaign.accepted import ACCEPTED
 from fia_fuzz.cli import main
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.lenient import Undefined, unchecked_golden
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.outputs import output_specs
 from fia_fuzz.reports import read_results
-from fia_fuzz.spec import RULES, Case, IllegalCall, output_specs
+from fia_fuzz.rules.rule import RULES, IllegalCall
 
 
 def test_negative_campaign_records_rejections_naming_the_rule(tmp_path) -> None:

@@ -15,11 +15,13 @@ from fia_fuzz.campaign.execute import (
     negative_task,
 )
 from fia_fuzz.cli import main
+from fia_fuzz.files.cases import InputError, check_case
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.reports import read_results
+from fia_fuzz.rules.profiles.atlas_a2_examples import DECODE, TND, call
+from fia_fuzz.rules.validate import case_violations
 from fia_fuzz.runners.isolation import runner_ref
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.profiles.atlas_a2_examples import DECODE, TND, call
-from fia_fuzz.spec.tensors import TensorSpec
 
 pytest.importorskip("torch")
 
@@ -75,7 +77,10 @@ def test_case_json_keeps_docs_ids_and_carries_a_device_profile() -> None:
     assert json.loads(a2.to_json())["rules"] == "atlas-a2" and a2.case_id != docs.case_id
     assert Case.from_json(a2.to_json()) == a2
     with pytest.raises(ValueError, match="unknown rule profile"):
-        Case(params=call(DECODE), rules="nope")
+        case_violations(Case(params=call(DECODE), rules="nope"))
+    doc = json.loads(a2.to_json()) | {"rules": "nope"}
+    with pytest.raises(InputError, match="rules: unknown rule profile 'nope'"):
+        check_case(doc, "case.json")
 
 
 def test_negative_campaign_under_the_device_profile_classifies_rows(tmp_path: Path) -> None:

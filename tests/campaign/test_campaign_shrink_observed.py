@@ -15,9 +15,9 @@ from fia_fuzz.campaign.evaluate import evaluate
 from fia_fuzz.campaign.shrink import STEPS, case_size
 from fia_fuzz.cli import main
 from fia_fuzz.diff.signature import failure_kind
+from fia_fuzz.op.case import Case
 from fia_fuzz.reports import read_results
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec import Case
 
 
 def test_every_failing_cell_is_shrunk_from_its_observed_failure(tmp_path) -> None:

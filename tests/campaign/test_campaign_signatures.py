@@ -11,9 +11,9 @@ from runner_doubles import STREAM_SEED
 
 from fia_fuzz.cli import main
 from fia_fuzz.diff.signature import error_shape, signature
+from fia_fuzz.op.case import Case
 from fia_fuzz.reports import read_results, render, write_junit
 from fia_fuzz.reports.signatures import signatures
-from fia_fuzz.spec import Case
 
 
 def _row(**kw):

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from fia_fuzz.cli import main
+from fia_fuzz.files.cases import load_case
+from fia_fuzz.op.tensors import dtype_name
 from fia_fuzz.reports import read_results
-from fia_fuzz.spec.inputs import load_case
-from fia_fuzz.spec.tensors import dtype_name
 
 torch = pytest.importorskip("torch")
 from fia_fuzz.runners.torch_convert import to_torch  # noqa: E402

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hseed
 
 from fia_fuzz.campaign.execute import evaluate_task
+from fia_fuzz.op.case import Case
 from fia_fuzz.runners.isolation import runner_ref
 from fia_fuzz.runners.npu_calls import to_api
-from fia_fuzz.spec import Case
 from fia_fuzz.strategies import cases
 
 HOOKS = Path(repro_npu_hooks.__file__).parent

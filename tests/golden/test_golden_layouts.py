@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
-from fia_fuzz.spec.geometry import to_bnsd
+from fia_fuzz.op.geometry import to_bnsd
 from fia_fuzz.strategies import cases
 
 CAUSAL_2048 = np.triu(np.ones((2048, 2048), bool), k=1)

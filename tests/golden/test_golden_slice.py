@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from fia_fuzz.golden import npu_fused_infer_attention_score, npu_fused_infer_attention_score_v2
-from fia_fuzz.spec import IllegalCall
+from fia_fuzz.rules.rule import IllegalCall
 
 
 def _ref(q, k, v, scale):

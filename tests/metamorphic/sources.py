@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.spec import Case, TensorSpec, validate
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.validate import validate
 
 SHAPES = {"BNSD": lambda b, n, s, d: (b, n, s, d), "BSND": lambda b, n, s, d: (b, s, n, d),
           "BSH": lambda b, n, s, d: (b, s, n * d)}

@@ -10,9 +10,9 @@ import pytest
 from fia_fuzz.metamorphic import RELATIONS, Tolerance, check_relations, partner_id
 from fia_fuzz.metamorphic.equality import EXACT_ADDRESSING, compare
 from fia_fuzz.metamorphic.paging import block_table, garbage
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import cache_shape, page, paged_bnsd
 from fia_fuzz.runners import Runner, get_runner
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.geometry import cache_shape, page, paged_bnsd
 
 from .sources import make_case
 

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from fia_fuzz.metamorphic import check_relations
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.runners import Runner, get_runner
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.call import CallView
 
 from .sources import bool_mask, make_case
 

@@ -7,9 +7,9 @@ import pytest
 from torch_devices import torch_runner
 
 from fia_fuzz.metamorphic import check_relations
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.profiles.atlas_a2_examples import PREFILL, call
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.profiles.atlas_a2_examples import PREFILL, call
 
 pytest.importorskip("torch")
 

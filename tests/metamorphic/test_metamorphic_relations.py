@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from torch_devices import CUDA, NO_CUDA, torch_runner
 
 from fia_fuzz.metamorphic import RELATIONS, build_partners, check_relations
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules.rulebook.bases import BASES
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners import Runner, get_runner
-from fia_fuzz.spec import Case, validate
-from fia_fuzz.spec.rulebook.bases import BASES
 from fia_fuzz.strategies import cases
 
 from .sources import SOURCES

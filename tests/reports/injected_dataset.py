@@ -20,9 +20,9 @@ import pandas as pd
 
 from fia_fuzz.campaign import evaluate
 from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.op.case import Case
 from fia_fuzz.reports import ResultWriter, read_results
 from fia_fuzz.runners import Runner, get_runner
-from fia_fuzz.spec import Case
 from fia_fuzz.strategies import sample
 
 N_CASES = 48

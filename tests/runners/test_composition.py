@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from torch_devices import DEVICES, torch_runner
 
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec import Case, TensorSpec
 
 pytest.importorskip("torch")
 

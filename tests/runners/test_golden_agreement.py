@@ -13,7 +13,8 @@ from torch_devices import DEVICES, torch_runner
 
 from fia_fuzz.diff import judge
 from fia_fuzz.golden import npu_fused_infer_attention_score
-from fia_fuzz.spec import Case, output_specs
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.outputs import output_specs
 from fia_fuzz.strategies import cases
 
 pytest.importorskip("torch")

@@ -16,7 +16,7 @@ import pytest
 from torch_devices import DEVICES, torch_runner
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
-from fia_fuzz.spec import validate
+from fia_fuzz.rules.validate import validate
 
 pytest.importorskip("torch")
 

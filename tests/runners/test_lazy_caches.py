@@ -12,8 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from torch_devices import DEVICES
 
-from fia_fuzz.spec import Case, validate
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import cases
 from fia_fuzz.strategies.cases import build, families_for
 from fia_fuzz.strategies.choices import Dead, RandomChooser
@@ -87,10 +88,10 @@ def test_lazy_cache_holds_data_in_referenced_blocks_only() -> None:
 _MEASURE = """
 import json, sys
 import numpy as np
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec.tensors import TensorSpec
+from fia_fuzz.op.tensors import TensorSpec
 
 def status(key):
     return next(int(x.split()[1]) * 1024 for x in open("/proc/self/status") if x.startswith(key))
@@ -178,8 +179,8 @@ def test_blocks_sent_to_a_device_rebuild_the_cache_bit_for_bit() -> None:
     shown on the CPU, where `to_torch` itself keeps the host path."""
     import torch
 
+    from fia_fuzz.op.values import lazy_blocks
     from fia_fuzz.runners.torch_convert import blocks_to_device, to_torch
-    from fia_fuzz.spec.values import lazy_blocks
 
     for case in (_pa_scaled_case(4), _pa_scaled_case(5)):
         call = case.call()

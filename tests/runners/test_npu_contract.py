@@ -21,10 +21,11 @@ import pytest
 from hypothesis import given
 from npu_wheel import TORCHAIR_V2, torch_npu_wheel, yaml_schema
 
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.params import ALL_ARGS, CANONICAL_TO_V2
 from fia_fuzz.runners import get_runner
 from fia_fuzz.runners.npu_calls import APIS, ApiCall, Unexpressible, refusal, to_api
-from fia_fuzz.spec import CallView, Case
-from fia_fuzz.spec.params import ALL_ARGS, CANONICAL_TO_V2
 from fia_fuzz.strategies import cases
 
 torch = pytest.importorskip("torch")

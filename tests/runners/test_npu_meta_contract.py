@@ -29,9 +29,11 @@ from typing import Any
 import pytest
 from npu_wheel import META, TORCHAIR_V2, torch_npu_wheel, yaml_schema
 
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.outputs import output_specs
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.runners import npu_calls
 from fia_fuzz.runners.npu import torch_args
-from fia_fuzz.spec import Case, TensorSpec, output_specs
 from fia_fuzz.strategies.sample import draw_cases
 
 torch = pytest.importorskip("torch")

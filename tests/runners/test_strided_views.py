@@ -7,10 +7,12 @@ import pytest
 from torch_devices import DEVICES, torch_runner
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec, describe
+from fia_fuzz.rules.rule import IllegalCall
+from fia_fuzz.rules.rulebook.bases import BASES
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners.composition import kv as composition_kv
-from fia_fuzz.spec import Case, IllegalCall, validate
-from fia_fuzz.spec.rulebook.bases import BASES
-from fia_fuzz.spec.tensors import TensorSpec, describe
 
 pytest.importorskip("torch")
 

@@ -62,7 +62,7 @@ def test_coverage_prints_the_bars_for_unfiltered_draws_only(capsys) -> None:
 
 
 def test_bars_read_the_case_features() -> None:
-    """The predicates read `Case.features()` (spec/case.py, one home): a vLLM decode is the
+    """The predicates read `Case.features()` (op/case.py, one home): a vLLM decode is the
     TND paged sparse-3 call; a masked paged decode counts once its S2 passes 512 keys."""
     for case in draw_cases(5, profile="nightly", workload="vllm_decode"):
         assert vllm_call(case.features()) and not masked_decode(case.features())

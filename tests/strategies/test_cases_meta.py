@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, Phase, find, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from fia_fuzz.spec import Case, TensorSpec, validate
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import PROFILES, cases
 from fia_fuzz.strategies.axes import AXES, LARGE_ONLY
 from fia_fuzz.strategies.bars import measure

@@ -13,10 +13,12 @@ from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.campaign.evaluate import evaluate
 from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.profiles.atlas_a2_examples import MLA, NEGATIVE, PREFILL, call
+from fia_fuzz.rules.rule import IllegalCall
+from fia_fuzz.rules.validate import case_violations
 from fia_fuzz.runners import get_runner
-from fia_fuzz.spec import Case, IllegalCall
-from fia_fuzz.spec.profiles.atlas_a2_examples import MLA, NEGATIVE, PREFILL, call
-from fia_fuzz.spec.tensors import TensorSpec
 from fia_fuzz.strategies import cases, illegal_cases
 from fia_fuzz.strategies.cases import build
 from fia_fuzz.strategies.choices import Dead, RandomChooser
@@ -48,7 +50,7 @@ FIRST = _first_per_region()
 @pytest.mark.parametrize("region", list(REGIONS))
 def test_region_draw_is_legal_and_golden_agrees_with_torch_sdpa(region: str) -> None:
     case = FIRST[region]
-    assert case.rules == NAME and case.violations() == []
+    assert case.rules == NAME and case_violations(case) == []
     assert case.view() is not None and Case.from_json(case.to_json()) == case
     row = evaluate(case, get_runner("torch-sdpa"))
     assert row["outcome"] == "ok", row.get("error")
@@ -61,14 +63,14 @@ def test_region_draw_is_legal_and_golden_agrees_with_torch_sdpa(region: str) -> 
 @given(cases(rules=NAME))
 def test_device_profile_draws_are_legal_under_it(case: Case) -> None:
     assert case.rules == NAME
-    assert case.violations() == []
+    assert case_violations(case) == []
 
 
 def test_documented_draws_take_the_device_form() -> None:
     docs = Case(params=call(MLA, atten_mask=TensorSpec((2048, 2048), "bool")))
-    assert [v.rule for v in Case(params=docs.params, rules=NAME).violations()] == ["a2.mask_2d"]
+    assert [v.rule for v in case_violations(Case(params=docs.params, rules=NAME))] == ["a2.mask_2d"]
     adapted = adapt(docs)
-    assert adapted.params["atten_mask"].shape == (1, 2048, 2048) and adapted.violations() == []
+    assert adapted.params["atten_mask"].shape == (1, 2048, 2048) and case_violations(adapted) == []
     sink = Case(params=call(PREFILL, learnable_sink=TensorSpec((8,), "float32")))
     assert adapt(sink).params["learnable_sink"].dtype == "bfloat16"
 
@@ -87,7 +89,7 @@ def test_golden_computes_a_device_only_call_only_under_its_profile() -> None:
 def test_golden_refuses_the_tree_mask() -> None:
     c = Case(params=call(MLA, sparse_mode=9, atten_mask=TensorSpec((1, 64, 128), "bool")),
              rules=NAME)
-    assert c.violations() == []
+    assert case_violations(c) == []
     with pytest.raises(NotImplementedError, match="sparse_mode 9"):
         npu_fused_infer_attention_score(**c.call(), rules=NAME)
     assert not get_runner("torch-sdpa").supports(c)[0]
@@ -100,7 +102,7 @@ def test_illegal_cases_break_each_device_rule(rule_id: str) -> None:
               suppress_health_check=list(HealthCheck))
     @given(illegal_cases(rule_id, rules=NAME))
     def check(case: Case) -> None:
-        assert case.rules == NAME and [v.rule for v in case.violations()] == [rule_id]
+        assert case.rules == NAME and [v.rule for v in case_violations(case)] == [rule_id]
 
     check()
 

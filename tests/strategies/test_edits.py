@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case, validate
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import cases
 from fia_fuzz.strategies.edits import apply, grow_blocks, repage, split_blocks
 
@@ -52,7 +53,7 @@ def test_grow_blocks_and_repage_keep_the_case_legal(case: Case) -> None:
 def test_a_tensor_turned_integer_or_bool_drops_its_float_fill() -> None:
     # a searched dtype mutation (sink.dtype, antiquant.*_dtype, ...) kept the float recipe,
     # and the broken case could not be materialised
-    from fia_fuzz.spec import TensorSpec
+    from fia_fuzz.op.tensors import TensorSpec
     from fia_fuzz.strategies.edits import FILLS
 
     sink = TensorSpec((4,), "float32")

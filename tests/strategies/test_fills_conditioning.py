@@ -7,8 +7,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.values import materialise
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.op.values import materialise
 from fia_fuzz.strategies import cases
 
 VALUE_SOURCES = ("value", "value_shared_prefix")

@@ -7,7 +7,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument, Unsatisfiable
 
-from fia_fuzz.spec import RULES, Case, validate
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules.rule import RULES
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import INEXPRESSIBLE, NOT_MATERIALISABLE, illegal_cases
 from fia_fuzz.strategies.edits import apply
 from fia_fuzz.strategies.illegal import BREAKERS, MODULES, breaker

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from fia_fuzz.spec import TensorSpec, validate
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies.edits import DELETE, apply, kv_dtype, split_blocks
 from fia_fuzz.strategies.illegal import BREAKERS
 from fia_fuzz.strategies.illegal.width import breaks, broken_value, bucket, family, table, width

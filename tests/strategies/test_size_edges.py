@@ -9,15 +9,9 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from fia_fuzz.spec import Case, validate
-from fia_fuzz.spec.edges import (
-    LONG_KV,
-    SIZE_EDGES,
-    SPLIT_BN,
-    TABLE_WIDTHS,
-    size_edge,
-    table_width,
-)
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.edges import LONG_KV, SIZE_EDGES, SPLIT_BN, TABLE_WIDTHS, size_edge, table_width
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import cases
 from fia_fuzz.strategies.cases import _plan, build
 from fia_fuzz.strategies.choices import RandomChooser

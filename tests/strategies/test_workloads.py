@@ -8,7 +8,8 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from fia_fuzz.spec import Case, validate
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import cases
 from fia_fuzz.strategies.bars import S2_REACH, measure
 from fia_fuzz.strategies.cases import build, families_for

@@ -21,7 +21,7 @@ from fia_fuzz.metamorphic.catalogue import (
     require_absent,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 
 SAME_KERNEL = Tolerance(0, "both entry points launch the same aclnn kernel with the same "
                            "tiling inputs; only the front door differs")

@@ -22,9 +22,9 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import cumulative, segments
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import cumulative, segments
 
 BATCH_TOLERANCE = Tolerance(0, "batches are independent and keep their shapes; which core "
                                "runs a batch does not change its arithmetic")

@@ -24,8 +24,8 @@ from fia_fuzz.metamorphic.catalogue import (
 )
 from fia_fuzz.metamorphic.equality import Tolerance
 from fia_fuzz.metamorphic.masks import effective_mask, windows
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
 
 BRANCH_TOLERANCE = Tolerance(2, "decode (IFA) and prefill (PFA) are different kernels: decode "
                                 "splits S2 across cores and merges partial softmaxes, prefill "

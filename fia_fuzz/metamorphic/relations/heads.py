@@ -19,8 +19,8 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.geometry import CACHE_FORM_OF_RANK, from_bnsd, to_bnsd
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import CACHE_FORM_OF_RANK, from_bnsd, to_bnsd
 
 GQA_TOLERANCE = Tolerance(2, "the kernel may tile the G query heads of a group together and "
                              "pick its S2 tiles by G, which reorders the fp32 softmax and P·V "

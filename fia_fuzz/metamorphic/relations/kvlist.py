@@ -22,9 +22,9 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import Tolerance
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
 
 SPLIT_EXACT = Tolerance(0, "the same shapes and data; only each batch's base address changes")
 TRIM_TOLERANCE = Tolerance(2, "each list element has its own S, which the kernel may use for "

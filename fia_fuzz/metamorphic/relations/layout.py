@@ -21,8 +21,8 @@ from fia_fuzz.metamorphic.catalogue import (
     view_of,
 )
 from fia_fuzz.metamorphic.equality import EXACT_ADDRESSING
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.geometry import (
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import (
     LAYOUTS,
     PACKED_LAYOUTS,
     cumulative,

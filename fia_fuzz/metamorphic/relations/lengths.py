@@ -25,10 +25,10 @@ from fia_fuzz.metamorphic.catalogue import (
 )
 from fia_fuzz.metamorphic.equality import Tolerance
 from fia_fuzz.metamorphic.masks import effective_mask, windows
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd, user_mask
-from fia_fuzz.spec.rulebook.mask import full_mask_mode
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd, user_mask
+from fia_fuzz.rules.rulebook.mask import full_mask_mode
 
 SAME_MASK = Tolerance(0, "only the mask's shape (its batch and head strides) changes; every "
                          "score sees the same mask bit, so the arithmetic is the same")

@@ -26,10 +26,10 @@ from fia_fuzz.metamorphic.catalogue import (
 from fia_fuzz.metamorphic.equality import Tolerance
 from fia_fuzz.metamorphic.masks import Windows, effective_mask, windows
 from fia_fuzz.metamorphic.paging import garbage
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
-from fia_fuzz.spec.tensors import dtype_name
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
+from fia_fuzz.op.tensors import dtype_name
 
 PAD_TOLERANCE = Tolerance(2, "the kernel's S tiles start at absolute positions, so moving the "
                              "valid window changes the tile boundaries and the fp32 "

@@ -25,9 +25,9 @@ from fia_fuzz.metamorphic.catalogue import (
 )
 from fia_fuzz.metamorphic.equality import Tolerance
 from fia_fuzz.metamorphic.paging import block_table, garbage
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import (
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import (
     CACHE_FORMS,
     blocks_needed,
     cache_shape,
@@ -40,7 +40,7 @@ from fia_fuzz.spec.geometry import (
     to_bnsd,
     unpack,
 )
-from fia_fuzz.spec.tensors import dtype_name
+from fia_fuzz.op.tensors import dtype_name
 
 PAGED_TOLERANCE = Tolerance(2, "the kernel may align its S2 tiles with block_size in paged "
                                "mode, which reorders the fp32 softmax and P·V accumulation")

@@ -23,10 +23,10 @@ from fia_fuzz.metamorphic.catalogue import (
 )
 from fia_fuzz.metamorphic.equality import Tolerance
 from fia_fuzz.metamorphic.paging import garbage
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
-from fia_fuzz.spec.tensors import dtype_name
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import DENSE_LAYOUTS, from_bnsd, to_bnsd
+from fia_fuzz.op.tensors import dtype_name
 
 PREFIX_TOLERANCE = Tolerance(2, "the kernel walks the prefix as a separate KV segment, so its "
                                 "S2 tiles and the fp32 softmax accumulation differ from one "

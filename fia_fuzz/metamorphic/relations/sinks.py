@@ -23,8 +23,8 @@ from fia_fuzz.metamorphic.catalogue import (
 )
 from fia_fuzz.metamorphic.equality import Tolerance
 from fia_fuzz.metamorphic.masks import batch_mask
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.geometry import DENSE_LAYOUTS, NO_BAND, from_bnsd, to_bnsd
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import DENSE_LAYOUTS, NO_BAND, from_bnsd, to_bnsd
 
 SINK_TOLERANCE = Tolerance(2, "a sink enters the row sum after the row max, a key column "
                               "enters the max, so exp() runs on differently shifted scores "

@@ -20,8 +20,8 @@ from fia_fuzz.metamorphic.catalogue import (
 )
 from fia_fuzz.metamorphic.equality import Tolerance
 from fia_fuzz.metamorphic.masks import effective_mask
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.geometry import DENSE_LAYOUTS
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import DENSE_LAYOUTS
 
 MASK_TOLERANCE = Tolerance(2, "sparse modes let the kernel skip fully masked tiles and start "
                               "the online softmax at another tile than the explicit-mask path, "

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fia_fuzz.op.call import CallView
 from fia_fuzz.runners.composition.antiquant import POSITION_FREE, dequantisers
 from fia_fuzz.runners.composition.geometry import prefix_length, windows
 from fia_fuzz.runners.composition.kv import KvSource, prefix_tokens, tensor, to_bnsd, to_nt
@@ -23,7 +24,6 @@ from fia_fuzz.runners.composition.limits import refusal
 from fia_fuzz.runners.composition.masks import MaskPlan
 from fia_fuzz.runners.composition.postquant import channel_shape, post_quantise
 from fia_fuzz.runners.torch_convert import to_numpy, to_torch
-from fia_fuzz.spec.call import CallView
 
 #: kernel(q, k, v, bias, scale) -> (out, lse): BNSD q (B,N,R,Dq), k (B,N,K,Dq),
 #: v (B,N,K,Dv), fp32 bias (B,N,R,K) or None; lse (B,N,R) fp32.

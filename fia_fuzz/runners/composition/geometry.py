@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fia_fuzz.spec.call import CallView
+from fia_fuzz.op.call import CallView
 
 
 @dataclass(frozen=True)

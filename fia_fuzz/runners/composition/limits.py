@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fia_fuzz.spec.call import CallView
-from fia_fuzz.spec.profiles.atlas_a2 import TREE_SPARSE
+from fia_fuzz.op.call import CallView
+from fia_fuzz.rules.profiles.atlas_a2 import TREE_SPARSE
 
 
 def refusal(view: CallView) -> str | None:

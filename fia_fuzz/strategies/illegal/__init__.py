@@ -1,7 +1,7 @@
 """`illegal_cases(rule)`: cases that break exactly one named rule, for negative testing.
 
 The breakers of rule `p.x` are in `illegal/p.py`, named like its rules'
-module `fia_fuzz/spec/rulebook/p.py`. Which breaker serves a rule: the one
+module `fia_fuzz/rules/rulebook/p.py`. Which breaker serves a rule: the one
 entry for its id in that module's `BREAKERS`, either a written change (where
 one exists the search proposes nothing for the rule) or `searched(base,
 mutation)`, a named mutation of `strategies/edits.py` found by
@@ -23,9 +23,12 @@ from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from fia_fuzz.spec import RULES, Case, rulebook, validate
-from fia_fuzz.spec.profiles import DEFAULT
-from fia_fuzz.spec.profiles import get as get_rules
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules import rulebook
+from fia_fuzz.rules.profiles import DEFAULT
+from fia_fuzz.rules.profiles import get as get_rules
+from fia_fuzz.rules.rule import RULES
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies.edits import apply
 from fia_fuzz.strategies.illegal.breaker import Breaker, host_sized
 
@@ -61,7 +64,7 @@ def illegal_cases(rule: str | None = None, rules: str = DEFAULT) -> st.SearchStr
             raise InvalidArgument(str(exc)) from None
         return profile_illegal_cases(profile, rule, BREAKERS, NOT_MATERIALISABLE)
     if rule is not None and rule not in RULES:
-        raise InvalidArgument(f"rule={rule!r} is not a rule id; see fia_fuzz.spec.RULES")
+        raise InvalidArgument(f"rule={rule!r} is not a rule id; see fia_fuzz.rules.rule.RULES")
     if rule in INEXPRESSIBLE:
         raise InvalidArgument(f"rule={rule!r} cannot be broken by a Case: {INEXPRESSIBLE[rule]}")
     if rule is not None and rule not in BREAKERS:

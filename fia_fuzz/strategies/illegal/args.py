@@ -11,9 +11,9 @@ import math
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.params import TENSOR_ARGS, VALUE_ARGS
-from fia_fuzz.spec.tensors import FOREIGN_DTYPES
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.params import TENSOR_ARGS, VALUE_ARGS
+from fia_fuzz.op.tensors import FOREIGN_DTYPES, TensorSpec
 from fia_fuzz.strategies.edits import (
     DELETE,
     Change,

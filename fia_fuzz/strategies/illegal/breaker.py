@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 from fia_fuzz.strategies.cases import cases
 from fia_fuzz.strategies.choices import HypothesisChooser
 from fia_fuzz.strategies.edits import MUTATIONS, Change

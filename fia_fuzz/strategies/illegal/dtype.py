@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.case import VALUE_DTYPE_KEY
+from fia_fuzz.op.case import VALUE_DTYPE_KEY, Case
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.edits import (
     FILLS,
     VALUE_ARGS_INT,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.geometry import SEQ_AXIS
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import SEQ_AXIS
 from fia_fuzz.strategies.edits import (
     Change,
     q_layout,

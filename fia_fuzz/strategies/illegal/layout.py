@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case, TensorSpec
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.edits import (
     Change,
     bnsd,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case
-from fia_fuzz.spec.geometry import blocks_needed
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import blocks_needed
 from fia_fuzz.strategies.edits import Change, block_size
 from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 

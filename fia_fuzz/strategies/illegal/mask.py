@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case
+from fia_fuzz.op.case import Case
 from fia_fuzz.strategies.edits import Change
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
 

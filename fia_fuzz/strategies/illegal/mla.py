@@ -9,8 +9,9 @@ from __future__ import annotations
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
 from fia_fuzz.strategies.edits import (
     DELETE,
     Change,

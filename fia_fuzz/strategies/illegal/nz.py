@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.geometry import SEQ_AXIS, nz_c0
-from fia_fuzz.spec.rulebook.nz import NZ_D, NZ_HEADS, per_channel_shape
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import SEQ_AXIS, nz_c0
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.rulebook.nz import NZ_D, NZ_HEADS, per_channel_shape
 from fia_fuzz.strategies.edits import (
     DELETE,
     Change,

@@ -9,8 +9,9 @@ from __future__ import annotations
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.geometry import dense_shape
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.geometry import dense_shape
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.edits import (
     FILLS,
     Change,

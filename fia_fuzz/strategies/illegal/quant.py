@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.rulebook.quant import DEQUANT
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.rulebook.quant import DEQUANT
 from fia_fuzz.strategies.edits import (
     FILLS,
     Change,

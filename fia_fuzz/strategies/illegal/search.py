@@ -17,7 +17,8 @@ import sys
 from collections import Counter, defaultdict
 from typing import Any
 
-from fia_fuzz.spec import RULES, validate
+from fia_fuzz.rules.rule import RULES
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies.cases import PROFILES, build, families_for
 from fia_fuzz.strategies.choices import Dead, RandomChooser
 from fia_fuzz.strategies.edits import MUTATIONS, apply

@@ -9,8 +9,9 @@ from __future__ import annotations
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case, TensorSpec
-from fia_fuzz.spec.rulebook.tnd import HEAD_DIMS, T_MAX
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.rulebook.tnd import HEAD_DIMS, T_MAX
 from fia_fuzz.strategies.edits import (
     DELETE,
     Change,

@@ -20,8 +20,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
 from hypothesis import strategies as st
 
-from fia_fuzz.spec import Case, validate
-from fia_fuzz.spec.rules import Violation
+from fia_fuzz.op.case import Case
+from fia_fuzz.rules.rule import Violation
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies.edits import apply
 from fia_fuzz.strategies.illegal.breaker import Breaker
 from fia_fuzz.strategies.seeded import fixed_constants

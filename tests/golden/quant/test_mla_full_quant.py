@@ -9,7 +9,7 @@ import pytest
 
 from fia_fuzz.golden import npu_fused_infer_attention_score as fia
 from fia_fuzz.golden import npu_fused_infer_attention_score_v2 as fia_v2
-from fia_fuzz.spec import IllegalCall
+from fia_fuzz.rules.rule import IllegalCall
 
 BF16 = ml_dtypes.bfloat16
 CAUSAL_2048 = np.triu(np.ones((2048, 2048), bool), k=1)

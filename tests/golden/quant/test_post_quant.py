@@ -131,10 +131,10 @@ def test_channel_view_rejects_bad_param() -> None:
 @pytest.mark.parametrize(("layout", "scale"), [("BNSD", np.float32([3.0])),
                                                ("BSH", np.full((1, 1, 2 * 64), 2.0, np.float32))])
 def test_empty_kv_with_post_quant_is_int8_zero_like_the_fp64_ideal(layout, scale) -> None:
-    """S2 = 0 with quant_scale2 (no offset; spec/forms.py `empty_kv`): every row is the zero
+    """S2 = 0 with quant_scale2 (no offset; op/forms.py `empty_kv`): every row is the zero
     row, quantised to int8 0; the fp64 path gives the unrounded ideal of that same zero."""
     from fia_fuzz.golden import npu_fused_infer_attention_score
-    from fia_fuzz.spec import validate
+    from fia_fuzz.rules.validate import validate
 
     shapes = {"BNSD": ((2, 2, 1, 64), (2, 2, 0, 64)), "BSH": ((2, 1, 2 * 64), (2, 0, 2 * 64))}
     q_shape, kv_shape = shapes[layout]

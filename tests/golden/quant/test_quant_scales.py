@@ -59,8 +59,8 @@ def test_default_data_recipes_give_a_finite_full_quant_output() -> None:
     """A full-quant call without fill recipes (the spec's int8 base) materialises scales
     that keep the int8 x int8 scores inside fp16 (values.QUANT_SCALE_DEFAULTS)."""
     from fia_fuzz.golden import npu_fused_infer_attention_score
-    from fia_fuzz.spec import Case
-    from fia_fuzz.spec.rulebook.bases import BASES
+    from fia_fuzz.op.case import Case
+    from fia_fuzz.rules.rulebook.bases import BASES
 
     for name in ("int8", "mla_int8"):
         call = Case(params=dict(BASES[name]), seed=3).call()

@@ -1,0 +1,78 @@
+"""Real tensors on disk: one .npz per case or bundle, no pickle, bfloat16 kept bit-exact.
+
+NumPy cannot store ml_dtypes types in an .npz, so each array goes in as its
+raw bits (uint16 for bfloat16, int8 for int4) beside a `<name>__dtype`
+entry. A case whose tensor is stored names it with the fill recipe
+{"dist": "stored", "sha256": ...}: the digest makes the case id follow the
+data, and a changed file is refused instead of silently used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fia_fuzz.op.tensors import NUMPY_DTYPES, dtype_name
+
+#: The fill recipe of a tensor whose values are stored, not generated.
+STORED = "stored"
+_DTYPE_SUFFIX = "__dtype"
+#: Storage dtype of the types NumPy cannot save itself.
+_BITS_AS = {"bfloat16": np.uint16, "int4": np.int8}
+
+
+def pack(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Arrays as plain NumPy entries of an .npz (their bits plus each dtype's name)."""
+    packed: dict[str, np.ndarray] = {}
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        dt = dtype_name(a.dtype)
+        packed[name + _DTYPE_SUFFIX] = np.array(dt)
+        packed[name] = a.view(_BITS_AS[dt]) if dt == "bfloat16" else \
+            a.astype(np.int8) if dt == "int4" else a
+    return packed
+
+
+def unpack(npz: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The arrays `pack` stored, in their own dtypes."""
+    out = {}
+    for key in npz:
+        if key.endswith(_DTYPE_SUFFIX):
+            continue
+        a, dt = npz[key], str(npz[key + _DTYPE_SUFFIX])
+        out[key] = a.view(NUMPY_DTYPES[dt]) if dt == "bfloat16" else \
+            a.astype(NUMPY_DTYPES[dt]) if dt == "int4" else a
+    return out
+
+
+def save(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> Path:
+    """Write `arrays` to the .npz at `path` (uncompressed: tensors of a model barely shrink)."""
+    p = Path(path)
+    np.savez(p, **pack(arrays))
+    return p
+
+
+def load(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """The arrays of an .npz written by `save` (pickle refused)."""
+    with np.load(path, allow_pickle=False) as npz:
+        return unpack({k: npz[k] for k in npz.files})
+
+
+def digest(arrays: list[np.ndarray]) -> str:
+    """SHA-256 over dtype, shape and bytes of each array, in order (16 hex digits)."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{dtype_name(a.dtype)}{list(a.shape)};".encode())
+        h.update(pack({"a": a})["a"].tobytes())
+    return h.hexdigest()[:16]
+
+
+def stored_keys(name: str, value: Any) -> list[str]:
+    """Keys of the arrays of argument `name` in a case's .npz (one per list element)."""
+    return [f"{name}.{i}" for i in range(len(value))] if isinstance(value, list) else [name]
