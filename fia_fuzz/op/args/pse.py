@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from fia_fuzz.op.args.registry import TENSOR, Arg, Param, register
-from fia_fuzz.op.args.shapes import extent, shape_form, symbols
+from fia_fuzz.op.args.shapes import extent, safe_feature, shape_form, symbols
 from fia_fuzz.op.tensors import TensorSpec
 
 NAME = "pse_shift"
@@ -34,10 +34,7 @@ def form_of(case: Any, v: Any, branch: str) -> dict[str, str]:
 
 def classify(case: Any, v: Any) -> dict[str, Any]:
     pse = case.params.get(NAME)
-    try:
-        b = v.B
-    except Exception:  # noqa: BLE001 - the features' net: an undetermined B
-        b = None
+    b = safe_feature(lambda: v.B)
     if pse is None:
         batch = "none"
     else:

@@ -20,7 +20,7 @@ the registry.
 
 from __future__ import annotations
 
-import inspect
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,12 +124,11 @@ def register(arg: Arg) -> Arg:
     for p in arg.params:
         if p.kind not in (TENSOR, VALUE, ATTR) or not p.roles <= ROLES:
             raise ValueError(f"{p.name}: kind {p.kind!r} or roles {set(p.roles)} unknown")
+    caller = sys._getframe(1).f_globals
     if not arg.module:
-        frame = inspect.stack()[1]
-        arg.module = frame.frame.f_globals.get("__name__", "")
+        arg.module = caller.get("__name__", "")
     if not arg.doc:
-        mod = inspect.getmodule(inspect.stack()[1].frame)
-        arg.doc = (mod.__doc__ or "") if mod else ""
+        arg.doc = caller.get("__doc__") or ""
     ARGS[arg.name] = arg
     _VERSION[0] += 1
     return arg
