@@ -58,12 +58,16 @@ class Breaker:
 
 
 def searched(base: dict[str, Any], mutation: str,
-             alt: tuple[dict[str, Any], ...] = ()) -> Breaker:
+             alt: tuple[dict[str, Any], ...] = (), also: tuple[str, ...] = ()) -> Breaker:
     """A breaker found by the search: replay the named mutation with Hypothesis draws, from
     `cases(**base)` or any of `cases(**alt[i])` (bases of other families where the same
-    mutation breaks the rule alone)."""
+    mutation breaks the rule alone); with `also`, one of `mutation` and those (the other
+    sides of the rule's bound) is drawn each time."""
+    names = (mutation, *also)
+
     def change(draw: st.DrawFn, case: Case) -> Change:
-        out = MUTATIONS[mutation](HypothesisChooser(draw, {}), case)
+        name = draw(st.sampled_from(names)) if also else mutation
+        out = MUTATIONS[name](HypothesisChooser(draw, {}), case)
         if out is None:
             reject()
         return out

@@ -62,3 +62,9 @@ BREAKERS: dict[str, Breaker] = {
     "kvlist.count": searched({"kv_list": True}, "kv_list:drop"),  # 100%
     "kvlist.no_left_padding": searched({"kv_list": True}, "add:query_padding_size"),  # 100%
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "kvlist.count": ("shorter", "longer"),
+    "kvlist.uniform": ("below", "above"),
+}

@@ -110,3 +110,16 @@ BREAKERS: dict[str, Breaker] = {
                                alt=({"layout": "BSH_NBSD"}, {"layout": "BNSD_NBSD"})),
     "layout.nbsd_rope": Breaker(_nbsd_rope, {"plain": True, "q_seq": "2-16"}),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "layout.kv_batch": ("below", "above"),
+    "layout.kv_heads": ("below", "above"),
+    "layout.kv_rank": ("shorter", "longer"),
+    "layout.kv_seq_match": ("below", "above"),
+    "layout.qk_head_dim": ("below", "above"),
+    "layout.query_heads": ("below", "above"),
+    "layout.query_rank": ("shorter", "longer"),
+    "layout.value_head_dim": ("below", "above"),
+    "layout.nbsd_seq": ("below", "above"),
+}

@@ -103,3 +103,13 @@ BREAKERS: dict[str, Breaker] = {
     "lengths.packed_monotonic": Breaker(_packed_monotonic, PACKED[0], alt=PACKED[1:]),
     "lengths.packed_total": searched({"layout": "TND", "rope": False}, "axis:query:0:-1"),  # 100%
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "lengths.q_nonnegative": ("first", "last"),
+    "lengths.kv_nonnegative": ("first", "last"),
+    "lengths.q_max": ("first", "last"),
+    "lengths.kv_max": ("first", "last"),
+    "lengths.packed_monotonic": ("first", "last"),
+    "lengths.packed_total": ("below", "above"),
+}

@@ -40,3 +40,9 @@ BREAKERS: dict[str, Breaker] = {
         {"prefix": True, "branch": "decode"}, "axis:atten_mask:-1:=1",
         alt=({"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},)),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "mask.optimized_shape": ("below", "above"),
+    "mask.sparse_mode_range": ("below", "above"),
+}

@@ -16,3 +16,10 @@ BREAKERS: dict[str, Breaker] = {
     "padding.q_window": searched({"q_padding": True}, "values:query_padding_size:big"),  # 100%
     "padding.kv_window": searched({"q_padding": True}, "values:kv_padding_size:big"),  # 100%
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "padding.kv_window": ("first", "last"),
+    "padding.q_window": ("first", "last"),
+    "padding.shape": ("shorter", "longer"),
+}

@@ -222,3 +222,13 @@ BREAKERS: dict[str, Breaker] = {
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "axis:pse_shift:-1:=1",
         alt=({"antiquant": "separate:4/4"},)),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "paged.block_table_batch": ("shorter", "longer"),
+    "paged.block_table_rank": ("shorter", "longer"),
+    "paged.cache_block_size": ("below", "above"),
+    "paged.cache_heads": ("below", "above"),
+    "paged.cache_rank": ("shorter", "longer"),
+    "paged.kv_shape_match": ("below", "above"),
+}

@@ -74,3 +74,11 @@ BREAKERS: dict[str, Breaker] = {
     "prefix.pse_covers": searched(
         {"antiquant": "combined:0", "branch": "prefill"}, "add:key_shared_prefix"),  # 67%
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "prefix.heads_dim": ("below", "above"),
+    "prefix.len_range": ("below", "above"),
+    "prefix.len_shape": ("shorter", "longer"),
+    "prefix.same_shape": ("below", "above"),
+}

@@ -36,3 +36,8 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"prefix": True, "branch": "prefill"},
              {"sparse_mode": 1})),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "pse.shape": ("below", "above"),
+}

@@ -30,3 +30,9 @@ BREAKERS: dict[str, Breaker] = {
         {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
         "add:query_rope"),  # 100%
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "rope.dim_64": ("below", "above"),
+    "rope.shapes": ("below", "above"),
+}

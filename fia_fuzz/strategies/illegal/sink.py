@@ -14,3 +14,8 @@ BREAKERS: dict[str, Breaker] = {
         "rank_up:learnable_sink"),  # 100%
     "sink.dtype": searched({"kv_list": True}, "dtype:learnable_sink"),  # 75%
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "sink.shape": ("below", "above"),
+}
