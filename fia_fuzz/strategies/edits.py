@@ -438,6 +438,9 @@ def values(name: str, how: str) -> Mutation:
         elif how == "empty":
             vals = []
             side = ("shorter",)
+        elif how == "extra":
+            vals = [*vals, vals[-1] if vals else 0]
+            side = ("longer",)
         elif how == "many":
             vals = vals + [vals[-1]] * (4097 - len(vals) + 1)
             side = ("longer",)
@@ -456,6 +459,8 @@ def table(how: str) -> Mutation:
             return sided({"block_table": [r[:max(0, len(r) - 1)] for r in rows]}, "shorter")
         if how == "extra_row":
             return sided({"block_table": [*rows, list(rows[0])]}, "longer")
+        if how == "drop_row":
+            return sided({"block_table": rows[:-1]}, "shorter") if len(rows) > 1 else None
         if how == "flat":
             return sided({"block_table": [x for r in rows for x in r]}, "shorter")
         return None
@@ -471,6 +476,8 @@ def kv_list(how: str) -> Mutation:
             if len(k) < 2:
                 return None
             return sided({"key": k[:-1], "value": v[:-1]}, "shorter")
+        if how == "extra":
+            return sided({"key": [*k, k[-1]], "value": [*v, v[-1]]}, "longer")
         if how == "batch2":
             k2 = [TensorSpec((2, *k[0].shape[1:]), k[0].dtype), *k[1:]]
             v2 = [TensorSpec((2, *v[0].shape[1:]), v[0].dtype), *v[1:]]
@@ -504,13 +511,13 @@ def _build() -> dict[str, Mutation]:
     for name in VALUE_ARGS_INT:
         out[f"drop:{name}"] = drop(name)
         out[f"add:{name}"] = add(name)
-        for how in ("neg", "big", "count", "decreasing", "empty", "many"):
+        for how in ("neg", "big", "count", "decreasing", "empty", "many", "extra"):
             out[f"values:{name}:{how}"] = values(name, how)
     out["drop:block_table"] = drop("block_table")
     out["add:block_table"] = add("block_table")
-    for how in ("narrow", "extra_row", "flat"):
+    for how in ("narrow", "extra_row", "drop_row", "flat"):
         out[f"table:{how}"] = table(how)
-    for how in ("drop", "batch2", "d"):
+    for how in ("drop", "extra", "batch2", "d"):
         out[f"kv_list:{how}"] = kv_list(how)
     return out
 

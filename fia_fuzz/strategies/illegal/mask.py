@@ -31,7 +31,8 @@ BREAKERS: dict[str, Breaker] = {
     "mask.optimized_shape": searched(
         {"sparse_mode": 2}, "rank_up:atten_mask",
         alt=({"layout": "TND", "rope": False},
-             {"layout": "NTD_TND"})),
+             {"layout": "NTD_TND"}),
+        also=("axis:atten_mask:-1:+1", "axis:atten_mask:-1:-1")),
     "mask.full_form": searched(
         {"kv_list": True}, "axis:atten_mask:0:=2048",
         alt=({"prefix": True, "branch": "decode"},

@@ -17,11 +17,13 @@ BREAKERS: dict[str, Breaker] = {
     "rope.dim_64": searched(
         PAGED_DECODE,
         "axis:query_rope:-1:+1",
-        alt=({"layout": "NTD_TND"},)),
+        alt=({"layout": "NTD_TND"},),
+        also=("axis:query_rope:-1:-1", "pair_axis:query_rope:-1:/8")),
     "rope.shapes": searched(
         PAGED_DECODE,
         "rank_down:query_rope",
-        alt=({"layout": "NTD_TND"},)),
+        alt=({"layout": "NTD_TND"},),
+        also=("axis:query_rope:0:+1", "axis:query_rope:0:-1")),
     "rope.dtype": searched(
         PAGED_DECODE,
         "dtype:query_rope",

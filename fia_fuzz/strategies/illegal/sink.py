@@ -11,7 +11,8 @@ from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 BREAKERS: dict[str, Breaker] = {
     "sink.shape": searched(
         PAGED_DECODE,
-        "rank_up:learnable_sink"),  # 100%
+        "rank_up:learnable_sink",
+        also=("axis:learnable_sink:0:+1", "axis:learnable_sink:0:-1")),  # 100%
     "sink.dtype": searched({"kv_list": True}, "dtype:learnable_sink"),  # 75%
 }
 
