@@ -103,7 +103,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
              {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
     payload = case if case.stored else case.to_json()  # stored tensors travel with the case
-    too_big = device_shortfall(case, cfg.device_memory)
+    too_big = device_shortfall(case, cfg.device_memory, cfg.sharing(st.job.worker))
     if too_big:  # never sent to the device; a row all the same, so nothing is lost
         res = TaskResult(SKIPPED, message=too_big)
     elif cfg.negative:

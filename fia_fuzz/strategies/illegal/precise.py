@@ -24,7 +24,7 @@ BREAKERS: dict[str, Breaker] = {
                                               "cache": "none"},
                              alt=({"plain": True}, {"full_quant": True},
                                   {"layout": "TND", "rope": False}, {"rope_d": "512"})),
-    "precise.decode_01": searched({"plain": True, "branch": "decode"}, "attr:inner_precise"),  # 83%
+    "precise.decode_01": searched({"plain": True, "branch": "decode"}, "attr:inner_precise"),
 }
 
 #: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).

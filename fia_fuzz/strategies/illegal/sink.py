@@ -12,8 +12,8 @@ BREAKERS: dict[str, Breaker] = {
     "sink.shape": searched(
         PAGED_DECODE,
         "rank_up:learnable_sink",
-        also=("axis:learnable_sink:0:+1", "axis:learnable_sink:0:-1")),  # 100%
-    "sink.dtype": searched({"kv_list": True}, "dtype:learnable_sink"),  # 75%
+        also=("axis:learnable_sink:0:+1", "axis:learnable_sink:0:-1")),
+    "sink.dtype": searched({"kv_list": True}, "dtype:learnable_sink"),
 }
 
 #: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
