@@ -52,7 +52,7 @@ def evaluate_case(st: PartitionState, case: Case, tags: dict[str, Any], *, timeo
     cfg = st.cfg
     row = base_row(case, cfg.runner)
     hold = bundle != BUNDLE_NEVER and not cfg.negative
-    too_big = device_shortfall(case, cfg.device_memory)
+    too_big = device_shortfall(case, cfg.device_memory, cfg.sharing(st.job.worker))
     if too_big:  # never sent to the device; a row all the same, so nothing is lost
         res = TaskResult(SKIPPED, message=too_big)
     elif cfg.negative:
