@@ -161,4 +161,6 @@ def test_sigterm_ends_the_campaign_with_closed_files_and_no_half_bundle(tmp_path
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert _hidden(out) == []
-    assert len(list((out / "results").glob("*.parquet"))) == 2  # each worker closed its own
+    written = [j for j in (out / "results").glob("*.jsonl") if len(read_journal(j))]
+    assert written  # every worker that wrote rows closed its results into parquet
+    assert all(j.with_suffix(".parquet").exists() for j in written), written
