@@ -197,9 +197,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         shrink=not args.no_shrink,
         metamorphic=args.metamorphic, seed_cases=seeds)
     s = run_campaign(cfg, started=started)
-    rate = s.cases / s.elapsed_s * 60 if s.elapsed_s else 0.0
     print(f"campaign {s.run_id} (attempt {s.attempt}): {s.cases} cases in {s.elapsed_s:.1f}s "
-          f"({rate:.0f}/min); outcomes {s.outcomes}; verdicts {s.verdicts}")
+          f"({s.cases_per_min:.0f}/min); outcomes {s.outcomes}; verdicts {s.verdicts}")
+    print(s.throughput_line())
     for sh in s.shrunk:
         what = "minimal" if sh["shrunk"] else "unshrunk"
         print(f"{what} {sh['kind']} case of {sh['cell']}: {sh['minimal']} -> {sh['bundle']}")
