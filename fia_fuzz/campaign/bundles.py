@@ -5,8 +5,9 @@ it when it has stored tensors), `outputs.npz` (the device's attention_out and
 softmax_lse; both .npz as op/stored.py writes them), `metrics.json` (the
 result row), `repro.txt` (the commands) and `repro_npu.py` with its
 `inputs.npz` and `golden.npz` (a standalone torch_npu script, see
-repro_npu.py). Written to a temporary directory and renamed, so a bundle is
-complete or absent.
+repro_npu.py); from an aclnn runner also `repro_aclnn.c` with its `aclnn/` data
+(a standalone C program, see repro_aclnn.py). Written to a temporary directory
+and renamed, so a bundle is complete or absent.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.campaign.repro_aclnn import repro_aclnn_lines, write_repro_aclnn
 from fia_fuzz.campaign.repro_npu import write_repro_npu
 from fia_fuzz.files.cases import InputError, load_case, read_json, write_case
 from fia_fuzz.op import stored
@@ -51,6 +53,7 @@ def repro_lines(bundle: Path, case: Case, runner: str) -> list[str]:
     return [f"fia-fuzz repro {bundle}                  # stored device output, golden recomputed",
             f"fia-fuzz repro {bundle} --runner {runner}   # live on the backend",
             f"python {bundle}/repro_npu.py   # standalone: numpy, torch and torch_npu only",
+            *repro_aclnn_lines(bundle, runner),
             f"# case {case.case_id}; case.json alone also works: fia-fuzz repro case.json"]
 
 
@@ -66,6 +69,7 @@ def write_bundle(out_dir: str | os.PathLike[str], case: Case, row: dict[str, Any
         stored.save(tmp / "outputs.npz", {n: outputs[n] for n in OUTPUT_NAMES})
     golden = {n: outputs[n] for n in GOLDEN_NAMES if n in outputs} if outputs else None
     write_repro_npu(tmp, case, str(row.get("runner_spec") or row.get("runner")), golden)
+    write_repro_aclnn(tmp, case, str(row.get("runner_spec") or row.get("runner")), golden)
     metrics = {k: _plain(v) for k, v in row.items() if k != "case_json"}
     (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     (tmp / "repro.txt").write_text("\n".join(repro_lines(final, case, str(row.get("runner"))))
