@@ -312,7 +312,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_coverage(args: argparse.Namespace) -> int:
     """Draw --cases cases; print hits per feature axis and value, the draw rate, legality
-    and, for unfiltered draws, issue 15's production bars (strategies/bars.py).
+    and, for unfiltered draws, the production bars (strategies/bars.py).
 
     The rate counts drawing only (no tensor materialisation, no validation);
     validation runs afterwards on every drawn case and is reported apart.

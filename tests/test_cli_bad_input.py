@@ -1,5 +1,5 @@
-"""Every verb, given bad input, exits 2 with one line saying what and where: no traceback
-(issue 19). `--debug` shows the traceback instead."""
+"""Every verb, given bad input, exits 2 with one line saying what and where: no traceback.
+`--debug` shows the traceback instead."""
 
 from __future__ import annotations
 

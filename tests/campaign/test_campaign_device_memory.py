@@ -1,5 +1,5 @@
 """Cases a device cannot hold (device_bytes over --device-memory) become `skipped` rows,
-counted by the report, never failures and never lost (issue 15 part 5)."""
+counted by the report, never failures and never lost."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workers and shards partition one case stream: disjoint, complete, mergeable (issue 9)."""
+"""Workers and shards partition one case stream: disjoint, complete, mergeable."""
 
 from fia_fuzz.cli import main
 from fia_fuzz.reports import read_results

@@ -1,6 +1,6 @@
 """`fia-fuzz import-msprobe`: dumps written here in msprobe's own PyTorch format (the
 mindstudio-probe wheel's json_writer / pytorch_processor), statistics and tensor tasks,
-v1 and v2 API names, lists and None arguments (issue 19)."""
+v1 and v2 API names, lists and None arguments."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def val(v: Any) -> dict[str, Any]:
 
 
 def paged_decode_call() -> dict[str, Any]:
-    """The issue's done-when call: paged bf16 decode, BSH (4,1,1024), block_table (4,5),
+    """A model's paged bf16 decode, BSH (4,1,1024), block_table (4,5),
     block 128, 8 heads over 1 KV head, per-request KV lengths; v1 keywords, None args."""
     kv = stat_tensor((20, 128, 128), "bfloat16", -3.25, 2.875)
     return {

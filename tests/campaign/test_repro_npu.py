@@ -1,4 +1,4 @@
-"""Every bundle holds repro_npu.py (issue 17): a standalone torch_npu script that rebuilds the
+"""Every bundle holds repro_npu.py: a standalone torch_npu script that rebuilds the
 exact inputs, calls the op with the exact keywords and compares with the stored golden."""
 
 from __future__ import annotations
