@@ -260,9 +260,9 @@ class AclnnRunner(Runner):
         except library.LibraryMissing as exc:
             return False, f"{self.name}: {exc}"
         count_fn = cann.fns.get("aclrtGetDeviceCount")
-        if count_fn is not None:
+        if count_fn is not None:  # aclInit only: no device is set in the asking process
             try:
-                self._init(cann)
+                self._init_acl(cann)
             except AclnnError as exc:
                 return False, str(exc)
             count = ctypes.c_uint32()
@@ -278,12 +278,16 @@ class AclnnRunner(Runner):
             return 0 if os.environ.get(VISIBLE_ENV) == bound else int(bound)
         return self.device_index
 
-    def _init(self, cann: library.Cann) -> None:
+    def _init_acl(self, cann: library.Cann) -> None:
         if not cann.initialised:
             status = cann.aclInit(None)
             if status not in (0, ACL_ERROR_REPEAT_INITIALIZE):
                 raise AclnnError(f"{self.name}: aclInit returned {status}")
             cann.initialised = True
+
+    def _init(self, cann: library.Cann) -> None:
+        """aclInit once per process, aclrtSetDevice once per device (the documents' Init)."""
+        self._init_acl(cann)
         device = self.device_id()
         if cann.device != device:
             status = cann.aclrtSetDevice(device)
