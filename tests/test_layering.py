@@ -255,9 +255,9 @@ def test_checker_finds_a_planted_upward_import(tmp_path: Path) -> None:
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
     planted = copy / "op" / "geometry.py"
     planted.write_text(planted.read_text(encoding="utf-8")
-                       + "\nfrom fia_fuzz.campaign import engine  # noqa\n", encoding="utf-8")
+                       + "\nfrom fia_fuzz.campaign import coordinator  # noqa\n", encoding="utf-8")
     bad = disallowed(import_graph(copy))
-    assert bad == ["fia_fuzz.op.geometry (op) imports fia_fuzz.campaign.engine (campaign), "
+    assert bad == ["fia_fuzz.op.geometry (op) imports fia_fuzz.campaign.coordinator (campaign), "
                    "which its row does not name"]
 
 

@@ -8,7 +8,9 @@ fault injected, so the campaign's plumbing can be tested without a device:
 (in every cell). `test-double-accepting` accepts every call, legal or not
 (the golden's unchecked route; zeros where that has no result), and
 `test-double-accepting-wrong` does the same with wrong outputs;
-`test-double-memory-hog` asks one cell for more memory than any cap allows.
+`test-double-memory-hog` asks one cell for more memory than any cap allows;
+`test-double-sleepy` is correct but slow on one device (a far or slow case that
+must not stall the other workers).
 """
 
 from __future__ import annotations
@@ -175,4 +177,20 @@ class MemoryHogDouble(GoldenRunner):
     def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         if _cell(call) == HOG_CELL:
             np.ones(HOG_BYTES, dtype=np.uint8)
+        return super().run(call)
+
+
+#: The device index whose process the sleepy double slows down, and by how much per case.
+SLEEPY_DEVICE, SLEEPY_S = "0", 2.0
+
+
+@register("test-double-sleepy")
+class SleepyDouble(GoldenRunner):
+    """A correct backend that sleeps SLEEPY_S on every case of the device SLEEPY_DEVICE."""
+
+    name = "test-double-sleepy"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        if os.environ.get("FIA_DEVICE_INDEX") == SLEEPY_DEVICE:
+            time.sleep(SLEEPY_S)
         return super().run(call)
