@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from fia_fuzz.op.edges import SIZE_EDGES, TABLE_WIDTHS
-from fia_fuzz.op.features import WORKLOADS
+from fia_fuzz.op.features import VALUES, WORKLOADS
 from fia_fuzz.op.forms import FORM_AXES
 from fia_fuzz.op.geometry import CACHE_FORMS
 
@@ -75,6 +75,7 @@ AXES: dict[str, tuple[Any, ...]] = {
     "k_dist": ("normal", "uniform", "outlier", "const_rows", "large", "negative", "int"),
     "v_dist": ("normal", "uniform", "outlier", "const_rows", "large", "negative", "int"),
     "logits": ("mixed", "all_negative"),
+    "values": VALUES,
     "plain": BOOL,
     "view": ("contiguous", "strided"),
     "workload": WORKLOADS,
@@ -87,3 +88,7 @@ AXES: dict[str, tuple[Any, ...]] = {
 #: caches never reach past 2^31 elements); a filter for one needs profile="nightly".
 LARGE_ONLY: frozenset[tuple[str, Any]] = frozenset({("cache_reach", "2^31"),
                                                     ("cache_reach", "2^32")})
+#: Axis values unfiltered smoke draws never take (strategies/values.py: only profiles with a
+#: values share draw them), though a smoke filter for one draws it.
+FILTER_ONLY_IN_SMOKE: frozenset[tuple[str, Any]] = frozenset(
+    ("values", v) for v in VALUES if v != "finite")
