@@ -321,10 +321,13 @@ NONFINITE_CLASSES = ("nan_to_finite", "inf_to_finite", "inf_sign", "inf_to_nan",
 def _nonfinite_classes(a: np.ndarray, a_nan: np.ndarray, a_inf: np.ndarray, ref: Reference
                        ) -> dict[str, Any]:
     """Counts per NONFINITE_CLASSES (`nonfinite_<class>`) and `nonfinite_class`, the first
-    present: NaN must be NaN, Inf the same-signed Inf, finite finite (truth -> actual)."""
+    present ('' for none): NaN must be NaN, Inf the same-signed Inf, finite finite (truth ->
+    actual). Invalid rows are left out: their +inf lse marks the row, it is no arithmetic
+    result (`invalid_mismatch` judges them)."""
     g = ref.g.reshape(-1)
-    g_nan, g_inf = ref.nan.reshape(-1), ref.inf.reshape(-1)
-    g_fin, a_fin = ~(g_nan | g_inf), ~(a_nan | a_inf)
+    valid = ~ref.invalid
+    g_nan, g_inf = ref.nan.reshape(-1) & valid, ref.inf.reshape(-1) & valid
+    g_fin, a_fin = ~(g_nan | g_inf) & valid, ~(a_nan | a_inf)
     counts = {
         "nan_to_finite": g_nan & a_fin, "inf_to_finite": g_inf & a_fin,
         "inf_sign": g_inf & a_inf & (a != g), "inf_to_nan": g_inf & a_nan,

@@ -45,12 +45,16 @@ NONFINITE = "nonfinite"
 def nonfinite_class(row: Mapping[str, Any]) -> tuple[str, str]:
     """(tensor prefix, class) of the first output whose finiteness differs, or ('', '')."""
     for prefix in ("out", "lse"):
-        if _num(row, f"{prefix}_nonfinite_mismatch") or _num(row, f"{prefix}_nan_actual_only"):
-            cls = str(row.get(f"{prefix}_nonfinite_class") or "")
-            if cls and cls != "nan":
+        if not (_num(row, f"{prefix}_nonfinite_mismatch")
+                or _num(row, f"{prefix}_nan_actual_only")):
+            continue
+        cls = row.get(f"{prefix}_nonfinite_class")
+        if isinstance(cls, str):
+            if cls:
                 return prefix, cls
-            return prefix, "finite_to_nan" if _num(row, f"{prefix}_nan_actual_only") \
-                else "mismatch"
+            continue  # only invalid rows differ: an invalid-row failure
+        # a row judged before the classes were counted
+        return prefix, "finite_to_nan" if _num(row, f"{prefix}_nan_actual_only") else "mismatch"
     return "", ""
 
 

@@ -134,10 +134,12 @@ def _apply(dr: Draft, value: str) -> None:
             special = ch.one(("inf", "-inf"))
         _, kvf = _float_qkv(dr)
         q_pad, kv_pad = _padding(dr)
-        names = {"attended": ("query", "key", "value") if kvf else ("query",),
-                 "masked": ("key", "value"),
-                 "padding": (("query",) if q_pad else ()) + (("key", "value") if kv_pad and kvf
-                                                             else ())}[where]
+        # value first: its special reaches the output directly (one column of the rows
+        # attending it), the simplest case to shrink to
+        names = {"attended": ("value", "query", "key") if kvf else ("query",),
+                 "masked": ("value", "key"),
+                 "padding": (("value", "key") if kv_pad and kvf else ()) + (("query",) if q_pad
+                                                                            else ())}[where]
         name = ch.one(tuple(n for n in names if dr.params.get(n) is not None))
         dr.fills[name] = {**dr.fills[name], SPECIAL: special, WHERE: where,
                           COUNT: ch.int(1, 3)}
