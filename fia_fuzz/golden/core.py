@@ -32,7 +32,7 @@ bit for bit.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -158,7 +158,24 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     hit = np.zeros((b, kvn, g, r, 1), bool)
     acc = np.zeros((b, kvn, g, r, dv), work)
     k_blocks, v_blocks = (work_blocks(x[:, :, None], work, KV_BLOCK) for x in (k, v))
-    for c0, kb, vb in zip(range(0, k.shape[2], KV_BLOCK), k_blocks, v_blocks,
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf inputs: IEEE, silently
+        m, l_sum, acc = _blocks(q, k_blocks, v_blocks, m, l_sum, hit, acc, k.shape[2],
+                                precision=precision, p_dtype=p_dtype, mods=mods,
+                                col_start=col_start, scale=scale, matmuls=matmuls)
+        out = np.where(hit, acc / np.where(hit, l_sum, 1), 0)
+        lse = np.where(hit, np.log(np.where(hit, l_sum, 1)) + m, np.inf)[..., 0]
+    return out, lse
+
+
+def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: np.ndarray,
+            hit: np.ndarray, acc: np.ndarray, length: int, *, precision: str,
+            p_dtype: np.dtype, mods: Callable[[slice], tuple], col_start: int, scale: float,
+            matmuls: Matmuls | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The online softmax over KV blocks of `attend_tile`: (m, l_sum, acc) after the last
+    block (`hit` updated in place)."""
+    work = q.dtype
+    b, kvn, g, r, d = q.shape
+    for c0, kb, vb in zip(range(0, length, KV_BLOCK), k_blocks, v_blocks,
                               strict=True):
         c1 = c0 + kb.shape[-2]
         if matmuls is None:
@@ -186,9 +203,7 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
         acc *= alpha
         acc += pv
         m = m_new
-    out = np.where(hit, acc / np.where(hit, l_sum, 1), 0)
-    lse = np.where(hit, np.log(np.where(hit, l_sum, 1)) + m, np.inf)[..., 0]
-    return out, lse
+    return m, l_sum, acc
 
 
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, precision: str,
