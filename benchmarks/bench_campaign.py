@@ -3,7 +3,7 @@
 Cases: a fixed seeded list of nightly-profile draws (the campaign's own
 construction, `strategies.cases.build`, driven by a seeded RandomChooser, so the
 list does not depend on Hypothesis's database or version) plus the three shapes
-of issue 18 as plain fp16 BNSD cases. Each case runs every stage in this
+of benchmarks/bench_golden.py as plain fp16 BNSD cases. Each case runs every stage in this
 process, in campaign order: generate (the draw), materialise (`Case.call()`),
 golden fp64, golden device, diff (`campaign.evaluate.judge_outputs` against the
 torch-sdpa runner's output, or the device golden's where the runner refuses the
@@ -15,7 +15,7 @@ Printed: per stage its total wall and CPU seconds (process CPU time, all
 threads: on a shared machine under load, wall time mostly measures the other
 processes; each stage starts once no thread is left spinning from the stage
 before, `settle`), each as a ratio to the yardstick's and as a share of the golden
-pair (fp64 + device); issue 18 wants diff and materialise each <= 15% of the
+pair (fp64 + device); the target is diff and materialise each <= 15% of the
 pair. Then host-side cases per CPU-second (generate + materialise + goldens +
 diff).
 
@@ -49,7 +49,7 @@ from fia_fuzz.strategies.draft import PROFILES
 from fia_fuzz.strategies.families import FAMILIES
 
 HOST = ("generate", "materialise", "golden_fp64", "golden_device", "diff")
-#: name -> (B, N, KV_N, S1, S2, D), the three shapes of issue 18 (benchmarks/bench_golden.py).
+#: name -> (B, N, KV_N, S1, S2, D), the three shapes of benchmarks/bench_golden.py.
 SHAPES = {
     "decode": (16, 32, 8, 1, 8192, 128),
     "gqa": (4, 32, 8, 512, 4096, 128),

@@ -1,6 +1,6 @@
 """Golden model speed and memory, measured against torch's SDPA in the same process.
 
-Speed (issue 18): three fp16 BNSD shapes, full attention, the golden in device
+Speed: three fp16 BNSD shapes, full attention, the golden in device
 precision and at fp64, each as a ratio to
 torch.nn.functional.scaled_dot_product_attention in float32 on CPU on the same
 data (GQA through `enable_gqa`). Targets: device <= 1.0x, fp64 <= 2.0x.
@@ -37,11 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.golden import npu_fused_infer_attention_score, threads
+from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.core import KV_BLOCK, ROW_TILE_ELEMENTS, WORK
 from fia_fuzz.golden.threads import run_all, tile_threads
+from fia_fuzz.numerics.blas import blas_core
 
-#: name -> (B, N, KV_N, S1, S2, D), the three shapes of issue 18.
+#: name -> (B, N, KV_N, S1, S2, D): decode, GQA prefill, and plain prefill.
 SHAPES = {
     "decode": (16, 32, 8, 1, 8192, 128),
     "gqa": (4, 32, 8, 512, 4096, 128),
@@ -127,7 +128,7 @@ def speed(names: list[str], repeat: int, cpu: bool = False, blas: bool = False) 
         torch.set_num_threads(1)
     print(f"golden tile threads {tile_threads()}, torch threads {torch.get_num_threads()}, "
           f"{os.cpu_count()} CPUs; best of {repeat}; {'CPU' if cpu else 'wall'} seconds; "
-          f"OpenBLAS core {getattr(threads, 'blas_core', lambda: '?')()} "  # '?': a tree before it
+          f"OpenBLAS core {blas_core()} "
           f"(OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     print(f"{'shape':<44} {'SDPA s':>8} {'device s':>9} {'ratio':>7} {'fp64 s':>8} "
           f"{'ratio':>7}  load" + ("   BLAS alone: device  fp64   BLAS+exp: device  fp64"

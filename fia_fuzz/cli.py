@@ -1,4 +1,4 @@
-"""The `fia-fuzz` command line: campaign, report, repro, validate, coverage.
+"""The `fia-fuzz` command line: campaign, report, repro, validate, coverage, runners.
 
 Bad input (unreadable or malformed files, unknown names, bad sizes) ends with
 exit status 2 and one line saying what and where; `--debug` shows the
@@ -22,6 +22,26 @@ from fia_fuzz.rules.validate import case_violations
 
 #: Exit status of a command given bad input (argparse's own).
 USAGE_ERROR = 2
+EXIT_CODES = """exit status:
+  0  done (campaign, report: whatever they found, unless --fail-on names it)
+  1  a finding: --fail-on matched (campaign, report); the case still fails (repro); the
+     call is illegal (validate, import-msprobe); a value or breaker never reached (coverage)
+  2  bad input: an unusable file, flag or name (one line on stderr; --debug: traceback)"""
+#: Flags whose value may start with "-" (a negative number, refused with its own message
+#: instead of argparse's "expected one argument").
+VALUE_FLAGS = ("--budget", "--case-timeout", "--memory-limit", "--device-memory",
+               "--max-cases", "--workers", "--seed", "--worst", "--cases")
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """Help with every default that says something shown, and the epilog as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        d = action.default
+        if d is None or d is False or d == [] or d == argparse.SUPPRESS or "%(default)" in text:
+            return text
+        return f"{text} (default: %(default)s)"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -66,9 +86,46 @@ def _check_filters(profile: str, filters: dict[str, Any], rules: str) -> None:
         raise InputError(f"--filter: {exc}") from None
 
 
-def _positive(flag: str, value: float | None) -> None:
+def _positive(flag: str, value: float | None, given: str | None = None) -> None:
+    """`given`: the flag's text as typed, named in the message instead of the number."""
     if value is not None and value <= 0:
-        raise InputError(f"{flag} {value:g}: must be positive")
+        raise InputError(f"{flag} {given if given is not None else f'{value:g}'}: "
+                         "must be positive")
+
+
+def _seed(text: str) -> int:
+    """A seed: an int from 0 to 2^64-1 (argparse type)."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed < 1 << 64:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an int from 0 to 2^64-1")
+    return seed
+
+
+def _fail_on(values: list[str]) -> tuple[str, ...]:
+    from fia_fuzz.reports.gate import parse_fail_on
+
+    try:
+        return parse_fail_on(values)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _gate(run_dirs: list[str], tokens: tuple[str, ...], policy: str | None = None) -> int:
+    """FOUND (one stderr line) when the run's results hold what `--fail-on` names, else 0."""
+    if not tokens:
+        return 0
+    from fia_fuzz.diff import DEFAULT_POLICY
+    from fia_fuzz.reports import read_results
+    from fia_fuzz.reports.gate import FOUND, found, verdict_line
+
+    counts = found(read_results(run_dirs), tokens, policy or DEFAULT_POLICY)
+    if not counts:
+        return 0
+    print(verdict_line(counts), file=sys.stderr)
+    return FOUND
 
 
 def _seed_cases(directory: str) -> tuple[Case, ...]:
@@ -103,6 +160,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         raise InputError("give --max-cases N or --budget DURATION (or both)")
     _positive("--max-cases", args.max_cases)
     _positive("--workers", args.workers)
+    fail_on = _fail_on(args.fail_on)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {args.out}: is a file, expected a run directory")
     try:
         shard, shards = parse_shard(args.shard)
         budget = parse_duration(args.budget) if args.budget else None
@@ -114,10 +175,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         devices = parse_devices(args.devices) if args.devices else None
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    _positive("--budget", budget)
-    _positive("--case-timeout", timeout)
-    _positive("--memory-limit", memory)
-    _positive("--device-memory", device_memory)
+    _positive("--budget", budget, args.budget)
+    _positive("--case-timeout", timeout, args.case_timeout)
+    _positive("--memory-limit", memory, args.memory_limit)
+    _positive("--device-memory", device_memory, given)
     filters = _filters(args.filter)
     if not args.negative:
         _check_filters(args.profile, filters, args.rules)
@@ -136,14 +197,14 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         shrink=not args.no_shrink,
         metamorphic=args.metamorphic, seed_cases=seeds)
     s = run_campaign(cfg, started=started)
-    rate = s.cases / s.elapsed_s * 60 if s.elapsed_s else 0.0
     print(f"campaign {s.run_id} (attempt {s.attempt}): {s.cases} cases in {s.elapsed_s:.1f}s "
-          f"({rate:.0f}/min); outcomes {s.outcomes}; verdicts {s.verdicts}")
+          f"({s.cases_per_min:.0f}/min); outcomes {s.outcomes}; verdicts {s.verdicts}")
+    print(s.throughput_line())
     for sh in s.shrunk:
         what = "minimal" if sh["shrunk"] else "unshrunk"
         print(f"{what} {sh['kind']} case of {sh['cell']}: {sh['minimal']} -> {sh['bundle']}")
     print(f"results: {s.results}")
-    return 0
+    return _gate([args.out], fail_on)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -155,7 +216,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     if policy not in POLICIES:
         raise InputError(f"--policy {policy!r} is not one of {sorted(POLICIES)}")
     _positive("--worst", args.worst)
+    fail_on = _fail_on(args.fail_on)
     for d in args.run_dirs:
+        if Path(d).exists() and not Path(d).is_dir():
+            raise InputError(f"{d}: is a file, expected a run directory (a campaign's --out)")
         if not Path(d).is_dir():
             raise InputError(f"{d}: no such run directory")
     damaged: list[str] = []
@@ -178,7 +242,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(f"screenshot: {screenshot(path, args.screenshot)}")
         except (OSError, RuntimeError) as exc:
             print(f"screenshot skipped: {exc}", file=sys.stderr)
-    return 0
+    return _gate(args.run_dirs, fail_on, policy)
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
@@ -186,7 +250,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
 
     if args.runner is not None:
         _runner(args.runner)
-    return reproduce(args.case, args.runner, args.results)
+    return reproduce(args.case, args.runner, args.results, features=args.features)
 
 
 def cmd_import_msprobe(args: argparse.Namespace) -> int:
@@ -248,7 +312,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_coverage(args: argparse.Namespace) -> int:
     """Draw --cases cases; print hits per feature axis and value, the draw rate, legality
-    and, for unfiltered draws, issue 15's production bars (strategies/bars.py).
+    and, for unfiltered draws, the production bars (strategies/bars.py).
 
     The rate counts drawing only (no tensor materialisation, no validation);
     validation runs afterwards on every drawn case and is reported apart.
@@ -342,6 +406,19 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
     return 1 if dead else 0
 
 
+def cmd_runners(args: argparse.Namespace) -> int:
+    """Every built-in runner with whether it runs here, and why not."""
+    from fia_fuzz.runners import RUNNERS, get_runner
+
+    for name in RUNNERS:
+        ok, why = get_runner(name).available()
+        print(f"{name:>14}  {'available' if ok else 'not available'}"
+              + (f": {why}" if why else ""))
+    print("plug-ins: --runner package.module:factory, or the entry-point group "
+          "fia_fuzz.runners")
+    return 0
+
+
 def _rules_flag(p: argparse.ArgumentParser) -> None:
     from fia_fuzz.rules.profiles import DEFAULT, names
 
@@ -349,21 +426,41 @@ def _rules_flag(p: argparse.ArgumentParser) -> None:
                    help="rule profile: the documented rules, or a device's own checks")
 
 
+def _fail_on_flag(p: argparse.ArgumentParser) -> None:
+    from fia_fuzz.reports.gate import TOKENS
+
+    p.add_argument("--fail-on", action="append", default=[], metavar="KIND[,KIND]",
+                   help=f"exit status 1 when the run's results hold any of these: "
+                        f"{', '.join(TOKENS)} (repeatable; default: exit 0 whatever was found)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="fia-fuzz", description=__doc__)
+    from fia_fuzz.runners import RUNNERS
+
+    p = OneLineParser(prog="fia-fuzz", description=__doc__, epilog=EXIT_CODES,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true",
                    help="on bad input, show the traceback instead of one line")
     sub = p.add_subparsers(dest="command", required=True)
+    runner_help = (f"backend to run the op on: {', '.join(RUNNERS)}, or a plug-in "
+                   "package.module:factory (fia-fuzz runners: what runs here)")
 
-    c = sub.add_parser("campaign", help="draw legal cases, run them, record every result")
-    c.add_argument("--runner", default="torch-sdpa")
+    c = sub.add_parser("campaign", help="draw legal cases, run them, record every result",
+                       formatter_class=Formatter, epilog=EXIT_CODES)
+    c.add_argument("--runner", default="torch-sdpa", help=runner_help)
     c.add_argument("--max-cases", type=int,
                    help="cases drawn by the whole campaign (all shards and workers)")
     c.add_argument("--budget", help="time budget, e.g. 90s, 2m, 8h")
-    c.add_argument("--out", default="runs/latest")
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--profile", default="smoke", choices=["smoke", "nightly", "stress"])
-    c.add_argument("--filter", action="append", default=[], metavar="FEATURE=VALUE")
+    c.add_argument("--out", default="runs/latest", metavar="DIR",
+                   help="run directory: results as they come, bundles, summary; an existing "
+                        "one is resumed")
+    c.add_argument("--seed", type=_seed, default=0,
+                   help="seed of the whole campaign's draws (same seed, same cases)")
+    c.add_argument("--profile", default="smoke", choices=["smoke", "nightly", "stress"],
+                   help="size and feature mix of the draws")
+    c.add_argument("--filter", action="append", default=[], metavar="FEATURE=VALUE",
+                   help="pin a feature of case.features() (repeatable; fia-fuzz coverage "
+                        "lists them)")
     c.add_argument("--workers", type=int, default=1,
                    help="worker processes on this host, one device each")
     c.add_argument("--devices", help="device indices for the workers, e.g. 0-7 or 0,2,4")
@@ -387,11 +484,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seed-cases", metavar="DIR",
                    help="replay the cases DIR/*.json first (origin=seed, e.g. from "
                         "import-msprobe), then draw from their feature cells")
+    _fail_on_flag(c)
     _rules_flag(c)
     c.set_defaults(fn=cmd_campaign)
 
-    r = sub.add_parser("report", help="merge run directories into one HTML dashboard")
-    r.add_argument("run_dirs", nargs="+")
+    r = sub.add_parser("report", help="merge run directories into one HTML dashboard",
+                       formatter_class=Formatter, epilog=EXIT_CODES)
+    r.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="campaign --out directories")
     r.add_argument("--html", help="output HTML path (default RUN_DIR/dashboard.html)")
     r.add_argument("--junit", metavar="OUT.xml", help="also write a JUnit XML of the results")
     r.add_argument("--policy", default=None, help="verdict policy the page and JUnit use "
@@ -399,48 +498,73 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--worst", type=int, default=20, help="rows in the worst-cases table")
     r.add_argument("--screenshot", metavar="OUT.png",
                    help="also save a headless-Chromium screenshot of the page")
+    _fail_on_flag(r)
     r.set_defaults(fn=cmd_report)
 
-    rp = sub.add_parser("repro", help="rerun one case (bundle dir, CASE.json or case id)")
-    rp.add_argument("case")
+    rp = sub.add_parser("repro", help="rerun one case (bundle dir, CASE.json or case id)",
+                        formatter_class=Formatter, epilog=EXIT_CODES)
+    rp.add_argument("case", help="a bundle directory, a case.json, or a case id (looked up "
+                                 "in --results)")
     rp.add_argument("--runner", help="run live on this runner (default: the stored device "
-                                     "output when the bundle has one)")
+                                     "output when the bundle has one, else torch-sdpa)")
     rp.add_argument("--results", action="append", default=["."],
                     help="run directory to look the case id up in (repeatable)")
+    rp.add_argument("--features", action="store_true",
+                    help="also print every feature of the case (case.features())")
     rp.set_defaults(fn=cmd_repro)
 
-    v = sub.add_parser("validate", help="check a call written as JSON of TensorSpecs and attrs")
-    v.add_argument("call")
+    v = sub.add_parser("validate", help="check a call written as JSON of TensorSpecs and attrs",
+                       formatter_class=Formatter, epilog=EXIT_CODES)
+    v.add_argument("call", help="call.json: {name: {\"shape\": [...], \"dtype\": ...} or "
+                                "value}, or a case.json")
     _rules_flag(v)
     v.set_defaults(fn=cmd_validate)
 
     im = sub.add_parser("import-msprobe", help="each FIA call of an msprobe dump.json "
-                        "(statistics or tensor task) to a case file, validated")
+                        "(statistics or tensor task) to a case file, validated",
+                        formatter_class=Formatter, epilog=EXIT_CODES)
     im.add_argument("dump", help="msprobe's dump.json (tensor files beside it, "
                                  "under dump_tensor_data/)")
     im.add_argument("--out", required=True, metavar="DIR",
                     help="where the cases go (DIR/<api name>.json, tensors in .npz beside)")
     im.set_defaults(fn=cmd_import_msprobe)
 
-    cv = sub.add_parser("coverage", help="how often the strategies reach each feature value")
+    cv = sub.add_parser("coverage", help="how often the strategies reach each feature value",
+                        formatter_class=Formatter, epilog=EXIT_CODES)
     cv.add_argument("--cases", type=int, help="cases drawn (default 1000); with --illegal, "
                     "draws per rule (default 20)")
     cv.add_argument("--illegal", nargs="?", const="", metavar="PREFIX",
                     help="measure the breakers instead (rules whose id starts with PREFIX): "
                          "distinct broken values, families, layouts, branches per rule")
-    cv.add_argument("--seed", type=int, default=0)
-    cv.add_argument("--profile", default="smoke", choices=["smoke", "nightly", "stress"])
+    cv.add_argument("--seed", type=_seed, default=0, help="seed of the draws")
+    cv.add_argument("--profile", default="smoke", choices=["smoke", "nightly", "stress"],
+                    help="size and feature mix of the draws")
     cv.add_argument("--filter", action="append", default=[], metavar="FEATURE=VALUE",
                     help="pin a feature (repeatable), as for campaign")
     _rules_flag(cv)
     cv.set_defaults(fn=cmd_coverage)
+
+    rn = sub.add_parser("runners", help="list the runners, whether each runs here and why not")
+    rn.set_defaults(fn=cmd_runners)
     for verb in sub.choices.values():
         verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                           help="on bad input, show the traceback instead of one line")
     return p
 
 
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """`--budget -5s` as `--budget=-5s`, so a negative value gets its own message."""
+    out: list[str] = []
+    for tok in argv:
+        if out and out[-1] in VALUE_FLAGS and tok[:1] == "-" and tok[1:2] in "0123456789.i":
+            out[-1] = f"{out[-1]}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args) or 0)

@@ -1,5 +1,5 @@
-"""Every verb, given bad input, exits 2 with one line saying what and where: no traceback
-(issue 19). `--debug` shows the traceback instead."""
+"""Every verb, given bad input, exits 2 with one line saying what and where: no traceback.
+`--debug` shows the traceback instead."""
 
 from __future__ import annotations
 
@@ -34,6 +34,15 @@ def _files(d: Path) -> dict[str, str]:
         "bad_tensor": json.dumps({**CASE, "params": {**CASE["params"], "key": 3}}).encode(),
         "unknown_param": json.dumps({**CASE, "params": {**CASE["params"], "bogus": 1}}).encode(),
         "bad_seed": json.dumps({**CASE, "seed": "x"}).encode(),
+        "big_int": json.dumps({**CASE, "params": {**CASE["params"],
+                                                  "block_table": [[10 ** 30]]}}).encode(),
+        "bogus_dist": json.dumps({**CASE, "fills": {"query": {"dist": "bogus"}}}).encode(),
+        "nan_fill": json.dumps({**CASE, "fills": {"query": {"dist": "uniform",
+                                                            "high": float("nan")}}}).encode(),
+        "future": json.dumps({**CASE, "version": 999}).encode(),
+        "bad_rules": json.dumps({**CASE, "rules": "nope"}).encode(),
+        "bogus_task": json.dumps({"task": "bogus", "data": {
+            "NPU.npu_fused_infer_attention_score.0.forward": {"input_args": []}}}).encode(),
     }
     out = {}
     for name, data in docs.items():
@@ -75,12 +84,19 @@ TABLE = [
     ("campaign-seed-missing", [*CAMPAIGN, "--seed-cases", "{tmp}/nope"], "nope"),
     ("campaign-seed-empty", [*CAMPAIGN, "--seed-cases", "{empty_dir}"], "no case files"),
     ("campaign-unknown-flag", [*CAMPAIGN, "--turbo"], "--turbo"),
+    ("campaign-seed-negative", [*CAMPAIGN, "--seed", "-1"], "--seed: '-1'"),
+    ("campaign-budget-negative", ["campaign", "--budget", "-5s", "--out", "{tmp}/o"], "-5s"),
+    ("campaign-device-memory-as-typed", [*CAMPAIGN, "--device-memory=-1G"],
+     "--device-memory -1G: must be positive"),
+    ("campaign-out-file", ["campaign", "--max-cases", "2", "--out", "{list}"], "is a file"),
+    ("campaign-fail-on", [*CAMPAIGN, "--fail-on", "fail,bogus"], "'bogus'"),
     # report
     ("report-missing", ["report", "{tmp}/nope"], "nope"),
     ("report-empty", ["report", "{empty_dir}"], "no results"),
     ("report-policy", ["report", "{bad_run}", "--policy", "strict"], "strict"),
     ("report-parquet", ["report", "{bad_run}"], "x.parquet"),
     ("report-worst", ["report", "{bad_run}", "--worst", "-1"], "--worst"),
+    ("report-file", ["report", "{list}"], "is a file, expected a run directory"),
     # repro
     ("repro-missing", ["repro", "{missing}"], "missing.json"),
     ("repro-malformed", ["repro", "{malformed}"], "not valid JSON"),
@@ -95,6 +111,13 @@ TABLE = [
     ("repro-unknown-param", ["repro", "{unknown_param}"], "bogus"),
     ("repro-bad-seed", ["repro", "{bad_seed}"], "seed"),
     ("repro-runner", ["repro", "{missing}", "--runner", "nope-runner"], "nope-runner"),
+    ("repro-big-int", ["repro", "{big_int}"], "does not fit the int64"),
+    ("repro-bogus-dist", ["repro", "{bogus_dist}"], "fills.query.dist: unknown fill 'bogus'"),
+    ("repro-nan-fill", ["repro", "{nan_fill}"], "fills.query.high: nan is not a finite"),
+    ("repro-version", ["repro", "{future}"], "version: 999"),
+    ("repro-rules", ["repro", "{bad_rules}"], "rules: unknown rule profile 'nope'"),
+    ("repro-results-missing", ["repro", "0123456789abcdef", "--results", "{tmp}/nope"],
+     "nope: no such directory"),
     # validate
     ("validate-missing", ["validate", "{missing}"], "no such file"),
     ("validate-dir", ["validate", "{dir}"], "directory"),
@@ -113,6 +136,8 @@ TABLE = [
     ("import-list", ["import-msprobe", "{list}", "--out", "{tmp}/o"], "not an msprobe dump"),
     ("import-no-calls", ["import-msprobe", "{no_params}", "--out", "{tmp}/o"], "msprobe"),
     ("import-no-out", ["import-msprobe", "{list}"], "--out"),
+    ("import-task", ["import-msprobe", "{bogus_task}", "--out", "{tmp}/o"], "task: 'bogus'"),
+    ("coverage-seed", ["coverage", "--seed", "-2"], "--seed"),
     # no verb, unknown verb
     ("no-verb", [], "command"),
     ("unknown-verb", ["fuzz"], "fuzz"),
@@ -146,3 +171,14 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 
     with pytest.raises(InputError, match="not valid JSON"):
         main(["validate", str(bad), "--debug"])
+
+
+def test_help_shows_defaults_exit_codes_and_the_runners(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["campaign", "--help"])
+    text = capsys.readouterr().out
+    assert "(default: runs/latest)" in text and "(default: torch-sdpa)" in text
+    assert "exit status:" in text and "--fail-on" in text and "torch-math" in text
+    assert main(["runners"]) == 0
+    listed = capsys.readouterr().out
+    assert "torch-sdpa  available" in listed and "npu  not available: " in listed

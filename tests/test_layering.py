@@ -1,15 +1,16 @@
-"""The package layering (README "Layers", DEVELOPERS.md) holds, and no import circle exists.
+"""The package layering holds: each package imports only the packages its row of
+`MAY_IMPORT` names, every row is used, and no import circle exists; the README's
+"Layers" section and DEVELOPERS.md's layout table state the same table.
 
 Imports are read with `ast` from every module of `fia_fuzz`, at any depth
 (an import inside a function counts: a lazy import is still a dependency),
-except under `if TYPE_CHECKING:`, which never runs. A package may import its
-own modules and any package of a lower layer; never one of a higher layer,
-nor another package of its own layer.
+except under `if TYPE_CHECKING:`, which never runs.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 from pathlib import Path
 
@@ -18,23 +19,30 @@ import pytest
 import fia_fuzz
 
 ROOT = Path(fia_fuzz.__file__).parent
-#: Lowest first. `op` holds the op's model (case, call view, geometry), `rules` the
-#: legality model on it; `files`, `strategies` and `golden` build on both and ignore
-#: each other. `spec` is the public facade over `op` and `rules`: nothing imports it.
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("op",),
-    ("rules",),
-    ("files", "strategies", "golden"),
-    ("runners",),
-    ("diff",),
-    ("metamorphic",),
-    ("reports",),
-    ("campaign",),
-    ("cli",),
-    ("__main__",),
-    ("spec",),
-)
-RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
+REPO = ROOT.parent
+#: Package -> the other packages of fia_fuzz it imports, bottom first: a row names only
+#: rows above it. `numerics` holds the host arithmetic the golden and the differ share
+#: (exact casts, BLAS threads); `op` the op's model (case, call view, geometry); `rules`
+#: the legality model on it. `spec` is the public facade over `op` and `rules`: no row
+#: names it.
+MAY_IMPORT: dict[str, frozenset[str]] = {
+    "numerics": frozenset(),
+    "op": frozenset(),
+    "rules": frozenset({"op"}),
+    "files": frozenset({"op", "rules"}),
+    "strategies": frozenset({"op", "rules"}),
+    "golden": frozenset({"numerics", "op", "rules"}),
+    "diff": frozenset({"numerics", "op"}),
+    "runners": frozenset({"golden", "op", "rules"}),
+    "metamorphic": frozenset({"op", "rules", "runners"}),
+    "reports": frozenset({"diff", "files", "op"}),
+    "campaign": frozenset({"diff", "files", "golden", "metamorphic", "op", "reports", "rules",
+                           "runners", "strategies"}),
+    "cli": frozenset({"campaign", "diff", "files", "op", "reports", "rules", "runners",
+                      "strategies"}),
+    "__main__": frozenset({"cli"}),
+    "spec": frozenset({"op", "rules"}),
+}
 GEOMETRY = "fia_fuzz.op.geometry"
 COMPOSITION = "fia_fuzz.runners.composition"
 #: All that the independent second implementation may import of ours: the call
@@ -104,8 +112,18 @@ def package_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def upward(graph: Graph) -> list[str]:
-    """Every import of a higher layer, or of another package of the same layer."""
+def packages(graph: Graph) -> Graph:
+    """Package -> the other packages its modules import."""
+    out: Graph = {}
+    for src, targets in graph.items():
+        a = package_of(src)
+        if a:
+            out.setdefault(a, set()).update(b for b in map(package_of, targets) if b and b != a)
+    return out
+
+
+def disallowed(graph: Graph, table: dict[str, frozenset[str]] = MAY_IMPORT) -> list[str]:
+    """Every import of a package that the importer's row of `table` does not name."""
     bad = []
     for src, targets in sorted(graph.items()):
         a = package_of(src)
@@ -113,11 +131,25 @@ def upward(graph: Graph) -> list[str]:
             b = package_of(dst)
             if not a or not b or a == b:
                 continue
-            if a not in RANK or b not in RANK:
-                bad.append(f"{src} -> {dst}: {a if a not in RANK else b} is in no layer")
-            elif RANK[b] >= RANK[a]:
-                bad.append(f"{src} ({a}, layer {RANK[a]}) imports {dst} ({b}, layer {RANK[b]})")
+            if a not in table:
+                bad.append(f"{src}: package {a} has no row")
+            elif b not in table[a]:
+                bad.append(f"{src} ({a}) imports {dst} ({b}), which its row does not name")
     return bad
+
+
+def stated_table(text: str, heading: str) -> dict[str, frozenset[str]]:
+    """The package table under `heading` (a Markdown heading line) of a document: each row
+    `| `pkg` | `a`, `b` | ...` (or `nothing`), names with or without `fia_fuzz.`."""
+    section = text.split(f"\n{heading}\n", 1)[1]
+    section = re.split(r"\n#+ ", section, maxsplit=1)[0]
+    out: dict[str, frozenset[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        names = [re.findall(r"`(?:fia_fuzz\.)?([\w.]+)`", c) for c in cells[:2]]
+        if line.startswith("|") and len(cells) >= 2 and len(names[0]) == 1:
+            out[names[0][0]] = frozenset(names[1])
+    return out
 
 
 def circles(graph: Graph) -> list[list[str]]:
@@ -162,13 +194,40 @@ def graph() -> Graph:
     return import_graph(ROOT)
 
 
-def test_every_package_has_a_layer(graph: Graph) -> None:
-    packages = {package_of(m) for m in graph} - {""}
-    assert packages <= set(RANK), sorted(packages - set(RANK))
+def test_every_package_has_a_row(graph: Graph) -> None:
+    found = {package_of(m) for m in graph} - {""}
+    assert found == set(MAY_IMPORT), (sorted(found - set(MAY_IMPORT)),
+                                      sorted(set(MAY_IMPORT) - found))
 
 
-def test_no_upward_import(graph: Graph) -> None:
-    assert upward(graph) == []
+def test_no_import_outside_the_table(graph: Graph) -> None:
+    assert disallowed(graph) == []
+
+
+def test_every_row_is_what_the_package_imports(graph: Graph) -> None:
+    """The table states what is, not what might be: an import a package dropped leaves its
+    row (update the table, the README's Layers section and DEVELOPERS.md together)."""
+    found = packages(graph)
+    assert {p: sorted(found.get(p, set())) for p in MAY_IMPORT} == \
+        {p: sorted(r) for p, r in MAY_IMPORT.items()}
+
+
+def test_the_table_is_bottom_first_and_the_facade_unused() -> None:
+    """Each row names only rows above it (so the table has no circle and orders the
+    packages into layers), and no package imports the public facade `spec`."""
+    seen: set[str] = set()
+    for pkg, row in MAY_IMPORT.items():
+        assert row <= seen, (pkg, sorted(row - seen))
+        seen.add(pkg)
+    assert not any("spec" in row for row in MAY_IMPORT.values())
+
+
+@pytest.mark.parametrize("doc, heading", [("README.md", "## Layers"),
+                                          ("DEVELOPERS.md", "## Layout")])
+def test_the_docs_state_the_table(doc: str, heading: str) -> None:
+    text = (REPO / doc).read_text(encoding="utf-8")
+    assert stated_table(text, heading) == MAY_IMPORT
+    assert list(stated_table(text, heading)) == list(MAY_IMPORT)  # the same order
 
 
 def test_no_import_circle(graph: Graph) -> None:
@@ -196,10 +255,10 @@ def test_checker_finds_a_planted_upward_import(tmp_path: Path) -> None:
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
     planted = copy / "op" / "geometry.py"
     planted.write_text(planted.read_text(encoding="utf-8")
-                       + "\nfrom fia_fuzz.campaign import engine  # noqa\n", encoding="utf-8")
-    bad = upward(import_graph(copy))
-    assert bad == ["fia_fuzz.op.geometry (op, layer 0) imports "
-                   "fia_fuzz.campaign.engine (campaign, layer 7)"]
+                       + "\nfrom fia_fuzz.campaign import coordinator  # noqa\n", encoding="utf-8")
+    bad = disallowed(import_graph(copy))
+    assert bad == ["fia_fuzz.op.geometry (op) imports fia_fuzz.campaign.coordinator (campaign), "
+                   "which its row does not name"]
 
 
 def test_checker_finds_sibling_imports_and_circles() -> None:
@@ -209,10 +268,21 @@ def test_checker_finds_sibling_imports_and_circles() -> None:
         "fia_fuzz.campaign.a": {"fia_fuzz.campaign.b"},
         "fia_fuzz.campaign.b": {"fia_fuzz.campaign.c"},
         "fia_fuzz.campaign.c": {"fia_fuzz.campaign.a"},
+        "fia_fuzz.extra.x": set(),
+        "fia_fuzz.reports.y": {"fia_fuzz.extra.x"},
     }
-    assert len(upward(graph)) == 1 and "strategies" in upward(graph)[0]
+    bad = disallowed(graph)
+    assert len(bad) == 2 and "strategies" in bad[0] and "extra" in bad[1]
     assert circles(graph) == [["fia_fuzz.campaign.a", "fia_fuzz.campaign.b",
                                "fia_fuzz.campaign.c"]]
+
+
+def test_the_docs_table_reader() -> None:
+    text = ("# T\n## Layers\nBottom first.\n\n| package | imports |\n| --- | --- |\n"
+            "| `op` | nothing |\n| `fia_fuzz.rules` | `op` |\n| `cli` | `op`, `rules` (lazy) |\n"
+            "\n## Next\n| `x` | `y` |\n")
+    assert stated_table(text, "## Layers") == {"op": frozenset(), "rules": frozenset({"op"}),
+                                               "cli": frozenset({"op", "rules"})}
 
 
 def test_lazy_and_type_checking_imports_are_read_right(tmp_path: Path) -> None:

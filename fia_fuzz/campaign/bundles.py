@@ -5,8 +5,9 @@ it when it has stored tensors), `outputs.npz` (the device's attention_out and
 softmax_lse; both .npz as op/stored.py writes them), `metrics.json` (the
 result row), `repro.txt` (the commands) and `repro_npu.py` with its
 `inputs.npz` and `golden.npz` (a standalone torch_npu script, see
-repro_npu.py). Written to a temporary directory and renamed, so a bundle is
-complete or absent.
+repro_npu.py). Written to a hidden temporary directory and renamed, so a bundle is
+complete or absent: a write cut short removes its directory, and a campaign's start
+removes what a kill left (`remove_unfinished_bundles`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import math
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,26 +57,87 @@ def repro_lines(bundle: Path, case: Case, runner: str) -> list[str]:
             f"# case {case.case_id}; case.json alone also works: fia-fuzz repro case.json"]
 
 
+#: Ends the name of a bundle being written (`.<case_id>-<random>.tmp`, hidden).
+TMP_SUFFIX = ".tmp"
+#: A temporary bundle directory older than this (seconds) belongs to no live write.
+STALE_S = 3600.0
+
+#: Writes a bundle's array files into the directory it is given; False when it could not.
+ArrayWriter = Callable[[Path], bool]
+
+
+def write_arrays(directory: str | os.PathLike[str], case: Case, runner: str,
+                 outputs: dict[str, np.ndarray] | None) -> None:
+    """The bundle's array files: `outputs.npz` (the device's outputs, when they exist) and
+    repro_npu.py with inputs.npz and golden.npz (the golden's outputs, when it ran)."""
+    d = Path(directory)
+    if outputs is not None and all(n in outputs for n in OUTPUT_NAMES):
+        stored.save(d / "outputs.npz", {n: outputs[n] for n in OUTPUT_NAMES})
+    golden = {n: outputs[n] for n in GOLDEN_NAMES if n in outputs} if outputs else None
+    write_repro_npu(d, case, runner, golden)
+
+
 def write_bundle(out_dir: str | os.PathLike[str], case: Case, row: dict[str, Any],
-                 outputs: dict[str, np.ndarray] | None = None) -> Path:
-    """Write (or replace) the bundle of `case` under `out_dir`; returns its directory."""
+                 outputs: dict[str, np.ndarray] | None = None,
+                 arrays: ArrayWriter | None = None) -> Path | None:
+    """Write (or replace) the bundle of `case` under `out_dir`; returns its directory.
+
+    The array files come from `arrays` (e.g. the device process that holds the outputs)
+    or, without it, from `write_arrays` with `outputs`; None when `arrays` could not
+    write them (no bundle then). Whatever ends the write early, its temporary directory
+    is removed: a bundle is complete or absent.
+    """
     root = Path(out_dir) / BUNDLES
     root.mkdir(parents=True, exist_ok=True)
     final = root / case.case_id
-    tmp = Path(tempfile.mkdtemp(prefix=f".{case.case_id}-", dir=root))
-    write_case(tmp / "case.json", case)
-    if outputs is not None and all(n in outputs for n in OUTPUT_NAMES):
-        stored.save(tmp / "outputs.npz", {n: outputs[n] for n in OUTPUT_NAMES})
-    golden = {n: outputs[n] for n in GOLDEN_NAMES if n in outputs} if outputs else None
-    write_repro_npu(tmp, case, str(row.get("runner_spec") or row.get("runner")), golden)
-    metrics = {k: _plain(v) for k, v in row.items() if k != "case_json"}
-    (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-    (tmp / "repro.txt").write_text("\n".join(repro_lines(final, case, str(row.get("runner"))))
-                                   + "\n")
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    return final
+    tmp = Path(tempfile.mkdtemp(prefix=f".{case.case_id}-", suffix=TMP_SUFFIX, dir=root))
+    try:
+        runner = str(row.get("runner_spec") or row.get("runner"))
+        if arrays is None:
+            write_arrays(tmp, case, runner, outputs)
+        elif not arrays(tmp):
+            return None
+        write_case(tmp / "case.json", case)
+        metrics = {k: _plain(v) for k, v in row.items() if k not in ("case_json", "bundle")}
+        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True)
+                                          + "\n")
+        (tmp / "repro.txt").write_text(
+            "\n".join(repro_lines(final, case, str(row.get("runner")))) + "\n")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        return final
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def unfinished_bundles(out_dir: str | os.PathLike[str], older_than: float = 0.0
+                       ) -> list[Path]:
+    """Temporary bundle directories under `out_dir` (hidden: `.<case_id>-...`) last
+    changed more than `older_than` seconds ago: writes a kill cut short."""
+    root = Path(out_dir) / BUNDLES
+    if not root.is_dir():
+        return []
+    now = time.time()
+    found = []
+    for p in sorted(root.iterdir()):
+        try:
+            if p.name.startswith(".") and p.is_dir() and now - p.stat().st_mtime >= older_than:
+                found.append(p)
+        except FileNotFoundError:
+            continue  # finished (renamed) or removed meanwhile
+    return found
+
+
+def remove_unfinished_bundles(out_dir: str | os.PathLike[str], older_than: float = 0.0
+                              ) -> int:
+    """Remove the temporary bundle directories `unfinished_bundles` lists; how many."""
+    gone = 0
+    for p in unfinished_bundles(out_dir, older_than):
+        shutil.rmtree(p, ignore_errors=True)
+        gone += not p.exists()
+    return gone
 
 
 @dataclass

@@ -86,6 +86,13 @@ class CampaignConfig:
             return None
         return self.devices[worker % len(self.devices)]
 
+    def sharing(self, worker: int) -> int:
+        """How many of this host's workers use the device of `worker` (itself included):
+        `--devices 0,0,0,0` puts four workers on device 0; without --devices every worker
+        uses the one device its runner sees first."""
+        dev = self.device_of(worker)
+        return sum(1 for w in range(self.workers) if self.device_of(w) == dev)
+
 
 #: The outcome of a case the device cannot hold (device_bytes over --device-memory).
 SKIPPED = "skipped"
@@ -93,15 +100,20 @@ SKIPPED = "skipped"
 _UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
 
-def device_shortfall(case: Case, device_memory: int | None) -> str:
-    """Why a device of `device_memory` bytes cannot hold `case` ("" when it can)."""
+def device_shortfall(case: Case, device_memory: int | None, sharing: int = 1) -> str:
+    """Why a worker cannot hold `case` on a device of `device_memory` bytes that `sharing`
+    workers use at once, each with an even share ("" when it can)."""
     if device_memory is None:
         return ""
+    share = device_memory // max(1, sharing)
     need = case.device_bytes()
-    if need <= device_memory:
+    if need <= share:
         return ""
-    return (f"device memory: the case needs {_size(need)} (device_bytes {need}), the device "
-            f"holds {_size(device_memory)} (--device-memory)")
+    held = f"the device holds {_size(device_memory)} (--device-memory)"
+    if sharing > 1:
+        held = (f"this worker's share holds {_size(share)} (1/{sharing} of a device of "
+                f"{_size(device_memory)} (--device-memory) that {sharing} workers use)")
+    return f"device memory: the case needs {_size(need)} (device_bytes {need}), {held}"
 
 
 def _size(n: int) -> str:

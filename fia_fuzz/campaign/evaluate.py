@@ -70,12 +70,23 @@ def error_ratio(row: dict[str, Any]) -> float:
 
 def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = None
              ) -> dict[str, Any]:
-    """The result row of `case` on `runner` (never raises for a legal case).
+    """The result row of `case` on `runner` (never raises for a legal case): its identity
+    and features (`base_row`) and what running it gave (`measure`).
 
     When `outputs` is given, the device's (attention_out, softmax_lse) and the
     golden's (bundles.GOLDEN_NAMES) are put there, for failure bundles.
     """
     row = base_row(case, runner.name)
+    row.update(measure(case, runner, outputs))
+    return row
+
+
+def measure(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = None
+            ) -> dict[str, Any]:
+    """What running `case` on `runner` gives: outcome, error, metrics, verdicts and stage
+    timings (t_materialise, t_golden, t_runner, t_diff), without the case's identity or
+    features (a campaign's device process measures; its partition makes the row)."""
+    row: dict[str, Any] = {}
     ok, why = runner.supports(case)
     if not ok:
         row.update(outcome="unsupported", error=why)

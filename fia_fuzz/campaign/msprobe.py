@@ -45,6 +45,8 @@ MAX_DUMP_BYTES = 2 << 30
 MAX_DUMP_LIST = 1 << 24
 #: Sparse modes whose mask is the optimized 2048x2048 upper triangle [V4 §Mask].
 OPTIMIZED_MASK_MODES = (2, 3, 4)
+#: The msprobe tasks whose dumps describe calls: statistics only, or the tensors too.
+TASKS = ("statistics", "tensor")
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -148,10 +150,16 @@ def _load_array(base: Path, dump_dir: str | None, name: str, spec: TensorSpec) -
     return a
 
 
-def _range_fill(t: Tensor) -> dict[str, Any] | None:
-    """The recipe reproducing a tensor's dumped dtype and [Min, Max] (None: default)."""
+def _range_fill(t: Tensor, name: str, notes: list[str]) -> dict[str, Any] | None:
+    """The recipe reproducing a tensor's dumped dtype and [Min, Max] (None: default; a
+    Min or Max that is not a finite number, or Min > Max, is noted)."""
     lo, hi = t.stats.get("Min"), t.stats.get("Max")
-    if not all(isinstance(x, (int, float)) and np.isfinite(x) for x in (lo, hi)) or lo > hi:
+    if lo is None and hi is None:
+        return None
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x)
+               for x in (lo, hi)) or lo > hi:
+        notes.append(f"{name}: dumped Min {lo!r} / Max {hi!r} is no finite range; seeded "
+                     "with the default fill instead")
         return None
     if t.spec.dtype in FLOAT_DTYPES:
         return {"dist": "range", "low": float(lo), "high": float(hi)}
@@ -185,16 +193,28 @@ def _block_table(t: Tensor, call: dict[str, Any], notes: list[str]) -> list[list
     """A legal block table of the dumped shape: each request's blocks in order, the rest
     stale (-1 when the dump's Min is negative, else 0)."""
     rows, width = t.spec.shape
-    bs = int(call.get("block_size") or 0)
-    lens = call.get("actual_seq_lengths_kv") or []
-    if not bs or not lens:
-        raise ValueError("block_table has no values in a statistics dump and block_size or "
-                         "actual_seq_lengths_kv is missing to rebuild it")
+    bs, lens = call.get("block_size"), call.get("actual_seq_lengths_kv")
+    if bs is None or not lens:
+        missing = "block_size" if bs is None else "actual_seq_lengths_kv"
+        raise ValueError(f"block_table has no values in a statistics dump and {missing} is "
+                         "missing to rebuild it")
+    if isinstance(bs, bool) or not isinstance(bs, int) or bs <= 0:
+        raise ValueError(f"block_table cannot be rebuilt: block_size is {bs!r}, not a "
+                         "positive int")
+    if not isinstance(lens, list) or any(isinstance(x, bool) or not isinstance(x, int)
+                                         or x < 0 for x in lens):
+        raise ValueError(f"block_table cannot be rebuilt: actual_seq_lengths_kv "
+                         f"{str(lens)[:60]} is not a list of non-negative ints")
     lens = list(lens) * rows if len(lens) == 1 else list(lens)
+    needs = [-(-int(lens[b]) // bs) if b < len(lens) else 0 for b in range(rows)]
+    for b, need in enumerate(needs):
+        if need > width:
+            raise ValueError(f"block_table cannot be rebuilt: actual_seq_lengths_kv[{b}]="
+                             f"{lens[b]} needs {need} blocks of {bs}, the dumped table is "
+                             f"{width} wide")
     stale = -1 if (t.stats.get("Min") or 0) < 0 else 0
     table, nxt = [], 0
-    for b in range(rows):
-        need = -(-int(lens[b]) // bs) if b < len(lens) else 0
+    for need in needs:
         table.append(list(range(nxt, nxt + need)) + [stale] * (width - need))
         nxt += need
     notes.append(f"block_table rebuilt from actual_seq_lengths_kv and block_size {bs} "
@@ -214,7 +234,7 @@ def _value_arg(name: str, t: Tensor, call: dict[str, Any], notes: list[str]) -> 
 
 
 def build_case(key: str, v2: bool, entry: dict[str, Any], base: Path,
-               dump_dir: str | None) -> Imported:
+               dump_dir: str | None, task: str = "statistics") -> Imported:
     """The Imported of one dumped call (a problem instead of a case when it has none)."""
     name = _NAME.sub("_", key.removesuffix(".forward"))
     imp = Imported(api=key, name=name)
@@ -247,7 +267,11 @@ def build_case(key: str, v2: bool, entry: dict[str, Any], base: Path,
                 arrays.update(zip(keys, got, strict=True))
                 fills[arg] = {"dist": STORED, "sha256": stored_.digest(got)}
                 continue
-            recipe = _mask_fill(ts[0], sparse) if arg == "atten_mask" else _range_fill(_merged(ts))
+            if task == "tensor" and not all(x.data_name for x in ts):
+                imp.notes.append(f"{arg}: the tensor task dump names no data file for it; "
+                                 "seeded from its statistics")
+            recipe = _mask_fill(ts[0], sparse) if arg == "atten_mask" \
+                else _range_fill(_merged(ts), arg, imp.notes)
             if recipe is not None:
                 fills[arg] = recipe
         imp.case = Case(params=params, fills=fills, seed=0, stored=arrays)
@@ -296,8 +320,11 @@ def import_dump(path: str | Path) -> tuple[str, list[Imported]]:
                          f"its {len(doc['data'])} dumped API calls")
     base = Path(path).parent
     dump_dir = doc.get("dump_data_dir") if isinstance(doc.get("dump_data_dir"), str) else None
-    task = str(doc.get("task", "statistics"))
-    return task, [build_case(k, v2, e, base, dump_dir) for k, v2, e in calls]
+    task = doc.get("task", "statistics")
+    if task not in TASKS:
+        raise InputError(f"{path}: task: {str(task)[:40]!r} is not a dump fia-fuzz imports "
+                         f"(one of {list(TASKS)})")
+    return task, [build_case(k, v2, e, base, dump_dir, task) for k, v2, e in calls]
 
 
 def write_imported(imports: list[Imported], out: str | Path) -> list[Path]:

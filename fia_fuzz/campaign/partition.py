@@ -1,22 +1,26 @@
 """One partition of a campaign: a worker process's share of the case stream, start to finish.
 
-Every partition (shard i of n hosts x worker w of K on the host) walks the same
-Hypothesis stream: rounds of `round_size` examples, round r seeded by
-(seed, r), so the stream is a pure function of the command line. A case
-belongs to partition `int(case_id) mod n*K`; a partition evaluates only its
-own, which makes workers and shards disjoint by construction, lets shards
-0..n-1 together cover exactly what one host covers, and lets a rerun skip the
-case ids already in OUT (resume). `--max-cases N` counts distinct cases of
-the stream, so N is the campaign's total over all hosts and workers.
+A partition's job is to walk the stream and record what it runs. Every partition
+(shard i of n hosts x worker w of K on the host) walks the same Hypothesis stream:
+rounds of `round_size` examples, round r seeded by (seed, r), so the stream is a pure
+function of the command line. A case belongs to shard `int(case_id) mod n*K // K` (the
+shards are disjoint by construction, shards 0..n-1 together cover exactly what one host
+covers); within the host, its workers claim the shard's cases in stream order, the first
+worker to reach a case running it (`state.Claims`), so a slow case holds up no other.
+A rerun skips the case ids already in OUT (resume). `--max-cases N` counts distinct
+cases of the stream, so N is the campaign's total over all hosts and workers.
+
+Each case takes one path (`record.evaluate_case`): the row, failure kind and bundle are
+made there, the device process only measures (`device_worker.py`).
 
 Steering (under --budget): after every n*K stream rounds a partition runs one
 private round with `hypothesis.target(error_ratio)`, in which Hypothesis
 hill-climbs from the worst cases it has seen; see `_steer_round`.
 
 Order inside a partition: replay the seed cases (`--seed-cases`) and the
-failure corpus (bundles of earlier runs in OUT), explore, then shrink each
-failing feature cell (`shrink.py`). With seed cases the stream draws from
-their feature cells only.
+failure corpus (bundles of earlier runs in OUT), split among workers by case id,
+explore, then shrink each failing feature cell (`shrink.py`). With seed cases the
+stream draws from their feature cells only.
 """
 
 from __future__ import annotations
@@ -34,12 +38,13 @@ from hypothesis import seed as hseed
 from hypothesis import strategies as hst
 from hypothesis.errors import InvalidArgument
 
-from fia_fuzz.campaign.bundles import bundle_cases, write_bundle
-from fia_fuzz.campaign.config import SKIPPED, CampaignConfig, cell_of, device_shortfall
-from fia_fuzz.campaign.evaluate import base_row, repro_command
-from fia_fuzz.campaign.execute import evaluate_task, negative_task
+from fia_fuzz.campaign.bundles import bundle_cases
+from fia_fuzz.campaign.config import CampaignConfig, cell_of
+from fia_fuzz.campaign.evaluate import repro_command
+from fia_fuzz.campaign.record import BUNDLE_IF_FAILING, BUNDLE_NEVER, evaluate_case
 from fia_fuzz.campaign.shrink import shrink_failures
 from fia_fuzz.campaign.state import (
+    Claims,
     Found,
     PartitionJob,
     PartitionState,
@@ -49,15 +54,17 @@ from fia_fuzz.campaign.state import (
     steered,
     wind_down,
 )
-from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.op.case import Case
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
 from fia_fuzz.rules.validate import validate
-from fia_fuzz.runners.isolation import IsolatedWorker, TaskResult, runner_query, runner_ref
+from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
 from fia_fuzz.strategies import cases, illegal_cases
 from fia_fuzz.strategies.cases import device_cases, recorded_cases
 from fia_fuzz.strategies.seeded import fixed_constants
+
+#: The stages of a case's time that rows record as t_<stage> (seconds).
+STAGES = ("generate", "materialise", "golden", "runner", "diff")
 
 
 class StopExploring(BaseException):
@@ -82,16 +89,15 @@ def _timeout(st: PartitionState) -> tuple[float, bool]:
 
 def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
              found: Found | None = None) -> dict[str, Any] | None:
-    """Evaluate one case in the isolated worker and record it; None if the budget cut it off.
+    """Run one case and record its row (`record.evaluate_case`); None if the budget cut it
+    off.
 
     `found` carries how the case was drawn; a failing row records it (draw_choices,
     draw_xor) so this night's shrink and the next night's replay can shrink from it.
     """
     cfg = st.cfg
     key_cell = () if cfg.negative else cell_of(case.features())
-    bundle_dir = None
-    if not cfg.negative and st.bundles.get(key_cell, 0) < cfg.bundles_per_cell:
-        bundle_dir = str(cfg.out)
+    may_bundle = not cfg.negative and st.bundles.get(key_cell, 0) < cfg.bundles_per_cell
     timeout, budget_cut = _timeout(st)
     t0 = time.perf_counter()
     tags = {**st.meta, "run_id": st.job.run_id, "shard": f"{cfg.shard}/{cfg.shards}",
@@ -102,38 +108,22 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     found = found or Found(case)
     drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
              {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
-    payload = case if case.stored else case.to_json()  # stored tensors travel with the case
-    too_big = device_shortfall(case, cfg.device_memory)
-    if too_big:  # never sent to the device; a row all the same, so nothing is lost
-        res = TaskResult(SKIPPED, message=too_big)
-    elif cfg.negative:
-        res = st.worker.call(negative_task, st.ref, payload, cfg.rules, timeout=timeout)
-    else:
-        res = st.worker.call(evaluate_task, st.ref, payload, bundle_dir,
-                             {**tags, **drawn}, cfg.metamorphic, timeout=timeout)
-    if res.outcome == "timeout" and budget_cut:
-        return None  # not a finished case: the budget ran out under it
-    if res.ok:
-        row = res.value
-    else:
-        row = base_row(case, cfg.runner)
-        msg = res.message if res.outcome != "error" else f"harness: {res.message}"
-        row.update(outcome=res.outcome, error=msg)
-    row.update(tags, t_generate=t_generate, t_case=time.perf_counter() - t0,
-               timestamp=time.time())
-    kind = None if cfg.negative else failure_kind(row)
-    for k in drawn:
-        row.pop(k, None)
+    done = evaluate_case(st, case, tags, timeout=timeout, drawn=drawn, budget_cut=budget_cut,
+                         bundle=BUNDLE_IF_FAILING if may_bundle else BUNDLE_NEVER)
+    if done is None:
+        return None
+    row, kind = done.row, done.kind
+    row.update(t_generate=t_generate, t_case=time.perf_counter() - t0, timestamp=time.time())
     if kind:
-        row.update(drawn, signature=signature(row))
         st.failing.setdefault(key_cell + (kind,), found)
-        if bundle_dir is not None:
+        if may_bundle:
             st.bundles[key_cell] = st.bundles.get(key_cell, 0) + 1
-            if "bundle" not in row:
-                row["bundle"] = str(write_bundle(cfg.out, case, row))
     st.writer.write(row)
     st.done.add(case.case_id)
     st.evaluated += 1
+    st.busy_s += row["t_case"]
+    for stage in STAGES:
+        st.stage_s[stage] += float(row.get(f"t_{stage}") or 0.0)
     st.outcomes[str(row["outcome"])] += 1
     if row.get("verdict"):
         st.verdicts[str(row["verdict"])] += 1
@@ -266,8 +256,12 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
         st.seen.add(cid)
         st.positions += 1
         fresh[0] += 1
-        if not st.job.owns(cid) or cid in st.done:
+        if not st.job.in_shard(cid):
             return
+        k = st.shard_positions
+        st.shard_positions += 1
+        if not st.claims.take(k) or cid in st.done:
+            return  # another worker reached it first, or an earlier attempt ran it
         t_gen = time.perf_counter() - st.last_mark
         row = run_case(st, case, "explore", t_gen, Found(case, choices))
         st.last_mark = time.perf_counter()
@@ -337,8 +331,12 @@ def explore(st: PartitionState) -> None:
             k += 1
 
 
-def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
-    """Run one partition to the end; returns its counts. Never raises for a case's fate."""
+def run_partition(job: PartitionJob, report: Report, claims: Claims | None = None
+                  ) -> dict[str, Any]:
+    """Run one partition to the end; returns its counts. Never raises for a case's fate.
+
+    `claims` shares the host's stream cases with its other workers (None: one worker).
+    """
     cfg = job.cfg
     damaged: list[str] = []
     prior = recorded(Path(cfg.out), damaged)
@@ -346,14 +344,15 @@ def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
     ref = runner_ref(cfg.runner)
     threads = max(1, (os.cpu_count() or 1) // cfg.workers) if cfg.workers > 1 else None
     worker = IsolatedWorker(device=job.device, memory_limit=cfg.memory_limit,
-                            preload=("fia_fuzz.campaign.execute", ref[1]), threads=threads)
+                            preload=("fia_fuzz.campaign.device_worker", ref[1]), threads=threads)
     left = None if job.hard_end is None else max(0.5, job.hard_end - time.time())
     meta_res = worker.call(runner_query, ref, "metadata", None,
                            timeout=min(cfg.case_timeout_s, left or cfg.case_timeout_s))
     meta = {f"meta_{k}": v for k, v in (meta_res.value or {}).items()}
     meta["runner_spec"] = cfg.runner  # how to rebuild it: a name, module:factory or entry point
     st = PartitionState(job=job, report=report, writer=ResultWriter(cfg.out, job.stem),
-                        worker=worker, ref=ref, meta=meta, done=done, prior=prior)
+                        worker=worker, ref=ref, meta=meta, done=done, prior=prior,
+                        claims=claims or Claims())
     shrunk: list[dict[str, Any]] = []
     warning = damage_warning(damaged)
     if warning and job.worker == 0:
@@ -369,6 +368,7 @@ def run_partition(job: PartitionJob, report: Report) -> dict[str, Any]:
         worker.close(grace=0.2)  # idle; nothing of ours lives in it
         results = st.writer.close()
     return {"worker": job.worker, "evaluated": st.evaluated, "positions": st.positions,
+            "busy_s": st.busy_s, "stage_s": dict(st.stage_s),
             "outcomes": dict(st.outcomes), "verdicts": dict(st.verdicts),
             "results": str(results) if results else None, "shrunk": shrunk,
             "restarts": worker.restarts, "stem": job.stem, "out": str(Path(cfg.out))}

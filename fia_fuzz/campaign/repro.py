@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from fia_fuzz.campaign.bundles import Bundle, find_bundle, load_bundle
 from fia_fuzz.campaign.evaluate import evaluate, golden_pair, judge_outputs
-from fia_fuzz.diff.signature import failure_kind
+from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.files.cases import InputError, load_case
 from fia_fuzz.op.case import Case
 from fia_fuzz.rules.validate import case_violations
@@ -40,8 +40,10 @@ def resolve(ref: str, results: list[str]) -> tuple[Case, Bundle | None, str | No
     df = read_results(results)
     hit = df[df["case_id"] == ref] if not df.empty and "case_id" in df else df.iloc[0:0]
     if hit.empty:
-        raise InputError(f"{ref!r} is neither a bundle, a case file nor a case id "
-                         f"in {results}")
+        missing = [d for d in results if not Path(d).is_dir()]
+        raise InputError(f"{ref!r} is neither a bundle, a case file nor a case id in "
+                         f"{[d for d in results if d not in missing]}"
+                         + (f" ({', '.join(missing)}: no such directory)" if missing else ""))
     first = hit.iloc[0]
     return Case.from_json(first["case_json"]), None, first.get("runner_spec") or first.get("runner")
 
@@ -78,9 +80,25 @@ def compare_recorded(row: dict[str, Any], recorded: dict[str, Any]) -> list[str]
     return diffs
 
 
+def headline(row: dict[str, Any]) -> list[str]:
+    """The verdict, the one-line reason (the failure's signature, as JUnit names it) and
+    the worst output element: what a kernel engineer reads first."""
+    kind = failure_kind(row)
+    lines = [f"verdict: {row.get('verdict') or row.get('outcome')}"
+             + (f"  ({signature(row)})" if kind else "")]
+    if row.get("outcome") not in (None, "ok") and row.get("error"):
+        lines.append(f"reason: {' '.join(str(row['error']).split())[:300]}")
+    if row.get("out_worst_index") not in (None, ""):
+        lines.append(f"worst element: out{row['out_worst_index']} = {row.get('out_worst_actual')}"
+                     f", golden {row.get('out_worst_golden')} (max abs error "
+                     f"{row.get('out_max_abs')})")
+    return lines
+
+
 def reproduce(ref: str, runner: str | None, results: list[str],
-              stream: TextIO | None = None) -> int:
-    """Print the case and its diff; exit status 1 when it (still) fails, else 0."""
+              stream: TextIO | None = None, features: bool = False) -> int:
+    """Print the verdict, its reason and worst element, then the diff (and with `features`
+    the case's features); exit status 1 when it (still) fails, else 0."""
     out = stream or sys.stdout
     case, bundle, recorded_runner = resolve(ref, results)
     illegal = case_violations(case)
@@ -88,8 +106,6 @@ def reproduce(ref: str, runner: str | None, results: list[str],
         raise InputError(f"{ref}: illegal case, not run: "
                          + "; ".join(f"[{v.rule}] {v.message}" for v in illegal))
     out.write(f"case {case.case_id}\n")
-    for k, v in case.features().items():
-        out.write(f"  {k:>14}: {v}\n")
     if runner is None and bundle is not None and bundle.outputs is not None:
         out.write(f"mode: stored device output of {recorded_runner} from {bundle.path}; "
                   "golden recomputed here\n")
@@ -110,10 +126,13 @@ def reproduce(ref: str, runner: str | None, results: list[str],
                                 else " (drop --runner to use the stored device output)"))
         out.write(f"mode: live on {name}\n")
         row = evaluate(case, r)
-    for line in format_row(row):
+    for line in headline(row) + format_row(row):
         out.write(line + "\n")
     if bundle is not None and bundle.metrics:
         diffs = compare_recorded(row, bundle.metrics)
         out.write("same diff as recorded by the campaign\n" if not diffs else
                   "differs from the campaign's record:\n  " + "\n  ".join(diffs) + "\n")
+    if features:
+        out.write("features:\n" + "".join(f"  {k:>14}: {v}\n"
+                                          for k, v in case.features().items()))
     return 1 if failure_kind(row) else 0

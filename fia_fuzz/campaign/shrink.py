@@ -30,7 +30,7 @@ from hypothesis.database import ExampleDatabase, choices_to_bytes
 from fia_fuzz.campaign.bundles import write_bundle
 from fia_fuzz.campaign.config import cell_of
 from fia_fuzz.campaign.evaluate import repro_command
-from fia_fuzz.campaign.execute import evaluate_task
+from fia_fuzz.campaign.record import BUNDLE_ALWAYS, evaluate_case
 from fia_fuzz.campaign.state import (
     Found,
     PartitionState,
@@ -38,7 +38,6 @@ from fia_fuzz.campaign.state import (
     steered,
     wind_down,
 )
-from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.op.case import Case
 from fia_fuzz.strategies.cases import recorded_cases
 from fia_fuzz.strategies.seeded import fixed_constants
@@ -124,10 +123,9 @@ def _search(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str, fo
         if cid not in memo:
             if time.time() >= stop_at:
                 return False  # out of time: report passes so the shrinker winds down
-            res = st.worker.call(evaluate_task, st.ref, case.to_json(), None,
-                                 timeout=cfg.case_timeout_s)
-            row = res.value if res.ok else {"outcome": res.outcome}
-            memo[cid] = failure_kind(row) == kind and (not res.ok or cell_of(row) == cell)
+            done = evaluate_case(st, case, {}, timeout=cfg.case_timeout_s)
+            assert done is not None  # no budget cut here: the stop time ends the search
+            memo[cid] = done.kind == kind and (not done.measured or cell_of(done.row) == cell)
             steps.append({"case_id": cid, "size": case_size(case), "fails": memo[cid]})
             if memo[cid]:
                 failing[cid] = (case, choices)
@@ -192,13 +190,10 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
             "repro": repro_command(minimal, cfg.runner, str(cfg.out))}
     if choices is not None:
         tags.update(draw_choices=choices_hex(choices), draw_xor=found.seed_xor)
-    res = st.worker.call(evaluate_task, st.ref, minimal if minimal.stored else minimal.to_json(),
-                         str(cfg.out), tags, timeout=cfg.case_timeout_s)
-    row = res.value if res.ok else {"case_id": minimal.case_id, "case_json": minimal.to_json(),
-                                    "runner": cfg.runner, "outcome": res.outcome,
-                                    "error": res.message, **tags}
-    row["signature"] = signature(row)
-    bundle = row.get("bundle") or str(write_bundle(cfg.out, minimal, row))
+    done = evaluate_case(st, minimal, tags, timeout=cfg.case_timeout_s, bundle=BUNDLE_ALWAYS)
+    assert done is not None
+    row = done.row
+    bundle = str(row.get("bundle") or write_bundle(cfg.out, minimal, row))
     row["bundle"] = bundle
     if shrunk and minimal.case_id not in st.done:
         st.writer.write(row)  # the minimal case is a row of the dataset too
@@ -207,7 +202,8 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
                "cell": dict(cell), "kind": kind, "found": found.case.case_id,
                "minimal": minimal.case_id, "shrunk": shrunk, "steps": len(steps),
                "size_found": size_found, "size_minimal": case_size(minimal),
-               "minimal_fails": failure_kind(row) == kind and cell_of(row) == cell,
+               "minimal_fails": done.kind == kind and (not done.measured
+                                                       or cell_of(row) == cell),
                "note": note, "bundle": bundle}
     (Path(bundle) / STEPS).write_text(json.dumps({**summary, "trace": steps}, indent=2,
                                                  default=str) + "\n")

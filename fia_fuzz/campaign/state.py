@@ -57,13 +57,47 @@ class PartitionJob:
         return self.cfg.shard * self.cfg.workers + self.worker
 
     def owns(self, case_id: str) -> bool:
+        """Whether the case is this worker's by its id (seed cases and the replayed corpus,
+        which are few, are split by id; the stream's cases are claimed, `Claims`)."""
         return int(case_id, 16) % self.count == self.index
+
+    def in_shard(self, case_id: str) -> bool:
+        """Whether the case belongs to this host's shard: the same cases as the K workers'
+        `owns` together (a worker of the shard claims each one, `Claims`)."""
+        return int(case_id, 16) % self.count // self.cfg.workers == self.cfg.shard
 
     @property
     def stem(self) -> str:
         c = self.cfg
         return (f"{self.run_id}-s{c.shard}of{c.shards}-w{self.worker}of{c.workers}"
                 f"-a{self.attempt}")
+
+
+class Claims:
+    """How a host's workers share its cases: dynamically, in stream order.
+
+    Every worker walks the same stream, so the host's k-th case (its shard's k-th fresh
+    case in stream order) is the same case for all of them. Case k goes to the first
+    worker that reaches it: a worker busy with a slow case leaves the next ones to the
+    others instead of holding them. The counter is the next unclaimed k (a
+    `multiprocessing.Value` shared by the host's worker processes; None with one worker,
+    which claims everything). Each worker asks for every k in order, so the counter never
+    skips one: the host runs exactly the cases it ran with a split by case id, only the
+    worker that runs each one depends on timing.
+    """
+
+    def __init__(self, counter: Any = None):
+        self.counter = counter
+
+    def take(self, k: int) -> bool:
+        """True when this worker is the first to reach the host's case k."""
+        if self.counter is None:
+            return True
+        with self.counter.get_lock():
+            if self.counter.value <= k:
+                self.counter.value = k + 1
+                return True
+            return False
 
 
 @dataclass
@@ -78,9 +112,16 @@ class PartitionState:
     meta: dict[str, Any]
     done: set[str]
     prior: pd.DataFrame
+    claims: Claims = field(default_factory=Claims)
     seen: set[str] = field(default_factory=set)
     positions: int = 0
+    #: The host's cases (in this shard) met so far in the stream: the next one's k.
+    shard_positions: int = 0
     evaluated: int = 0
+    #: Seconds spent on cases (their t_case summed) and per stage (t_generate,
+    #: t_materialise, t_golden, t_runner, t_diff summed): the summary's busy share.
+    busy_s: float = 0.0
+    stage_s: Counter[str] = field(default_factory=Counter)
     outcomes: Counter[str] = field(default_factory=Counter)
     verdicts: Counter[str] = field(default_factory=Counter)
     failing: dict[tuple[Any, ...], Found] = field(default_factory=dict)

@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.diff.chunks import CHUNK, split, total
-from fia_fuzz.golden.casts import cast_into
-from fia_fuzz.golden.threads import single_threaded_blas
+from fia_fuzz.numerics.blas import single_threaded_blas
+from fia_fuzz.numerics.casts import cast_into
 from fia_fuzz.op.tensors import NUMPY_DTYPES
 
 EPS = 1e-12

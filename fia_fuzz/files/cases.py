@@ -11,15 +11,17 @@ before a case is materialised.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
 from fia_fuzz.op import stored
-from fia_fuzz.op.case import Case
+from fia_fuzz.op.case import SCHEMA_VERSION, Case
 from fia_fuzz.op.params import ALL_ARGS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.op.stored import STORED, stored_keys
 from fia_fuzz.op.tensors import describe
+from fia_fuzz.op.values import FLOAT_DISTS, INT_DISTS, MASK_DISTS
 from fia_fuzz.rules import profiles
 
 #: Largest case or call file read (a case is a few KiB; a block table of 65536 x 64 ids fits).
@@ -30,6 +32,9 @@ MAX_DEPTH = 64
 MAX_LIST = 1 << 22
 #: Most dimensions of one tensor description.
 MAX_NDIM = 8
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+#: Every fill a case file may name (`op/values.py`), and real data (`op/stored.py`).
+KNOWN_DISTS = (*FLOAT_DISTS, *MASK_DISTS, *INT_DISTS, STORED)
 
 
 class InputError(Exception):
@@ -109,6 +114,23 @@ def _ints(where: str, at: str, v: Any, nested: bool = False) -> None:
                                             for x in row):
             what = "a list of lists of ints" if nested else "a list of ints"
             raise _fail(where, at, f"expected {what}, got {_brief(v)}")
+        big = next((x for x in row if not INT64_MIN <= x <= INT64_MAX), None)
+        if big is not None:
+            raise _fail(where, at, f"{_brief(big)} does not fit the int64 the op takes")
+
+
+def _check_fill(where: str, name: str, recipe: dict[str, Any]) -> None:
+    """A fill recipe names a known dist and holds finite numbers only: non-finite inputs
+    come from the values axis' own recipes, never from a number written in a file."""
+    dist = recipe.get("dist")
+    if dist is not None and dist not in KNOWN_DISTS:
+        raise _fail(where, f"fills.{name}.dist", f"unknown fill {_brief(dist)}, expected one "
+                    f"of {list(KNOWN_DISTS)}")
+    for key, v in recipe.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise _fail(where, f"fills.{name}.{key}", f"{v} is not a finite number")
+        if isinstance(v, int) and not isinstance(v, bool) and not INT64_MIN <= v <= INT64_MAX:
+            raise _fail(where, f"fills.{name}.{key}", f"{_brief(v)} does not fit an int64")
 
 
 def _brief(v: Any) -> str:
@@ -157,9 +179,15 @@ def check_case(doc: Any, where: str) -> dict[str, Any]:
     unknown = sorted(set(fills) - set(ALL_ARGS))
     if unknown:
         raise _fail(where, "fills", f"recipes for unknown argument(s) {unknown}")
+    for name, recipe in fills.items():
+        _check_fill(where, name, recipe)
     seed = doc.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise _fail(where, "seed", f"expected a non-negative int, got {_brief(seed)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+        raise _fail(where, "seed", f"expected an int from 0 to 2^64-1, got {_brief(seed)}")
+    version = doc.get("version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise _fail(where, "version", f"{_brief(version)}: this fia-fuzz reads case files of "
+                    f"version {SCHEMA_VERSION}")
     rules = doc.get("rules", profiles.DEFAULT)
     if not isinstance(rules, str) or rules not in profiles.names():
         raise _fail(where, "rules", f"unknown rule profile {_brief(rules)}, expected one of "

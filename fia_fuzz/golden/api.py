@@ -1,10 +1,10 @@
 """The golden op, callable like `torch_npu.npu_fused_infer_attention_score` on NumPy arrays.
 
 The pipeline, one module per step: validate (spec) -> query to BNSD
-(spec.geometry) -> KV sources to BNSD (kv: contiguous, tensor list, packed, paged,
+(op.geometry) -> KV sources to BNSD (kv: contiguous, tensor list, packed, paged,
 prefix) -> dequantisation hooks (kv.dequantise; mla_quant for MLA full
 quant) -> masks and pse (masks) -> attention (core) -> row-invalid policy ->
-output post-processing hook (`finish_output`) -> output layout (spec.geometry).
+output post-processing hook (`finish_output`) -> output layout (op.geometry).
 """
 
 from __future__ import annotations

@@ -36,8 +36,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fia_fuzz.golden.casts import as_work, cast_into, work_blocks
 from fia_fuzz.golden.threads import run_all, tile_threads
+from fia_fuzz.numerics.casts import as_work, cast_into, work_blocks
 
 PRECISIONS = ("device", "fp64")
 WORK = {"device": np.dtype(np.float32), "fp64": np.dtype(np.float64)}

@@ -53,6 +53,8 @@ PAGED_ANTIQUANT_ARGS = {f"{side}_antiquant_{what}": f"{side}_antiquant_mode"
 SCHEMA_VERSION = 1
 #: The rule profile of a case that names none: the documented rules (`fia_fuzz.rules.profiles`).
 DEFAULT_RULES = "docs"
+#: Where a Case keeps its computed features (`Case.features`).
+_FEATURES = "_features_cache"
 
 
 def _encode(name: str, value: Any) -> Any:
@@ -265,5 +267,15 @@ class Case:
         return self.params.get(name, ATTR_DEFAULTS.get(name))
 
     def features(self) -> dict[str, Any]:
-        """Flat, report-ready description of which features this case exercises."""
-        return case_features(self)
+        """Flat, report-ready description of which features this case exercises.
+
+        Computed once per Case object and kept beside its fields (`_FEATURES` in the
+        instance's __dict__: no dataclass field, so equality, hash, repr and JSON do not see
+        it; a pickled case carries it to another process). Each call returns a fresh dict.
+        A case whose features cannot be computed (an illegal one) raises every time.
+        """
+        cached = self.__dict__.get(_FEATURES)
+        if cached is None:
+            cached = case_features(self)
+            object.__setattr__(self, _FEATURES, cached)  # a cache, not a field: frozen holds
+        return dict(cached)

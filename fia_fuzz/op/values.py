@@ -254,12 +254,25 @@ def _poison(dtype: np.dtype) -> Any:
 def materialise_blocks(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: str,
                        blocks: np.ndarray) -> np.ndarray:
     """A lazy paged cache: `blocks` (axis 0) hold data, each from its own stream; the rest
-    are zero pages never written, so host memory follows the referenced blocks."""
-    out = _zero_pages(tuple(int(d) for d in spec.shape), numpy_dtype(spec.dtype))
+    are zero pages never written, so host memory follows the referenced blocks
+    (`lazy_blocks` names them, for a runner that copies the cache to a device)."""
+    shape = tuple(int(d) for d in spec.shape)
+    out = _zero_pages(shape, numpy_dtype(spec.dtype))
     one = TensorSpec(spec.shape[1:], spec.dtype)
     for b in blocks:
         out[int(b)] = _contiguous(one, fill, seed, name, 0, block=int(b))
+    pages = _pages_of(out)
+    if pages is not None:
+        pages.blocks = np.unique(np.asarray(blocks, np.int64))
+        pages.shape = shape
     return out
+
+
+class _Pages(mmap.mmap):
+    """Anonymous zero pages behind a lazy cache; `blocks`: the blocks (axis 0) written."""
+
+    blocks: np.ndarray | None = None
+    shape: tuple[int, ...] | None = None
 
 
 def _zero_pages(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -268,10 +281,33 @@ def _zero_pages(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes == 0:
         return np.zeros(shape, dtype)
-    buf = mmap.mmap(-1, nbytes)
+    buf = _Pages(-1, nbytes)
     if hasattr(mmap, "MADV_NOHUGEPAGE"):
         buf.madvise(mmap.MADV_NOHUGEPAGE)
     return np.frombuffer(buf, dtype).reshape(shape)
+
+
+def _pages_of(a: np.ndarray) -> _Pages | None:
+    base: Any = a
+    while isinstance(base, (np.ndarray, memoryview)):
+        base = base.base if isinstance(base, np.ndarray) else base.obj
+    return base if isinstance(base, _Pages) else None
+
+
+def lazy_blocks(a: Any) -> np.ndarray | None:
+    """The blocks (axis 0) that hold data when `a` is a whole lazy paged cache as
+    `materialise_blocks` returned it (every other block is zeros, never written), else None.
+
+    A runner that moves the cache to a device copies these blocks only and zeros the rest
+    there, instead of reading the whole (possibly far, many-GiB) cache on the host.
+    """
+    if not isinstance(a, np.ndarray):
+        return None
+    pages = _pages_of(a)
+    if pages is None or pages.blocks is None or a.shape != pages.shape \
+            or not a.flags.c_contiguous or a.nbytes != len(pages):
+        return None
+    return pages.blocks
 
 
 def _contiguous(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: str,

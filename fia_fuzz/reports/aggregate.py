@@ -333,3 +333,40 @@ def relation_table(df: pd.DataFrame) -> pd.DataFrame:
     t = pd.DataFrame(out, columns=RELATION_COLUMNS)
     return t.sort_values(["marked", "worst_ratio"], ascending=False, kind="stable",
                          na_position="last").reset_index(drop=True)
+
+
+#: The stages a row's time is split into (its t_<stage> columns, seconds).
+STAGES = ("generate", "materialise", "golden", "runner", "diff")
+
+
+def throughput(df: pd.DataFrame) -> pd.DataFrame:
+    """Per run attempt and shard: cases, workers, wall seconds, cases per minute, the
+    workers' busy share (their rows' t_case summed over workers x wall) and each stage's
+    share of that case time (share_<stage>; the rest is transfers and bundles).
+
+    The wall is from the first case's start (its timestamp less its t_case) to the last
+    case's end; workers are those that wrote a row. Empty without timing columns.
+    """
+    need = {"timestamp", "t_case"}
+    if df.empty or not need <= set(df.columns):
+        return pd.DataFrame()
+    rows = df[df["timestamp"].notna() & df["t_case"].notna()]
+    keys = [k for k in ("run_id", "attempt", "shard") if k in rows.columns]
+    out = []
+    groups = rows.groupby(keys, sort=False, dropna=False) if keys else [((), rows)]
+    for key, g in groups:
+        ts, tc = g["timestamp"].astype(float), g["t_case"].astype(float)
+        wall = float(ts.max() - (ts - tc).min())
+        workers = int(g["worker"].nunique()) if "worker" in g else 1
+        busy = float(tc.sum())
+        rec: dict[str, Any] = dict(zip(keys, key if isinstance(key, tuple) else (key,),
+                                       strict=True))
+        rec.update(cases=len(g), workers=workers, wall_s=wall,
+                   cases_per_min=len(g) / wall * 60 if wall > 0 else float("nan"),
+                   busy_share=min(busy / (workers * wall), 1.0) if wall > 0 else float("nan"))
+        for stage in STAGES:
+            col = f"t_{stage}"
+            spent = float(g[col].fillna(0.0).astype(float).sum()) if col in g else 0.0
+            rec[f"share_{stage}"] = spent / busy if busy > 0 else float("nan")
+        out.append(rec)
+    return pd.DataFrame(out)

@@ -6,8 +6,9 @@ for a small run). The numbers come from `aggregate`;
 this module only lays them out: headline pass rates per policy, pass-rate
 heatmaps per feature cell (each with a policy selector), error ECDFs per
 output dtype, a trend over runs, the worst cases with their repro command,
-the runs that raised, and (for a `--metamorphic` campaign) the metamorphic
-relations. With several runners there is one tab per runner.
+the runs that raised, throughput (cases per minute, the workers' busy share, stage
+shares), and (for a `--metamorphic` campaign) the metamorphic relations. With several
+runners there is one tab per runner.
 """
 
 from __future__ import annotations
@@ -255,6 +256,31 @@ def relations_table(df: pd.DataFrame, table_id: str) -> str:
     return f"{note}<table id='{table_id}' class='relations'>{head}" + "".join(rows) + "</table>"
 
 
+def throughput_table(df: pd.DataFrame) -> str | None:
+    """Cases per minute, the workers' busy share and where their time went, per run
+    attempt and shard (`agg.throughput`); None without timing columns."""
+    t = agg.throughput(df)
+    if t.empty:
+        return None
+    stages = "".join(f"<th>{s}</th>" for s in agg.STAGES)
+    head = ("<tr><th>run</th><th>attempt</th><th>shard</th><th>cases</th><th>workers</th>"
+            f"<th>wall</th><th>cases / min</th><th>busy share</th>{stages}</tr>")
+    rows = []
+    for _, r in t.iterrows():
+        shares = "".join(f"<td>{_pct(r[f'share_{s}'], 0)}</td>" for s in agg.STAGES)
+        rows.append(
+            f"<tr><td><code>{html.escape(str(r.get('run_id', '-')))}</code></td>"
+            f"<td>{_num(r.get('attempt'))}</td><td>{_num(r.get('shard'))}</td>"
+            f"<td>{int(r['cases'])}</td><td>{int(r['workers'])}</td>"
+            f"<td>{r['wall_s']:.1f}s</td><td class='rate'>{_num(r['cases_per_min'])}</td>"
+            f"<td class='busy'>{_pct(r['busy_share'], 0)}</td>{shares}</tr>")
+    note = ("<p class='note'>Busy share: the workers' case time summed over workers x wall "
+            "(1 = no worker ever waited). Stage columns: each stage's share of the case time "
+            "(generate, materialise, golden pair, runner, diff; the rest is transfers "
+            "between processes and bundles).</p>")
+    return f"{note}<table class='throughput'>{head}" + "".join(rows) + "</table>"
+
+
 def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
     parts = [_cards(df, policy)]
     out = agg.outcomes(df)
@@ -291,6 +317,9 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
         parts.append("<h2>Metamorphic relations</h2>" + relations_table(
             df, "relations" if key == "t0" else f"relations-{key}"))
     parts.append("<h2>Runner errors, crashes, timeouts</h2>" + problems_table(df))
+    speed = throughput_table(df)
+    if speed is not None:
+        parts.append("<h2>Throughput</h2>" + speed)
     return "\n".join(parts)
 
 

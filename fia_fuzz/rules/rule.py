@@ -72,13 +72,16 @@ def rule(id: str, summary: str, source: str, registry: dict[str, Rule] | None = 
     return register
 
 
+#: Short name -> the document a citation points to: the API it documents, then its file
+#: under shared/ (seeds/README.md lists them).
 SEEDS: dict[str, str] = {
-    "V2": "seeds/000_123638891055dff8.txt",
-    "V4": "seeds/001_930a6e6a96d7cc24.txt",
-    "IFA": "seeds/002_d5416267547d618d.txt",
-    "MS": "seeds/003_b2802b45e2f8b643.txt",
-    "TA": "seeds/004_e282959448026c7b.txt",
-    "SEM": "fia-semantics.md",
+    "V2": "aclnnFusedInferAttentionScoreV2 (seeds/000_123638891055dff8.txt)",
+    "V4": "aclnnFusedInferAttentionScoreV4 (seeds/001_930a6e6a96d7cc24.txt)",
+    "IFA": "aclnnIncreFlashAttentionV4 (seeds/002_d5416267547d618d.txt)",
+    "MS": "mindspore.ops.fused_infer_attention_score (seeds/003_b2802b45e2f8b643.txt)",
+    "TA": "torch_npu.npu_fused_infer_attention_score_v2 in TorchAir "
+          "(seeds/004_e282959448026c7b.txt)",
+    "SEM": "FIA semantics digest (fia-semantics.md)",
     "TNPU": "torch_npu-2.13.0 wheel, torch_npu/_op_plugin_docs.py "
             "(npu_fused_infer_attention_score_v2)",
     "A2-V3": "device-a2.md; ops-transformer fused_infer_attention_score/op_host/"
@@ -92,7 +95,7 @@ SEEDS: dict[str, str] = {
 
 
 def src(doc: str, section: str) -> str:
-    """A citation: seed file (by its short name, see seeds/README.md) and section."""
+    """A citation: the document (by its short name: its API, then its file) and section."""
     return f"{doc} {SEEDS[doc]} §{section}"
 
 

@@ -139,10 +139,10 @@ NOTES = """## Disagreements between the documents, and decisions
 32. **softmax_lse without softmax_lse_flag.** V4 (softmaxLse: a nullptr
     output gives a shape {1} zero tensor) and the TNPU docstring (shape [1],
     value 0) say a one-element placeholder; torch_npu's meta functions in the
-    2.13.0 and 2.14.0 wheels return an empty (0,) float32 tensor (issue 20
-    traces the eager side to op-plugin commit fd70598, "fix softmax lse empty
-    tensor"). The code is followed: `output_specs`, the golden and the runners
-    return (0,), and tests/runners/test_npu_meta_contract.py checks it against
+    2.13.0 and 2.14.0 wheels return an empty (0,) float32 tensor (the eager
+    side traces to op-plugin commit fd70598, "fix softmax lse empty tensor").
+    The code is followed: `output_specs`, the golden and the runners return
+    (0,), and tests/runners/test_npu_meta_contract.py checks it against
     the wheels' meta functions.
 33. **Strided views.** V4's parameter table marks every input "×" in its
     non-contiguous column (the aclnn interface reads dense tensors), yet engines

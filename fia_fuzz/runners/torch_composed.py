@@ -37,14 +37,42 @@ class TorchComposition(Runner):
             self._device = default_device()
         return self._device
 
+    @property
+    def device_memory(self) -> int | None:  # type: ignore[override]
+        """The memory of the device the kernel runs on, from the device itself (None on the
+        CPU: a host backend)."""
+        import torch
+
+        dev = torch.device(self.device)
+        if dev.type != "cuda":
+            return None
+        return int(torch.cuda.get_device_properties(dev).total_memory)
+
     def available(self) -> tuple[bool, str]:
         if importlib.util.find_spec("torch") is None:
             return False, "torch is not installed (pip install 'fia-fuzz[torch]')"
         return True, ""
 
     def supports(self, case: Case) -> tuple[bool, str]:
-        why = refusal(case.view())
+        why = refusal(case.view()) or self._too_big(case)
         return (False, f"{self.name}: {why}") if why else (True, "")
+
+    def _too_big(self, case: Case) -> str:
+        """Why the device cannot take the case now ("" when it can): its inputs and outputs
+        (`device_bytes`: whole caches, however few blocks are read) over the device memory
+        free to this process (the driver's free memory plus what torch holds cached)."""
+        import torch
+
+        dev = torch.device(self.device)
+        if dev.type != "cuda":
+            return ""
+        need = case.device_bytes()
+        free, _ = torch.cuda.mem_get_info(dev)
+        free += torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)
+        if need <= free:
+            return ""
+        return (f"device memory: the case needs {need / 2**30:.2f} GiB (device_bytes {need}), "
+                f"{self.device} has {free / 2**30:.2f} GiB free")
 
     def metadata(self) -> dict[str, str]:
         import torch

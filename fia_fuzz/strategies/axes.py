@@ -3,7 +3,7 @@
 One table serves three users: `cases(**filters)` validates filters against it,
 the meta-tests check every value is reached, and `fia-fuzz coverage` prints
 hit counts per value. Value order is the shrink order of the strategy (the
-simplest value first), following issue 4's list of features.
+simplest value first).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 15's production bars: how often unfiltered draws land where production calls live.
+"""The production bars: how often unfiltered draws land where production calls live.
 
 `fia-fuzz coverage` prints them under the axis table, and tests hold nightly draws
 to them. Each bar reads only `case.features()` (op/case.py, the one home of what
@@ -17,7 +17,7 @@ from fia_fuzz.strategies.masks import DECODE_SHAPES
 
 #: Keys past which a decode mask is the only thing hiding keys beyond one key tile.
 MASK_TILE = 512
-#: Least share of the draws per bar, and the S2 each profile reaches [issue 15, Done when].
+#: Least share of the draws per bar, and the S2 each profile reaches.
 VLLM_SHARE = 0.01
 MASKED_SHARE = 0.05
 S2_REACH = {"nightly": 32768, "stress": 131072}

@@ -8,8 +8,10 @@ fault injected, so the campaign's plumbing can be tested without a device:
 (in every cell). `test-double-accepting` accepts every call, legal or not
 (the golden's unchecked route; zeros where that has no result), and
 `test-double-accepting-wrong` does the same with wrong outputs;
-`test-double-memory-hog` asks one cell for more memory than any cap allows.
-Three carry a planted bug of the kind non-finite values expose (the `values` axis):
+`test-double-memory-hog` asks one cell for more memory than any cap allows;
+`test-double-sleepy` is correct but slow on one device (a far or slow case that
+must not stall the other workers). Three carry a planted bug of the kind non-finite
+values expose (the `values` axis):
 `test-double-nan-to-zero` swallows NaN outputs to 0, `test-double-masked-row-unzeroed`
 leaves a fully masked row's output at the mean of its values (the uncorrected kernel of
 golden `row_invalid="docs"`, where the docs promise no correction) instead of 0,
@@ -214,3 +216,19 @@ class InfClampDouble(GoldenRunner):
             return out, lse
         wide = out.astype(np.float32)
         return np.where(np.isinf(wide), np.sign(wide) * top, wide).astype(out.dtype), lse
+
+
+#: The device index whose process the sleepy double slows down, and by how much per case.
+SLEEPY_DEVICE, SLEEPY_S = "0", 2.0
+
+
+@register("test-double-sleepy")
+class SleepyDouble(GoldenRunner):
+    """A correct backend that sleeps SLEEPY_S on every case of the device SLEEPY_DEVICE."""
+
+    name = "test-double-sleepy"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        if os.environ.get("FIA_DEVICE_INDEX") == SLEEPY_DEVICE:
+            time.sleep(SLEEPY_S)
+        return super().run(call)

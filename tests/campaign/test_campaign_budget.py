@@ -1,8 +1,9 @@
-"""A time budget is respected within 5%; under a budget, steering rounds run (issue 9).
+"""A time budget is respected within 5%; under a budget, steering rounds run.
 
-Robust on a loaded machine (issue 15): four cases per stream round (not 50), so steering
+Robust on a loaded machine: four cases per stream round (not 50), so steering
 rounds follow within the few cases a busy host gets through; and a budget long enough
-that its 5% covers closing the files there (about 1.2 s at load 15 on 2 cores).
+that its 5% covers closing the files there (over a second on a 2-core host loaded
+several times over).
 """
 
 import time

@@ -1,6 +1,6 @@
 """A results journal with a line of invalid bytes (a torn write, two hosts appending to
 one file): report and resume skip it, count it and name it in one warning line; every
-other row is kept and the resume runs only the case that line held (issue 19)."""
+other row is kept and the resume runs only the case that line held."""
 
 import json
 from pathlib import Path

@@ -1,12 +1,19 @@
 """Cases a device cannot hold (device_bytes over --device-memory) become `skipped` rows,
-counted by the report, never failures and never lost (issue 15 part 5)."""
+counted by the report, never failures and never lost."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import pytest
+from torch_devices import DEVICES, torch_runner
+
+from fia_fuzz.campaign import CampaignConfig
+from fia_fuzz.campaign.config import device_shortfall
 from fia_fuzz.cli import main
 from fia_fuzz.diff.signature import failure_kind
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.reports import read_results
 from fia_fuzz.rules.profiles.atlas_a2 import DEVICE_MEMORY
 from fia_fuzz.runners import get_runner
@@ -46,7 +53,6 @@ def test_cases_over_the_device_memory_are_skipped_rows_and_counted(tmp_path, cap
 
 
 def test_host_runners_skip_nothing_unless_told_and_npu_runners_assume_an_a2() -> None:
-    assert get_runner("torch-sdpa").device_memory is None
     assert get_runner("golden").device_memory is None
     assert DEVICE_MEMORY == 64 << 30
     for name in ("npu", "npu-v2", "torchair", "mindspore"):
@@ -58,3 +64,47 @@ def test_without_a_device_memory_nothing_is_skipped(tmp_path) -> None:
     assert main(["campaign", "--runner", "golden", "--max-cases", "6", "--no-shrink",
                  "--out", str(out)]) == 0
     assert set(read_results(out)["outcome"]) == {"ok"}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_runners_state_their_device_memory(device: str) -> None:
+    """On the CPU a host backend (nothing skipped unless told); on CUDA the GPU's memory,
+    read from the device itself."""
+    pytest.importorskip("torch")
+    import torch
+
+    runner = torch_runner("torch-sdpa", device)
+    if device == "cpu":
+        assert runner.device_memory is None
+    else:
+        assert runner.device_memory == torch.cuda.get_device_properties(0).total_memory > 0
+
+
+def test_workers_sharing_a_device_each_get_their_share() -> None:
+    eight = CampaignConfig(workers=8, devices=(0,) * 8, device_memory=80 << 30)
+    assert [eight.sharing(w) for w in range(8)] == [8] * 8
+    mixed = CampaignConfig(workers=4, devices=(0, 0, 0, 1))
+    assert [mixed.sharing(w) for w in range(4)] == [3, 3, 3, 1]
+    assert CampaignConfig(workers=2).sharing(1) == 2  # no --devices: both on the first device
+    assert CampaignConfig(workers=4, devices=(0, 1, 2, 3)).sharing(2) == 1
+    # a 12 GiB case: fits one 80 GiB device, not an eighth of it (10 GiB)
+    case = Case(params={"query": TensorSpec((1, 1, 128), "bfloat16"),
+                        "key": TensorSpec((1, 3 << 24, 128), "bfloat16"),
+                        "value": TensorSpec((1, 1, 128), "bfloat16"), "num_heads": 1})
+    assert 12 << 30 <= case.device_bytes() < 13 << 30
+    assert device_shortfall(case, 80 << 30, 1) == ""
+    why = device_shortfall(case, 80 << 30, 8)
+    assert "this worker's share holds 10.00 GiB (1/8 of a device of 80.00 GiB" in why
+    assert f"device_bytes {case.device_bytes()}" in why
+
+
+def test_a_campaign_of_two_workers_on_one_device_halves_its_memory(tmp_path) -> None:
+    out = tmp_path / "run"
+    assert main(["campaign", "--runner", "golden", "--max-cases", str(N), "--device-memory",
+                 "128KiB", "--workers", "2", "--devices", "0,0", "--no-shrink",
+                 "--out", str(out)]) == 0
+    df = read_results(out)
+    big = df["device_bytes"] > LIMIT  # half of 128 KiB
+    assert len(df) == N and big.any() and (~big).any()
+    assert set(df[big]["outcome"]) == {"skipped"}
+    assert all("1/2 of a device of 128.00 KiB" in e for e in df[big]["error"])

@@ -1,9 +1,9 @@
 """A crash, an abort, a hang and an exception in the runner are recorded, and the campaign
-finishes every other case (issue 7 done-when).
+finishes every other case.
 
-Robust on a loaded machine (issue 15): the case timeout is far above what a case takes at
-load 15 on 2 cores (a few seconds), and the hang cell hangs once, so that timeout is
-waited out once.
+Robust on a loaded machine: the case timeout is far above what a case takes on a
+2-core host loaded several times over (a few seconds), and the hang cell hangs once,
+so that timeout is waited out once.
 """
 
 import runner_doubles

@@ -1,5 +1,5 @@
 """The isolating worker: a segfault, abort, hang or exception becomes an outcome, and the
-worker is replaced (issue 7, Isolation)."""
+worker is replaced."""
 
 import runner_doubles as doubles
 

@@ -1,4 +1,4 @@
-"""--negative sends illegal cases and records how the backend answered (issue 9)."""
+"""--negative sends illegal cases and records how the backend answered."""
 
 import pytest
 import runner_doubles  # noqa: F401  (registers the test doubles)

@@ -1,5 +1,5 @@
 """A case that exceeds --memory-limit is its own outcome (`oom`); the campaign goes on and
-no other result is lost (issue 19)."""
+no other result is lost."""
 
 import runner_doubles  # noqa: F401  (registers the test doubles)
 from runner_doubles import HOG_CELL, STREAM_SEED

@@ -1,4 +1,4 @@
-"""Workers and shards partition one case stream: disjoint, complete, mergeable (issue 9)."""
+"""Workers and shards partition one case stream: disjoint, complete, mergeable."""
 
 from fia_fuzz.cli import main
 from fia_fuzz.reports import read_results
@@ -18,13 +18,15 @@ def test_two_workers_draw_disjoint_cases_covering_the_single_run(tmp_path) -> No
     assert main(["campaign", *PLAIN, "--runner", "golden", "--max-cases", "16", "--workers", "2",
                  "--devices", "0-1", "--out", str(pair)]) == 0
     df = read_results(pair)
+    # the workers claim the stream's cases as they reach them (a worker that starts first
+    # may run them all): which worker runs a case depends on timing, never whether it runs
     by_worker = [set(df[df["worker"] == w]["case_id"]) for w in (0, 1)]
-    assert by_worker[0] and by_worker[1]
     assert not by_worker[0] & by_worker[1]
     assert len(df) == 16 and df["case_id"].is_unique
     assert set(df["case_id"]) == set(_ids(single))
-    assert sorted(set(df["device"])) == [0, 1]
-    assert len(list((pair / "results").glob("*.parquet"))) == 2
+    assert (df["device"] == df["worker"]).all()  # worker w is bound to device w
+    ran = sum(1 for ids in by_worker if ids)
+    assert len(list((pair / "results").glob("*.parquet"))) == ran
 
 
 def test_shards_together_cover_one_run_and_merge(tmp_path) -> None:

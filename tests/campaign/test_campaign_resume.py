@@ -1,7 +1,8 @@
-"""SIGKILL mid-run, rerun the same command: nothing lost, nothing counted twice (issue 9).
+"""SIGKILL mid-run, rerun the same command: nothing lost, nothing counted twice.
 
-Robust on a loaded machine (issue 15): the kill waits for the sixth row however long
-start-up and the first cases take (minutes at load 15 on 2 cores), not a fixed deadline.
+Robust on a loaded machine: the kill waits for the sixth row however long
+start-up and the first cases take (minutes on a 2-core host loaded several times
+over), not a fixed deadline.
 """
 
 import os

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fia_fuzz.campaign.accepted import ACCEPTED
-from fia_fuzz.campaign.execute import (
+from fia_fuzz.campaign.device_worker import (
     ACCEPTED_BY_PROFILE,
     REJECTED_AGAINST_PROFILE,
     negative_task,

@@ -1,4 +1,4 @@
-"""Shrinking starts from the observed failure (issue 17): with a rare planted bug, every
+"""Shrinking starts from the observed failure: with a rare planted bug, every
 failing cell is shrunk from the case that failed, and each minimal case still fails the
 same way, in the same cell, and is no larger."""
 

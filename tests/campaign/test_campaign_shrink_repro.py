@@ -1,5 +1,5 @@
 """An injected failing cell is found, shrunk, bundled and reproduced by `fia-fuzz repro` in a
-fresh process, from the stored device output; the next run replays the corpus (issue 9)."""
+fresh process, from the stored device output; the next run replays the corpus."""
 
 import json
 import subprocess

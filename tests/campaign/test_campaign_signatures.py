@@ -1,4 +1,4 @@
-"""Failure signatures (issue 17): failures grouped by cell, kind and error shape, with count,
+"""Failure signatures: failures grouped by cell, kind and error shape, with count,
 first/last seen across runs, minimal case and repro, in the dataset, dashboard and JUnit."""
 
 from __future__ import annotations

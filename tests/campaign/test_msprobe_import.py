@@ -1,6 +1,6 @@
 """`fia-fuzz import-msprobe`: dumps written here in msprobe's own PyTorch format (the
 mindstudio-probe wheel's json_writer / pytorch_processor), statistics and tensor tasks,
-v1 and v2 API names, lists and None arguments (issue 19)."""
+v1 and v2 API names, lists and None arguments."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def val(v: Any) -> dict[str, Any]:
 
 
 def paged_decode_call() -> dict[str, Any]:
-    """The issue's done-when call: paged bf16 decode, BSH (4,1,1024), block_table (4,5),
+    """A model's paged bf16 decode, BSH (4,1,1024), block_table (4,5),
     block 128, 8 heads over 1 KV head, per-request KV lengths; v1 keywords, None args."""
     kv = stat_tensor((20, 128, 128), "bfloat16", -3.25, 2.875)
     return {
@@ -200,3 +200,39 @@ def test_not_a_dump_and_no_fia_call_exit_2(tmp_path: Path, capsys) -> None:
     (tmp_path / "x.json").write_text("[1]")
     assert main(["import-msprobe", str(tmp_path / "x.json"), "--out", str(tmp_path / "o")]) == 2
     assert "not an msprobe dump" in capsys.readouterr().err
+
+
+def _import(tmp_path: Path, task: str, call: dict[str, Any], capsys) -> tuple[int, str]:
+    dump = write_dump(tmp_path / "d", task, {f"{V1}.0.forward": call})
+    rc = main(["import-msprobe", str(dump), "--out", str(tmp_path / "o")])
+    return rc, capsys.readouterr().out
+
+
+def test_unusable_statistics_are_noted_not_silently_dropped(tmp_path: Path, capsys) -> None:
+    call = paged_decode_call()
+    call["input_args"][0]["Max"] = float("nan")
+    call["input_args"][2]["Min"] = "abc"
+    rc, out = _import(tmp_path, "statistics", call, capsys)
+    assert rc == 0, out
+    assert "note: query: dumped Min -4.5 / Max nan is no finite range" in out
+    assert "note: value: dumped Min 'abc'" in out
+
+
+def test_tensor_task_without_data_files_is_noted(tmp_path: Path, capsys) -> None:
+    rc, out = _import(tmp_path, "tensor", kv_list_call(), capsys)
+    assert rc == 0, out
+    assert "note: query: the tensor task dump names no data file for it" in out
+
+
+@pytest.mark.parametrize("edit, says", [
+    ({"block_size": val(0)}, "block_size is 0, not a positive int"),
+    ({"actual_seq_lengths_kv": [val(10 ** 15)] * 4},
+     "actual_seq_lengths_kv[0]=1000000000000000 needs 7812500000000 blocks of 128, the "
+     "dumped table is 5 wide"),
+])
+def test_a_block_table_that_cannot_be_rebuilt_says_why(edit: dict[str, Any], says: str,
+                                                         tmp_path: Path, capsys) -> None:
+    call = paged_decode_call()
+    call["input_kwargs"].update(edit)
+    rc, out = _import(tmp_path, "statistics", call, capsys)
+    assert rc == 1 and f"not imported: block_table cannot be rebuilt: {says}" in out, out

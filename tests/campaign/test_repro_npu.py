@@ -1,4 +1,4 @@
-"""Every bundle holds repro_npu.py (issue 17): a standalone torch_npu script that rebuilds the
+"""Every bundle holds repro_npu.py: a standalone torch_npu script that rebuilds the
 exact inputs, calls the op with the exact keywords and compares with the stored golden."""
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import runner_doubles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hseed
 
-from fia_fuzz.campaign.execute import evaluate_task
+from fia_fuzz.campaign.bundles import write_bundle
+from fia_fuzz.campaign.evaluate import evaluate
 from fia_fuzz.op.case import Case
-from fia_fuzz.runners.isolation import runner_ref
+from fia_fuzz.runners.isolation import resolve_runner, runner_ref
 from fia_fuzz.runners.npu_calls import to_api
 from fia_fuzz.strategies import cases
 
@@ -38,9 +39,12 @@ def _draw(**filters) -> Case:
 
 
 def _bundle(tmp_path: Path, case: Case) -> Path:
-    row = evaluate_task(runner_ref("test-double-perturbed-cell"), case.to_json(), str(tmp_path))
+    outputs: dict = {}
+    row = evaluate(case, resolve_runner(runner_ref("test-double-perturbed-cell")), outputs)
     assert row["verdict"] == "fail", row
-    return Path(row["bundle"])
+    made = write_bundle(tmp_path, case, row, outputs)
+    assert made is not None
+    return made
 
 
 def _script(bundle: Path, hook: str | None, tmp_path: Path, block_fia: bool = False

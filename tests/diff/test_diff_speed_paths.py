@@ -9,7 +9,7 @@ import pytest
 
 from fia_fuzz.diff import chunks
 from fia_fuzz.diff.metrics import FLOAT_FORMAT, _fa_noise, compare, fa_noise_floor, ulp
-from fia_fuzz.golden import threads
+from fia_fuzz.numerics import blas
 
 
 def _ulp_by_frexp(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -72,9 +72,9 @@ def test_an_actual_infinite_with_both_signs_in_two_chunks_is_judged() -> None:
 def test_metrics_do_not_depend_on_the_blas_thread_count() -> None:
     """OpenBLAS splits a long dot product over its threads (other partial sums, other
     bits); the differ holds it to one thread, so the caller's setting does not matter."""
-    if threads._BLAS is None:
+    if blas._BLAS is None:
         pytest.skip("no OpenBLAS loaded")
-    set_threads, get_threads, _ = threads._BLAS
+    set_threads, get_threads, _ = blas._BLAS
     rng = np.random.default_rng(5)
     g = rng.standard_normal(3 * chunks.CHUNK + 11) * 3
     a = (g * (1 + rng.standard_normal(g.size) * 1e-3)).astype(np.float16)

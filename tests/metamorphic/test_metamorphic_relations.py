@@ -10,12 +10,13 @@ import importlib.util
 
 import pytest
 from hypothesis import given, settings
+from torch_devices import CUDA, NO_CUDA, torch_runner
 
 from fia_fuzz.metamorphic import RELATIONS, build_partners, check_relations
 from fia_fuzz.op.case import Case
 from fia_fuzz.rules.rulebook.bases import BASES
 from fia_fuzz.rules.validate import validate
-from fia_fuzz.runners import get_runner
+from fia_fuzz.runners import Runner, get_runner
 from fia_fuzz.strategies import cases
 
 from .sources import SOURCES
@@ -28,14 +29,29 @@ from .sources import SOURCES
 GOLDEN_EXACT = {"layout", "gqa_repeat", "paged", "kv_list", "prefix", "sparse_mask",
                 "sink_column", "v1_v2", "run_twice", "batch_perm", "mask_shape",
                 "mask_vs_lengths", "kv_tail"}
-RUNNERS = ["golden"] + (["torch-sdpa"] if importlib.util.find_spec("torch") else [])
-#: The relations issue 10 asks for, by catalogue name.
+TORCH = importlib.util.find_spec("torch") is not None
+#: torch-sdpa on the CPU, and as torch-sdpa@cuda on the GPU where torch sees one.
+RUNNERS = ["golden"] + (["torch-sdpa", pytest.param("torch-sdpa@cuda", marks=[CUDA, NO_CUDA])]
+                        if TORCH else [])
+SLOW_TORCH = ([pytest.param("torch-sdpa", marks=pytest.mark.slow),
+               pytest.param("torch-sdpa@cuda", marks=[pytest.mark.slow, CUDA, NO_CUDA])]
+              if TORCH else [])
+
+
+def _runner(runner_name: str) -> Runner:
+    """The runner a parameter names: `golden`, `torch-sdpa` (on the CPU, whatever torch
+    sees) or `torch-sdpa@cuda`."""
+    spec, _, device = runner_name.partition("@")
+    return get_runner(spec) if spec == "golden" else torch_runner(spec, device or "cpu")
+
+
+#: The relations the catalogue must hold, by name.
 REQUIRED = {"layout", "gqa_repeat", "paged", "kv_list", "padding", "prefix", "sparse_mask",
             "decode_row", "sink_column", "v1_v2", "eager_graph", "run_twice", "batch_perm",
-            "mask_shape", "mask_vs_lengths", "kv_tail"}  # issues 10 and 17
+            "mask_shape", "mask_vs_lengths", "kv_tail"}
 
 
-def test_catalogue_covers_the_issue() -> None:
+def test_catalogue_holds_the_required_relations() -> None:
     assert REQUIRED <= set(RELATIONS), REQUIRED - set(RELATIONS)
     for rel in RELATIONS.values():
         assert rel.summary and rel.source, rel.name
@@ -64,7 +80,7 @@ def test_sources_yield_legal_deterministic_partners(name: str) -> None:
 @pytest.mark.parametrize("runner_name", RUNNERS)
 @pytest.mark.parametrize("name", list(RELATIONS))
 def test_relation_holds(name: str, runner_name: str) -> None:
-    runner = get_runner(runner_name)
+    runner = _runner(runner_name)
     rows = [r for case in SOURCES[name] for r in check_relations(case, runner, [name])]
     assert rows, f"{name} produced no partner for its sources"
     bad = [f"{r['relation']}/{r['variant']} case {r['case_id']}: {r['outcome']}: {r['detail']}"
@@ -83,13 +99,12 @@ def test_relation_holds(name: str, runner_name: str) -> None:
 @settings(max_examples=8)
 @given(case=cases())
 def test_catalogue_holds_on_drawn_cases(runner_name: str, case: Case) -> None:
-    rows = check_relations(case, get_runner(runner_name))
+    rows = check_relations(case, _runner(runner_name))
     bad = [r for r in rows if r["outcome"] in ("fail", "error")]
     assert not bad, bad
 
 
-@pytest.mark.parametrize("runner_name", [
-    "golden", *[pytest.param(r, marks=pytest.mark.slow) for r in RUNNERS[1:]]])
+@pytest.mark.parametrize("runner_name", ["golden", *SLOW_TORCH])
 @pytest.mark.parametrize("family", list(BASES))
 def test_catalogue_holds_on_every_feature_family(family: str, runner_name: str) -> None:
     """The spec's legal base call of each feature family (quant, MLA, NZ, lists, ...)."""
@@ -98,7 +113,7 @@ def test_catalogue_holds_on_every_feature_family(family: str, runner_name: str) 
         case.call()
     except ValueError as exc:
         pytest.skip(f"{family}: no default data recipe: {exc}")
-    rows = check_relations(case, get_runner(runner_name))
+    rows = check_relations(case, _runner(runner_name))
     bad = [f"{r['relation']}/{r['variant']}: {r['outcome']}: {r['detail']}"
            for r in rows if r["outcome"] in ("fail", "error")]
     assert not bad, "\n".join(bad)

@@ -1,5 +1,5 @@
 """The dashboard's data marks exactly the cell with the injected error and lists its worst
-case first (issue 8 "Done when"); JUnit and the page carry the same facts."""
+case first; JUnit and the page carry the same facts."""
 
 import xml.etree.ElementTree as ET
 

@@ -4,7 +4,8 @@ Each feature is checked either against `_dense`, a float64 attention on BNSD
 with an explicit boolean mask written here, or by rewriting the call into an
 equivalent simpler one built by hand in the test (paged -> contiguous, left
 padding -> right padding, tensor list -> one tensor, ...). Nothing here uses
-the golden model.
+the golden model. Every test runs on each device of `torch_devices.DEVICES`
+(the CPU; CUDA, marked `cuda`, where torch sees a GPU).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from torch_devices import DEVICES, torch_runner
 
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.tensors import TensorSpec
@@ -23,6 +25,16 @@ pytest.importorskip("torch")
 
 RUNNERS = ("torch-sdpa", "torch-math")
 INF = 2147483647
+#: The device the running test's runners use (set by the `device` fixture).
+_DEVICE = "cpu"
+
+
+@pytest.fixture(params=DEVICES, autouse=True)
+def device(request: pytest.FixtureRequest) -> str:
+    """Every test of this module runs once per device (CUDA skips where torch sees none)."""
+    global _DEVICE
+    _DEVICE = request.param
+    return str(request.param)
 
 
 def _rand(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any = np.float16
@@ -73,7 +85,7 @@ def _lse_close(actual: np.ndarray, expected: np.ndarray) -> None:
 
 
 def _run(name: str, **call: Any) -> tuple[np.ndarray, np.ndarray]:
-    return get_runner(name).run(call)
+    return torch_runner(name, _DEVICE).run(call)
 
 
 # ---- layouts, GQA ------------------------------------------------------------
@@ -114,7 +126,7 @@ def test_gqa_stacks_a_groups_rows_instead_of_copying_kv() -> None:
     q, k, v = _rand(rng, (b, n, s1, d)), _rand(rng, (b, kv_n, s2, d)), _rand(rng, (b, kv_n, s2, d))
     masked = rng.random((b, s1, s2)) < 0.3
     seen: list[tuple[tuple[int, ...], ...]] = []
-    sdpa = get_runner("torch-sdpa")
+    sdpa = torch_runner("torch-sdpa", _DEVICE)
 
     def recording_kernel(q: Any, k: Any, v: Any, bias: Any, scale: float) -> Any:
         seen.append((tuple(q.shape), tuple(k.shape), tuple(bias.shape)))
@@ -123,7 +135,7 @@ def test_gqa_stacks_a_groups_rows_instead_of_copying_kv() -> None:
     out, lse = compose(dict(query=q, key=k, value=v, num_heads=n, num_key_value_heads=kv_n,
                             input_layout="BNSD", scale=0.25, sparse_mode=1,
                             atten_mask=masked[:, None], softmax_lse_flag=True),
-                       recording_kernel, "cpu")
+                       recording_kernel, _DEVICE)
     assert seen == [((b, kv_n, 4 * s1, d), (b, kv_n, s2, d), (b, kv_n, 4 * s1, s2))]
     ref, ref_lse = _dense(q, k, v, 0.25, masked=masked[:, None])
     _close(out, ref)
@@ -545,7 +557,7 @@ def test_post_quant_orders(order: str, per_channel: bool) -> None:
     q, k, v = _rand(rng, (b, n, s1, d)), _rand(rng, (b, n, s2, d)), _rand(rng, (b, n, s2, d))
     qs2 = (rng.random((n, d)) * 300 if per_channel else np.array([250.0])).astype(np.float32)
     qo2 = (rng.random(qs2.shape) * 6 - 3).astype(np.float32)
-    runner = type(get_runner("torch-sdpa"))(post_quant_order=order)
+    runner = type(get_runner("torch-sdpa"))(device=_DEVICE, post_quant_order=order)
     out, _ = runner.run(dict(query=q, key=k, value=v, num_heads=n, input_layout="BNSD",
                              scale=0.5, quant_scale2=qs2, quant_offset2=qo2))
     assert out.dtype == np.int8
@@ -571,12 +583,16 @@ def test_post_quant_rows_not_computed_stay_zero() -> None:
     assert out[0, :, :2].any()
 
 
-def test_metadata_names_versions_and_device() -> None:
+def test_metadata_names_versions_and_device(device: str) -> None:
     import torch
 
-    meta = get_runner("torch-sdpa").metadata()
-    assert meta["torch"] == torch.__version__ and meta["device"] == "cpu"
+    meta = torch_runner("torch-sdpa", device).metadata()
+    assert meta["torch"] == torch.__version__ and meta["device"] == device
     assert meta["runner"] == "torch-sdpa" and meta["device_name"]
+    if device == "cuda":
+        assert meta["device_name"] == torch.cuda.get_device_name(0)
+    default = get_runner("torch-sdpa")  # CUDA when torch sees a GPU, else the CPU
+    assert default.metadata()["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
     npu = get_runner("npu").metadata()       # without importing torch_npu
     assert npu["torch_npu"] == "not installed" and npu["device"] == "npu:0"
 
@@ -597,7 +613,7 @@ def test_refuses_what_it_cannot_express_with_a_reason(name: str, extra: dict[str
                                                       needle: str) -> None:
     params = {"query": TensorSpec((1, 1, 32), "float16"), "key": TensorSpec((1, 4, 32), "float16"),
               "value": TensorSpec((1, 4, 32), "float16"), "num_heads": 1, **extra}
-    ok, why = get_runner(name).supports(Case(params=params))
+    ok, why = torch_runner(name, _DEVICE).supports(Case(params=params))
     assert not ok and needle in why and name in why
 
 
@@ -606,7 +622,7 @@ def test_supports_plain_and_feature_cases() -> None:
               "value": TensorSpec((1, 4, 64), "int8"), "num_heads": 1,
               "antiquant_scale": TensorSpec((2,), "float16"),
               "learnable_sink": TensorSpec((1,), "float32")}
-    assert get_runner("torch-sdpa").supports(Case(params=params)) == (True, "")
+    assert torch_runner("torch-sdpa", _DEVICE).supports(Case(params=params)) == (True, "")
 
 
 def test_lse_flag_off_gives_an_empty_placeholder() -> None:

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from torch_devices import DEVICES, torch_runner
 
 from fia_fuzz.diff import judge
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.outputs import output_specs
-from fia_fuzz.runners import get_runner
 from fia_fuzz.strategies import cases
 
 pytest.importorskip("torch")
@@ -30,24 +30,27 @@ FOCUS = {
 }
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", ["torch-sdpa", "torch-math"])
 @given(case=cases(plain=True))
-def test_torch_runners_agree_with_golden(name: str, case: Case) -> None:
-    _agrees(name, case)
+def test_torch_runners_agree_with_golden(name: str, device: str, case: Case) -> None:
+    _agrees(name, device, case)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", ["torch-sdpa", "torch-math"])
 @pytest.mark.parametrize("focus", list(FOCUS))
 @settings(max_examples=10)
 @given(data=st.data())
-def test_torch_runners_agree_with_golden_on(name: str, focus: str, data: st.DataObject) -> None:
+def test_torch_runners_agree_with_golden_on(name: str, focus: str, device: str,
+                                            data: st.DataObject) -> None:
     case = data.draw(cases(**FOCUS[focus]))
-    assert get_runner(name).supports(case) == (True, "")
-    _agrees(name, case)
+    assert torch_runner(name, device).supports(case) == (True, "")
+    _agrees(name, device, case)
 
 
-def _agrees(name: str, case: Case) -> None:
-    runner = get_runner(name)
+def _agrees(name: str, device: str, case: Case) -> None:
+    runner = torch_runner(name, device)
     assert runner.available()[0]
     ok, why = runner.supports(case)
     if not ok:

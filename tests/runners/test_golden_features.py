@@ -13,10 +13,10 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from torch_devices import DEVICES, torch_runner
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.rules.validate import validate
-from fia_fuzz.runners import get_runner
 
 pytest.importorskip("torch")
 
@@ -117,16 +117,17 @@ def test_catalogue_calls_are_legal(feature: str) -> None:
     assert validate(**CATALOGUE[feature]) == []
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", ["torch-sdpa", "torch-math"])
 @pytest.mark.parametrize("feature", sorted(CATALOGUE))
-def test_runner_agrees_with_golden(name: str, feature: str) -> None:
+def test_runner_agrees_with_golden(name: str, feature: str, device: str) -> None:
     call = CATALOGUE[feature]
     try:
         truth = npu_fused_infer_attention_score(**call, precision="fp64")
         base = npu_fused_infer_attention_score(**call)
     except NotImplementedError as exc:
         pytest.skip(str(exc))
-    out, lse = get_runner(name).run(call)
+    out, lse = torch_runner(name, device).run(call)
     assert out.shape == base[0].shape and out.dtype == base[0].dtype
     assert lse.shape == base[1].shape and lse.dtype == np.float32
     if out.dtype == np.int8:   # post-quant: the two documented orders differ by 1 LSB

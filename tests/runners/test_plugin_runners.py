@@ -1,4 +1,4 @@
-"""Plug-in runners (issue 17): `package.module:factory` and the `fia_fuzz.runners` entry
+"""Plug-in runners: `package.module:factory` and the `fia_fuzz.runners` entry
 points work in-process, inside the isolation workers of a two-worker campaign, and in rows."""
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from torch_devices import DEVICES, torch_runner
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.op.case import Case
@@ -11,7 +12,6 @@ from fia_fuzz.op.tensors import TensorSpec, describe
 from fia_fuzz.rules.rule import IllegalCall
 from fia_fuzz.rules.rulebook.bases import BASES
 from fia_fuzz.rules.validate import validate
-from fia_fuzz.runners import get_runner
 from fia_fuzz.runners.composition import kv as composition_kv
 
 pytest.importorskip("torch")
@@ -67,21 +67,22 @@ def test_golden_reads_the_view_not_the_buffer(name: str) -> None:
     assert np.isfinite(np.asarray(on_view[0], np.float64)).all()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", list(CASES))
 def test_torch_sdpa_receives_a_view_and_agrees_with_the_golden(
-        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        name: str, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     case = CASES[name]
     received = []
     real = composition_kv.to_torch
 
-    def recording_to_torch(a: np.ndarray, device: str = "cpu"):  # a spy on the plumbing
-        t = real(a, device)
+    def recording_to_torch(a: np.ndarray, device: str = "cpu", cast=None):  # a spy
+        t = real(a, device, cast)
         received.append((a.shape, t))
         return t
 
     monkeypatch.setattr(composition_kv, "to_torch", recording_to_torch)
     call = case.call()
-    out, _ = get_runner("torch-sdpa").run(call)
+    out, _ = torch_runner("torch-sdpa", device).run(call)
     key = case.params["key"]
     got = [t for shape, t in received if shape == key.shape]
     assert got and not got[0].is_contiguous()

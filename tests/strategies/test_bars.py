@@ -1,4 +1,4 @@
-"""Issue 15's production bars (strategies/bars.py): met by nightly draws, missed and named
+"""The production bars (strategies/bars.py): met by nightly draws, missed and named
 when a sample lacks what they count, printed by `fia-fuzz coverage` for unfiltered draws."""
 
 from __future__ import annotations

@@ -202,7 +202,8 @@ def test_shrunk_failure_names_only_what_matters() -> None:
 
 @pytest.mark.slow
 def test_five_thousand_hypothesis_draws_are_legal_and_reach_every_value() -> None:
-    """Issue 4's bar, through Hypothesis itself (what `fia-fuzz coverage --cases 5000` prints)."""
+    """Every feature value reached, through Hypothesis itself (what `fia-fuzz coverage
+    --cases 5000` prints)."""
     seen: dict[str, set] = defaultdict(set)
     bad: list[str] = []
 
@@ -224,7 +225,7 @@ def test_five_thousand_hypothesis_draws_are_legal_and_reach_every_value() -> Non
 
 @pytest.mark.slow
 def test_five_thousand_nightly_hypothesis_draws_reach_every_value_and_the_bars() -> None:
-    """Issue 15's bars, as `fia-fuzz coverage --profile nightly --cases 5000` prints them."""
+    """The production bars, as `fia-fuzz coverage --profile nightly --cases 5000` prints them."""
     drawn = draw_cases(5000, seed=0, profile="nightly")
     seen: dict[str, set] = defaultdict(set)
     for case in drawn:

@@ -1,9 +1,9 @@
-"""Breakers reach across their rule's illegal range and across families (issue 15 part 7).
+"""Breakers reach across their rule's illegal range and across families.
 
 `illegal/width.py` measures each breaker: the seeded draws that break its rule
 alone, their distinct broken values and the families they come from
-(`fia-fuzz coverage --illegal` prints it). The tests pin the width of the
-issue's four examples and hold every breaker to a general bar.
+(`fia-fuzz coverage --illegal` prints it). The tests pin the width of
+four examples and hold every breaker to a general bar.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Production workloads: legal, shaped as the engines call, reached in the share issue 15 asks."""
+"""Production workloads: legal, shaped as the engines call, reached in the share the
+production bars ask."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def test_workload_draws_are_legal_production_calls(workload: str) -> None:
 
 
 def test_nightly_reaches_the_production_calls(nightly: list[Case]) -> None:
-    """Issue 15's bars (strategies/bars.py, what `fia-fuzz coverage` prints) on unfiltered
+    """The production bars (strategies/bars.py, what `fia-fuzz coverage` prints) on unfiltered
     nightly walks."""
     feats = [c.features() for c in nightly]
     bars = measure(feats, "nightly")

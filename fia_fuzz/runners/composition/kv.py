@@ -30,7 +30,7 @@ def unpack_int4_words(words: torch.Tensor) -> torch.Tensor:
 def tensor(a: np.ndarray, device: str) -> torch.Tensor:
     """A NumPy input on `device`; int4 (true or int32-packed) becomes int8 values [SEM §7]."""
     if a.dtype == np.dtype(ml_dtypes.int4):
-        return to_torch(a.astype(np.int8), device)
+        return to_torch(a, device, cast=np.int8)
     t = to_torch(a, device)
     if t.dtype == torch.int32:
         return unpack_int4_words(t)

@@ -111,15 +111,15 @@ BREAKERS: dict[str, Breaker] = {
                                                     "paged": False, "kv_dtype": "int8",
                                                     "branch": "decode"}),
     "antiquant.needs_int_kv": searched(
-        {"plain": True, "branch": "decode"}, "add:antiquant_scale"),  # 100%
+        {"plain": True, "branch": "decode"}, "add:antiquant_scale"),
     "antiquant.scale_needed": searched(
         {"antiquant": "combined:0", "branch": "decode"}, "drop:antiquant_scale",
         alt=({"sparse_mode": 4, "full_quant": False},)),
     "antiquant.offset_needs_scale": searched(
         {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
-        "add:antiquant_offset"),  # 100%
+        "add:antiquant_offset"),
     "antiquant.offset_matches_scale": searched(
-        {"pse": True, "branch": "decode"}, "dtype:key_antiquant_offset"),  # 100%
+        {"pse": True, "branch": "decode"}, "dtype:key_antiquant_offset"),
     # from mode 0: mode 1's per-token scale shape is its own (combined_shape fires too)
     "antiquant.combined_mode": Breaker(_combined_mode, {"antiquant": "combined:0",
                                                         "branch": "decode"}),
@@ -133,7 +133,7 @@ BREAKERS: dict[str, Breaker] = {
         {"mask": "bool", "branch": "decode"}, "drop:key_antiquant_scale",
         alt=({"sparse_mode": 1, "antiquant": "separate:0/0", "cache": "none"},)),
     "antiquant.sep_offset_pair": searched(
-        {"pse": True, "branch": "decode"}, "drop:key_antiquant_offset"),  # 100%
+        {"pse": True, "branch": "decode"}, "drop:key_antiquant_offset"),
     "antiquant.sep_mode_pair": searched(
         {"antiquant": "separate:5/5"}, "attr:value_antiquant_mode",
         alt=({"antiquant": "separate:4/4"},)),
@@ -148,10 +148,10 @@ BREAKERS: dict[str, Breaker] = {
     "antiquant.mixed_query_fp16": Breaker(_mixed_query_fp16, {"antiquant": "separate:0/1",
                                                               "kv_dtype": "int8"}),
     "antiquant.sep_prefill_dtypes": searched(
-        {"antiquant": "separate:1/1", "branch": "prefill"}, "add:quant_scale2"),  # 100%
+        {"antiquant": "separate:1/1", "branch": "prefill"}, "add:quant_scale2"),
     "antiquant.sep_prefill_seq": Breaker(_sep_prefill_seq, {**PREFILL_SEQ,
                                                             "antiquant": "separate:0/0"},
                                          alt=({**PREFILL_SEQ, "antiquant": "separate:1/1"},)),
     "antiquant.sep_prefill_features": searched(
-        {"antiquant": "separate:1/1", "branch": "prefill"}, "add:query_padding_size"),  # 100%
+        {"antiquant": "separate:1/1", "branch": "prefill"}, "add:query_padding_size"),
 }

@@ -33,7 +33,7 @@ def _attr_type(draw: st.DrawFn, case: Case) -> Change:
     return {"softmax_lse_flag": draw(st.sampled_from([1, 0, "yes"]))}
 
 
-#: dtypes no tensor of the op takes (spec.tensors.DTYPES lists the known ones) that an array
+#: dtypes no tensor of the op takes (op.tensors.DTYPES lists the known ones) that an array
 #: still holds, so their cases materialise.
 UNKNOWN_DTYPES = tuple(FOREIGN_DTYPES)
 

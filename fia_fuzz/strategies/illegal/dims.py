@@ -73,7 +73,7 @@ BREAKERS: dict[str, Breaker] = {
     "dims.s_max": Breaker(_s_max, {"plain": True, "layout": "BNSD"}),
     # a base per D class: each unaligned D (16 or 48 below 64, 80 in 64-128) is drawn
     "dims.d_align_int8": searched({"q_padding": True, "d_class": "<64"},
-                                  "add:quant_scale2",  # 67%
+                                  "add:quant_scale2",
                                   alt=({"kv_padding": True, "d_class": "64-128"},
                                        {"kv_padding": True, "d_class": "<64"},
                                        {"q_padding": True, "d_class": "64-128"})),

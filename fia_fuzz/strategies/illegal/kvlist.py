@@ -59,6 +59,6 @@ BREAKERS: dict[str, Breaker] = {
     "kvlist.b_max_256": Breaker(_list_b_max, {"kv_list": True, **LIST_FREE}),
     "kvlist.not_paged": Breaker(_not_paged, {**PAGED, "cache": "BnBsH",
                                              "layout": "BNSD"}),
-    "kvlist.count": searched({"kv_list": True}, "kv_list:drop"),  # 100%
-    "kvlist.no_left_padding": searched({"kv_list": True}, "add:query_padding_size"),  # 100%
+    "kvlist.count": searched({"kv_list": True}, "kv_list:drop"),
+    "kvlist.no_left_padding": searched({"kv_list": True}, "add:query_padding_size"),
 }

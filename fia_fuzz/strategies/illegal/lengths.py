@@ -101,5 +101,5 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"layout": "NTD_TND"},
              {"layout": "TND", "paged": True})),
     "lengths.packed_monotonic": Breaker(_packed_monotonic, PACKED[0], alt=PACKED[1:]),
-    "lengths.packed_total": searched({"layout": "TND", "rope": False}, "axis:query:0:-1"),  # 100%
+    "lengths.packed_total": searched({"layout": "TND", "rope": False}, "axis:query:0:-1"),
 }

@@ -26,8 +26,8 @@ BREAKERS: dict[str, Breaker] = {
                                       alt=({"plain": True, "branch": "prefill"},
                                            {"antiquant": "separate:1/1", "branch": "prefill",
                                             "cache": "none"})),
-    "mask.mode1_required": searched({"sparse_mode": 1}, "drop:atten_mask"),  # 100%
-    "mask.optimized_required": searched({"sparse_mode": 2}, "drop:atten_mask"),  # 100%
+    "mask.mode1_required": searched({"sparse_mode": 1}, "drop:atten_mask"),
+    "mask.optimized_required": searched({"sparse_mode": 2}, "drop:atten_mask"),
     "mask.optimized_shape": searched(
         {"sparse_mode": 2}, "rank_up:atten_mask",
         alt=({"layout": "TND", "rope": False},

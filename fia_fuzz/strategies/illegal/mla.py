@@ -186,7 +186,7 @@ BREAKERS: dict[str, Breaker] = {
     "mla.dequant_scale_query_shape": Breaker(_dsq_shape, MLA_FULL_QUANT),
     "mla.sparse": Breaker(_mla_sparse, {"rope_d": "512"}),
     "mla.actual_seq_lengths": searched(
-        {"rope_d": "512", "layout": "BNSD"}, "add:actual_seq_lengths"),  # 100%
-    "mla.paged_required": searched({"layout": "BSH_NBSD"}, "drop:block_table"),  # 33%
+        {"rope_d": "512", "layout": "BNSD"}, "add:actual_seq_lengths"),
+    "mla.paged_required": searched({"layout": "BSH_NBSD"}, "drop:block_table"),
     "mla.no_extras": Breaker(_mla_extras, {"rope_d": "512"}),
 }

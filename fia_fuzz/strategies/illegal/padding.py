@@ -9,10 +9,10 @@ from __future__ import annotations
 from fia_fuzz.strategies.illegal.breaker import Breaker, searched
 
 BREAKERS: dict[str, Breaker] = {
-    "padding.shape": searched({"q_padding": True}, "values:query_padding_size:count"),  # 100%
-    "padding.not_paged": searched({"antiquant": "separate:4/4"}, "add:query_padding_size"),  # 100%
+    "padding.shape": searched({"q_padding": True}, "values:query_padding_size:count"),
+    "padding.not_paged": searched({"antiquant": "separate:4/4"}, "add:query_padding_size"),
     "padding.not_int4_kv": searched(
-        {"antiquant": "separate:3/3"}, "add:query_padding_size"),  # 100%
-    "padding.q_window": searched({"q_padding": True}, "values:query_padding_size:big"),  # 100%
-    "padding.kv_window": searched({"q_padding": True}, "values:kv_padding_size:big"),  # 100%
+        {"antiquant": "separate:3/3"}, "add:query_padding_size"),
+    "padding.q_window": searched({"q_padding": True}, "values:query_padding_size:big"),
+    "padding.kv_window": searched({"q_padding": True}, "values:kv_padding_size:big"),
 }

@@ -24,5 +24,5 @@ BREAKERS: dict[str, Breaker] = {
                                               "cache": "none"},
                              alt=({"plain": True}, {"full_quant": True},
                                   {"layout": "TND", "rope": False}, {"rope_d": "512"})),
-    "precise.decode_01": searched({"plain": True, "branch": "decode"}, "attr:inner_precise"),  # 83%
+    "precise.decode_01": searched({"plain": True, "branch": "decode"}, "attr:inner_precise"),
 }

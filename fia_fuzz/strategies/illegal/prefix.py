@@ -50,11 +50,11 @@ BREAKERS: dict[str, Breaker] = {
              PAGED_DECODE,
              {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "prefix.rank_dtype": searched(
-        {"prefix": True, "branch": "prefill"}, "dtype:key_shared_prefix"),  # 100%
+        {"prefix": True, "branch": "prefill"}, "dtype:key_shared_prefix"),
     "prefix.batch_one": searched(
-        {"prefix": True, "branch": "prefill"}, "pair_axis:key_shared_prefix:0:+1"),  # 100%
+        {"prefix": True, "branch": "prefill"}, "pair_axis:key_shared_prefix:0:+1"),
     "prefix.heads_dim": searched(
-        {"prefix": True, "branch": "prefill"}, "pair_axis:key_shared_prefix:-1:x2"),  # 100%
+        {"prefix": True, "branch": "prefill"}, "pair_axis:key_shared_prefix:-1:x2"),
     "prefix.same_shape": searched(
         {"prefix": True, "branch": "prefill"}, "axis:key_shared_prefix:-2:-1",
         alt=({"sparse_mode": 3, "layout": "BNSD"},)),
@@ -66,11 +66,11 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"prefix": True, "branch": "decode"},)),
     # base re-picked by hand: per-token 4/4 now also breaks prefix.per_token_antiquant
     "prefix.not_paged": searched(
-        {"antiquant": "separate:0/0", "paged": True}, "add:key_shared_prefix"),  # 56%
+        {"antiquant": "separate:0/0", "paged": True}, "add:key_shared_prefix"),
     "prefix.no_left_padding": searched(
-        {"prefix": True, "branch": "decode"}, "add:query_padding_size"),  # 100%
-    "prefix.not_kv_list": searched({"kv_list": True}, "add:key_shared_prefix"),  # 33%
-    "prefix.mask_covers": searched({"prefix": True, "branch": "decode"}, "add:atten_mask"),  # 100%
+        {"prefix": True, "branch": "decode"}, "add:query_padding_size"),
+    "prefix.not_kv_list": searched({"kv_list": True}, "add:key_shared_prefix"),
+    "prefix.mask_covers": searched({"prefix": True, "branch": "decode"}, "add:atten_mask"),
     "prefix.pse_covers": searched(
-        {"antiquant": "combined:0", "branch": "prefill"}, "add:key_shared_prefix"),  # 67%
+        {"antiquant": "combined:0", "branch": "prefill"}, "add:key_shared_prefix"),
 }

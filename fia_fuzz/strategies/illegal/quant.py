@@ -73,7 +73,7 @@ BREAKERS: dict[str, Breaker] = {
     "quant.rows_not_computed": Breaker(_rows_not_computed, {"post_quant_offset": True,
                                                             "sparse_mode": 0, "mask": "bool",
                                                             "branch": "prefill"}),
-    "quant.int8_query_needs_dequant": searched({"sparse_mode": 1}, "drop:dequant_scale1"),  # 100%
+    "quant.int8_query_needs_dequant": searched({"sparse_mode": 1}, "drop:dequant_scale1"),
     "quant.float_query_forbids_dequant": searched(
         {"plain": True, "layout": "BNSD"}, "add:dequant_scale1",
         alt=({"prefix": True, "branch": "prefill"},
@@ -99,8 +99,8 @@ BREAKERS: dict[str, Breaker] = {
         {"kv_list": True}, "rank_up:quant_offset2",
         alt=({"full_quant": True, "post_quant": True},)),
     "quant.per_channel_no_left_padding": searched(
-        {"post_quant_form": "per_channel", "layout": "BSH"}, "add:query_padding_size"),  # 67%
-    "quant.int4_no_post": searched({"antiquant": "separate:3/3"}, "add:quant_scale2"),  # 100%
+        {"post_quant_form": "per_channel", "layout": "BSH"}, "add:query_padding_size"),
+    "quant.int4_no_post": searched({"antiquant": "separate:3/3"}, "add:quant_scale2"),
     "quant.dequant_scale_query": searched(
         {"plain": True, "layout": "BNSD"}, "add:dequant_scale_query",
         alt=({"prefix": True, "branch": "prefill"},

@@ -28,5 +28,5 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"layout": "NTD_TND"},)),
     "rope.query_d": searched(
         {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
-        "add:query_rope"),  # 100%
+        "add:query_rope"),
 }

@@ -105,15 +105,16 @@ def _py(obj: Any) -> str:
     return repr(obj)
 
 
-def render_entry(rid: str, base: dict[str, Any], mutation: str, rate: str) -> str:
-    """One `BREAKERS` entry of a searched breaker, within 100 columns."""
-    one = f"    {_py(rid)}: searched({_py(base)}, {_py(mutation)}),  # {rate}"
+def render_entry(rid: str, base: dict[str, Any], mutation: str) -> str:
+    """One `BREAKERS` entry of a searched breaker, within 100 columns. The entry carries no
+    landing rate: `fia-fuzz coverage --illegal` measures that for the breaker as it is."""
+    one = f"    {_py(rid)}: searched({_py(base)}, {_py(mutation)}),"
     if len(one) <= 100:
         return one
-    two = f"        {_py(base)}, {_py(mutation)}),  # {rate}"
+    two = f"        {_py(base)}, {_py(mutation)}),"
     if len(two) <= 100:
         return f"    {_py(rid)}: searched(\n{two}"
-    return f"    {_py(rid)}: searched(\n        {_py(base)},\n        {_py(mutation)}),  # {rate}"
+    return f"    {_py(rid)}: searched(\n        {_py(base)},\n        {_py(mutation)}),"
 
 
 def proposals(best: dict[str, tuple[int, str, float]], breakers: dict[str, Any]) -> list[str]:
@@ -126,8 +127,8 @@ def proposals(best: dict[str, tuple[int, str, float]], breakers: dict[str, Any])
             if rid.split(".")[0] != prefix:
                 prefix = rid.split(".")[0]
                 lines.append(f"# fia_fuzz/strategies/illegal/{prefix}.py")
-            bi, name, rate = best[rid]
-            lines.append(render_entry(rid, BASES[bi], name, f"{rate:.0%}"))
+            bi, name, _ = best[rid]
+            lines.append(render_entry(rid, BASES[bi], name))
     return lines
 
 

@@ -11,6 +11,6 @@ from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 BREAKERS: dict[str, Breaker] = {
     "sink.shape": searched(
         PAGED_DECODE,
-        "rank_up:learnable_sink"),  # 100%
-    "sink.dtype": searched({"kv_list": True}, "dtype:learnable_sink"),  # 75%
+        "rank_up:learnable_sink"),
+    "sink.dtype": searched({"kv_list": True}, "dtype:learnable_sink"),
 }

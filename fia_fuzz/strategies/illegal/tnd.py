@@ -138,7 +138,7 @@ BREAKERS: dict[str, Breaker] = {
                                   {"rope_d": "128"})),
     "tnd.rope_not_paged": searched(
         {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-        "add:query_rope"),  # 50%
+        "add:query_rope"),
     "tnd.no_extras": searched(
         {"paged": True, "branch": "prefill", "mask": "none", "pse": False}, "add:pse_shift",
         alt=({"layout": "NTD_TND"},)),

@@ -1,4 +1,4 @@
-"""Exact conversion of stored tensors to the golden's working float type.
+"""Exact conversion of stored tensors to a float working type (the golden's and the differ's).
 
 Float16 -> float32/float64 is exact, so any correct conversion gives the
 same bits; NumPy's runs at about 1.3 ns an element here, which is most of a

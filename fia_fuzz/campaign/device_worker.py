@@ -1,7 +1,12 @@
-"""The tasks a campaign sends to its isolated workers (module-level, so spawn can import them).
+"""The device process's one job: run a case and measure it (module-level tasks, so spawn
+can import them).
 
-A task runs inside the worker process, next to the device: golden, runner and
-differ for one case, and the failure bundle when the case fails, so device
+A task runs inside the isolated device process (`runners/isolation.py`), next to the
+device: golden, runner and differ for one case (`evaluate.measure`), or an illegal call
+sent straight to the backend (`negative_task`). It returns what running the case gave,
+never the case's row: the partition makes the row, its verdict's failure kind and its
+bundle (`record.py`). A case that may be bundled keeps its outputs here until the next
+case, and `stage_bundle_task` writes them to the bundle's temporary directory, so device
 outputs never cross the process boundary except to disk.
 """
 
@@ -12,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.campaign.accepted import classify_accepted
-from fia_fuzz.campaign.bundles import write_bundle
-from fia_fuzz.campaign.evaluate import base_row, evaluate
-from fia_fuzz.diff.signature import failure_kind
+from fia_fuzz.campaign.bundles import write_arrays
+from fia_fuzz.campaign.evaluate import measure
 from fia_fuzz.metamorphic import check_relations, summarise
 from fia_fuzz.op.case import Case
 from fia_fuzz.rules.profiles import DEFAULT
@@ -26,38 +30,50 @@ ACCEPTED_BY_PROFILE = "accepted (device profile)"
 #: ... and of such a call the backend rejected: the device contradicts its rule profile.
 REJECTED_AGAINST_PROFILE = "rejected (device profile allows it)"
 
+#: The outputs of the last case evaluated with `hold`, by case id (at most one case).
+_HELD: dict[str, dict[str, np.ndarray]] = {}
+
 
 def _case(case: Case | str) -> Case:
-    """A case sent as JSON, or as itself when it carries stored tensors."""
+    """A case sent as itself (with its computed features), or as JSON."""
     return case if isinstance(case, Case) else Case.from_json(case)
 
 
-def evaluate_task(ref: tuple[str, str], case_json: Case | str, bundle_dir: str | None,
-                  extra: dict[str, Any] | None = None, metamorphic: bool = False
-                  ) -> dict[str, Any]:
-    """The row of one case (plus `extra`); its bundle goes under `bundle_dir` if it fails.
+def evaluate_task(ref: tuple[str, str], case: Case | str, metamorphic: bool = False,
+                  hold: bool = False) -> dict[str, Any]:
+    """What running the case gives (`evaluate.measure`) and the name of the runner.
 
     With `metamorphic`, the case's relations are checked on the same runner
     (no golden needed, so also when the golden cannot compute the case) and
-    summarised into mm_* columns (`fia_fuzz.metamorphic.summarise`).
+    summarised into mm_* columns (`fia_fuzz.metamorphic.summarise`). With `hold`, the
+    device's and the golden's outputs stay here for `stage_bundle_task` until the next
+    case starts.
     """
-    case = _case(case_json)
+    _HELD.clear()
+    case = _case(case)
     runner = resolve_runner(ref)
     outputs: dict[str, np.ndarray] = {}
-    row = evaluate(case, runner, outputs=outputs)
+    row: dict[str, Any] = {"runner": runner.name, **measure(case, runner, outputs=outputs)}
     if metamorphic and row.get("outcome") != "error":
         source = ((outputs["attention_out"], outputs["softmax_lse"])
                   if "attention_out" in outputs else None)
         row.update(summarise(check_relations(case, runner, source_outputs=source)))
-    row.update(extra or {})
-    if bundle_dir is not None and failure_kind(row):
-        row["bundle"] = str(write_bundle(bundle_dir, case, row, outputs or None))
+    if hold and outputs:
+        _HELD[case.case_id] = outputs
     return row
+
+
+def stage_bundle_task(case: Case | str, runner: str, directory: str) -> None:
+    """Write the array files of `case`'s bundle (`bundles.write_arrays`: its held outputs,
+    inputs.npz, golden.npz, repro_npu.py) into `directory`, the bundle being made."""
+    case = _case(case)
+    write_arrays(directory, case, runner, _HELD.pop(case.case_id, None))
 
 
 def negative_task(ref: tuple[str, str], case_json: Case | str, rules: str = DEFAULT
                   ) -> dict[str, Any]:
     """Send an illegal case straight to the backend: did it reject it or return something?
+    (What it gave, without the case's identity and features: the partition adds those.)
 
     `rejected` (with the backend's message) is the good answer. A result for
     a call the docs forbid is `accepted (device profile)` when the campaign's
@@ -70,7 +86,7 @@ def negative_task(ref: tuple[str, str], case_json: Case | str, rules: str = DEFA
     """
     case = _case(case_json)
     runner = resolve_runner(ref)
-    row = base_row(case, runner.name)
+    row: dict[str, Any] = {"runner": runner.name}
     row["broken_rules"] = ",".join(sorted({v.rule for v in validate(**case.specs())}))
     profile_broken = {v.rule for v in validate(**case.specs(), rules=rules)}
     row.update(rules=rules, profile_broken_rules=",".join(sorted(profile_broken)))

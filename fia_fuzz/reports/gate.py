@@ -1,0 +1,62 @@
+"""`--fail-on`: which findings of a result set make `campaign` and `report` exit non-zero,
+so a nightly CI job fails on them without parsing JUnit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from fia_fuzz.diff import DEFAULT_POLICY
+from fia_fuzz.diff.signature import failure_kind
+from fia_fuzz.reports.aggregate import verdict_col
+
+#: The exit status of a run that found what `--fail-on` names.
+FOUND = 1
+#: What `--fail-on` may name: verdicts under the report's policy, run outcomes, and
+#: failure kinds (a failing row's `failure_kind`, e.g. nonfinite).
+VERDICT_TOKENS = ("fail", "warn", "inconclusive")
+OUTCOME_TOKENS = {"crash": "crashed", "crashed": "crashed", "timeout": "timeout",
+                  "oom": "oom", "error": "error", "harness": "harness"}
+KIND_TOKENS = ("nonfinite", "state")
+TOKENS = (*VERDICT_TOKENS, *OUTCOME_TOKENS, *KIND_TOKENS)
+
+
+def parse_fail_on(values: Iterable[str]) -> tuple[str, ...]:
+    """The tokens of repeatable, comma-separated `--fail-on` values; ValueError naming an
+    unknown one and the known ones."""
+    out: list[str] = []
+    for value in values:
+        for token in (t.strip() for t in value.split(",")):
+            if token not in TOKENS:
+                raise ValueError(f"--fail-on {token!r} is not one of {list(TOKENS)}")
+            if token not in out:
+                out.append(token)
+    return tuple(out)
+
+
+def found(df: pd.DataFrame, tokens: Iterable[str], policy: str = DEFAULT_POLICY
+          ) -> dict[str, int]:
+    """Rows matching each token (only tokens with at least one row)."""
+    counts: dict[str, int] = {}
+    if df.empty:
+        return counts
+    col = verdict_col(policy)
+    verdicts = df[col] if col in df else df.get("verdict", pd.Series(dtype=object))
+    outcomes = df.get("outcome", pd.Series(dtype=object))
+    for token in tokens:
+        if token in VERDICT_TOKENS:
+            n = int((verdicts == token).sum())
+        elif token in OUTCOME_TOKENS:
+            n = int((outcomes == OUTCOME_TOKENS[token]).sum())
+        else:
+            n = sum(1 for row in df.to_dict("records")
+                    if str(row.get("failure_kind") or failure_kind(row) or "") == token)
+        if n:
+            counts[token] = n
+    return counts
+
+
+def verdict_line(counts: dict[str, int]) -> str:
+    """One line for stderr: what --fail-on found."""
+    return "--fail-on: found " + ", ".join(f"{n} {t}" for t, n in counts.items())
