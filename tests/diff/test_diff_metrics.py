@@ -176,10 +176,11 @@ def test_nonfinite_elements_are_compared_exactly_and_classed(truth, actual, cls)
     each other pairing is counted by class, and any of them is a functional failure."""
     g = np.array([[0.5, truth, 0.25]])
     a = np.array([[0.5, actual, 0.25]], np.float16)
-    m = compare(a, g, "float16")
+    none = np.zeros(g.shape, bool)  # attention_out: +inf is a value, not an invalid row
+    m = compare(a, g, "float16", invalid=none)
     assert m["nonfinite_mismatch"] == 1 and m[f"nonfinite_{cls}"] == 1
     assert m["nonfinite_class"] == cls and m["nonfinite_index"] == "(0, 1)"
     assert functional_failure(m)
-    same = compare(np.array([[0.5, truth, 0.25]], np.float16), g, "float16")
+    same = compare(np.array([[0.5, truth, 0.25]], np.float16), g, "float16", invalid=none)
     assert same["nonfinite_mismatch"] == 0 and "nonfinite_class" not in same
     assert not functional_failure(same) and same["max_abs"] == 0.0
