@@ -300,6 +300,8 @@ def _masked(flat: np.ndarray, ref: Reference) -> dict[str, Any]:
         "inf_golden_only": int(np.count_nonzero(g_inf & ~a_inf)),
         "nonfinite_mismatch": int(np.count_nonzero(one_sided)),
         "nonfinite_index": _index(np.flatnonzero(one_sided), ref.g.shape)}
+    if out["nonfinite_mismatch"]:
+        out.update(_nonfinite_classes(a, a_nan, a_inf, ref))
     both = ~(a_nan | a_inf) & ref.finite.reshape(-1)
     if not both.any():
         out.update(_nothing_finite(ref))
@@ -307,6 +309,33 @@ def _masked(flat: np.ndarray, ref: Reference) -> dict[str, Any]:
     m = _errors(ref, ref.g.reshape(-1)[both], [a[both]], both)[0]
     del m["a_sq"]
     out.update(m)
+    return out
+
+
+#: The ways an element's finiteness can differ from the truth's, in the order a signature
+#: names the first present (a kernel swallowing the truth's NaN/Inf first).
+NONFINITE_CLASSES = ("nan_to_finite", "inf_to_finite", "inf_sign", "inf_to_nan",
+                     "nan_to_inf", "finite_to_nan", "finite_to_inf")
+
+
+def _nonfinite_classes(a: np.ndarray, a_nan: np.ndarray, a_inf: np.ndarray, ref: Reference
+                       ) -> dict[str, Any]:
+    """Counts per NONFINITE_CLASSES (`nonfinite_<class>`) and `nonfinite_class`, the first
+    present ('' for none): NaN must be NaN, Inf the same-signed Inf, finite finite (truth ->
+    actual). Invalid rows are left out: their +inf lse marks the row, it is no arithmetic
+    result (`invalid_mismatch` judges them)."""
+    g = ref.g.reshape(-1)
+    valid = ~ref.invalid
+    g_nan, g_inf = ref.nan.reshape(-1) & valid, ref.inf.reshape(-1) & valid
+    g_fin, a_fin = ~(g_nan | g_inf) & valid, ~(a_nan | a_inf)
+    counts = {
+        "nan_to_finite": g_nan & a_fin, "inf_to_finite": g_inf & a_fin,
+        "inf_sign": g_inf & a_inf & (a != g), "inf_to_nan": g_inf & a_nan,
+        "nan_to_inf": g_nan & a_inf, "finite_to_nan": g_fin & a_nan,
+        "finite_to_inf": g_fin & a_inf}
+    out: dict[str, Any] = {f"nonfinite_{k}": int(np.count_nonzero(counts[k]))
+                           for k in NONFINITE_CLASSES}
+    out["nonfinite_class"] = next((k for k in NONFINITE_CLASSES if out[f"nonfinite_{k}"]), "")
     return out
 
 

@@ -1,8 +1,11 @@
 """Failure signatures: one line per distinct bug instead of one row per failing case.
 
 A signature is the feature cell, the failure kind and the error's shape, read
-from a result row's metrics: the functional failure (shape, NaN, Inf/NaN on
-one side, an inexact invalid row), saturation (the worst element at the
+from a result row's metrics. An output whose finiteness differs from the truth's
+is its own kind, `nonfinite:<class>` (NaN or Inf lost, gained or of the other
+sign: metrics.NONFINITE_CLASSES), shaped by the output it is in (out, lse); a
+failing verdict otherwise has the functional failure (shape, an inexact invalid
+row), saturation (the worst element at the
 output dtype's extreme where the golden is not), `lse only` (attention_out
 passes, softmax_lse fails), or where attention_out's worst element sits among
 the query-row tiles (the A2 kernels tile query rows in blocks of 32/64/128,
@@ -33,10 +36,41 @@ DTYPE_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
              "float32": 3.4028234663852886e38, "int8": 127.0}
 
 
+#: The failure kind of a row whose output differs from the truth in finiteness (NaN where
+#: the truth is finite or finite where it is NaN, an Inf lost or of the other sign): its
+#: own kind whatever the numeric metrics say, `nonfinite:<class>` (metrics.NONFINITE_CLASSES).
+NONFINITE = "nonfinite"
+
+
+def nonfinite_class(row: Mapping[str, Any]) -> tuple[str, str]:
+    """(tensor prefix, class) of the first output whose finiteness differs, or ('', '')."""
+    for prefix in ("out", "lse"):
+        if not (_num(row, f"{prefix}_nonfinite_mismatch")
+                or _num(row, f"{prefix}_nan_actual_only")):
+            continue
+        cls = row.get(f"{prefix}_nonfinite_class")
+        if isinstance(cls, str):
+            if cls:
+                return prefix, cls
+            continue  # only invalid rows differ: an invalid-row failure
+        # a row judged before the classes were counted
+        return prefix, "finite_to_nan" if _num(row, f"{prefix}_nan_actual_only") else "mismatch"
+    return "", ""
+
+
+def is_wrong_result(kind: str | None) -> bool:
+    """A kind that is a wrong result (a failing verdict), not a crash, hang or error."""
+    return kind == "fail" or str(kind).startswith(NONFINITE + ":")
+
+
 def failure_kind(row: Mapping[str, Any]) -> str | None:
-    """'fail', 'crashed', 'timeout' or 'error' for a failing row, None otherwise."""
+    """'fail', 'nonfinite:<class>', 'crashed', 'timeout' or 'error' for a failing row, None
+    otherwise."""
     if row.get("outcome") in FAILED_OUTCOMES:
         return str(row["outcome"])
+    _, cls = nonfinite_class(row)
+    if cls:
+        return f"{NONFINITE}:{cls}"
     if row.get("verdict") == "fail":
         return "fail"
     return None
@@ -55,10 +89,6 @@ def _functional(row: Mapping[str, Any]) -> str:
         if row.get(f"{prefix}_shape_mismatch") is True or \
                 str(row.get(f"{prefix}_shape_mismatch")) == "True":
             return f"{prefix} shape"
-        if _num(row, f"{prefix}_nan_actual_only"):
-            return f"{prefix} NaN"
-        if _num(row, f"{prefix}_nonfinite_mismatch"):
-            return f"{prefix} Inf/NaN on one side"
         if _num(row, f"{prefix}_invalid_mismatch"):
             return f"{prefix} invalid row"
     return ""
@@ -98,6 +128,8 @@ def error_shape(row: Mapping[str, Any], policy: str = DEFAULT_POLICY) -> str:
         return "crashed: " + str(row.get("error", ""))[:80]
     if kind == "timeout":
         return "timeout"
+    if kind.startswith(NONFINITE + ":"):
+        return nonfinite_class(row)[0]
     functional = _functional(row)
     if functional:
         return functional

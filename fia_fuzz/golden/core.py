@@ -32,7 +32,7 @@ bit for bit.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -105,6 +105,32 @@ def row_max(s: np.ndarray) -> np.ndarray:
     return s.reshape(-1).take(at).reshape(*s.shape[:-1], 1)
 
 
+def masked_pv(p: np.ndarray, v: np.ndarray, excluded: np.ndarray | None) -> np.ndarray:
+    """p @ v, where a key a row does not attend contributes nothing, whatever its value.
+
+    p (b, KV_N, G, r, c), v (b, KV_N, 1, c, Dv), excluded (b, r, c) or None. With finite v
+    this is the one matmul. A NaN or Inf in v multiplies the row's weight in IEEE arithmetic
+    where the row attends the key (0 x Inf = NaN for a weight that underflowed) and
+    nowhere else: masked and padded keys are outside the flow, not weighted by 0
+    (docs/values.md). The non-finite entries are taken out of the matmul and added back,
+    column by column, where the key is attended.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = bool(np.isfinite(np.sum(v))) or bool(np.isfinite(v).all())
+    if finite:
+        return np.matmul(p, v)
+    bad = ~np.isfinite(v)
+    out = np.matmul(p, np.where(bad, 0, v))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for j in np.flatnonzero(bad.any(axis=(0, 1, 2, 4))):
+            part = p[..., j:j + 1] * v[..., j:j + 1, :]
+            part = np.where(bad[..., j:j + 1, :], part, 0)
+            if excluded is not None:
+                part = np.where(excluded[:, None, None, :, j:j + 1], 0, part)
+            out += part
+    return out
+
+
 def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
                 p_dtype: np.dtype, mods: Callable[[slice], tuple], sink: np.ndarray | None,
                 col_start: int, scale: float = 1.0, matmuls: Matmuls | None = None
@@ -132,7 +158,24 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     hit = np.zeros((b, kvn, g, r, 1), bool)
     acc = np.zeros((b, kvn, g, r, dv), work)
     k_blocks, v_blocks = (work_blocks(x[:, :, None], work, KV_BLOCK) for x in (k, v))
-    for c0, kb, vb in zip(range(0, k.shape[2], KV_BLOCK), k_blocks, v_blocks,
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf inputs: IEEE, silently
+        m, l_sum, acc = _blocks(q, k_blocks, v_blocks, m, l_sum, hit, acc, k.shape[2],
+                                precision=precision, p_dtype=p_dtype, mods=mods,
+                                col_start=col_start, scale=scale, matmuls=matmuls)
+        out = np.where(hit, acc / np.where(hit, l_sum, 1), 0)
+        lse = np.where(hit, np.log(np.where(hit, l_sum, 1)) + m, np.inf)[..., 0]
+    return out, lse
+
+
+def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: np.ndarray,
+            hit: np.ndarray, acc: np.ndarray, length: int, *, precision: str,
+            p_dtype: np.dtype, mods: Callable[[slice], tuple], col_start: int, scale: float,
+            matmuls: Matmuls | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The online softmax over KV blocks of `attend_tile`: (m, l_sum, acc) after the last
+    block (`hit` updated in place)."""
+    work = q.dtype
+    b, kvn, g, r, d = q.shape
+    for c0, kb, vb in zip(range(0, length, KV_BLOCK), k_blocks, v_blocks,
                               strict=True):
         c1 = c0 + kb.shape[-2]
         if matmuls is None:
@@ -146,7 +189,7 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
         if excluded is not None:
             np.copyto(s, -np.inf, where=excluded[:, None, None])
         s_max = row_max(s)
-        hit |= s_max > -np.inf
+        hit |= s_max != -np.inf  # a NaN row attends (and is NaN), a row of -inf does not
         m_new = np.maximum(m, s_max)
         base = np.where(np.isneginf(m_new), 0, m_new)
         alpha = np.exp(m - base)
@@ -156,13 +199,11 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
         if matmuls is not None:
             pv = matmuls.pv(p, vb).astype(work)
         else:
-            pv = np.matmul(round_p(p, p_dtype) if precision == "device" else p, vb)
+            pv = masked_pv(round_p(p, p_dtype) if precision == "device" else p, vb, excluded)
         acc *= alpha
         acc += pv
         m = m_new
-    out = np.where(hit, acc / np.where(hit, l_sum, 1), 0)
-    lse = np.where(hit, np.log(np.where(hit, l_sum, 1)) + m, np.inf)[..., 0]
-    return out, lse
+    return m, l_sum, acc
 
 
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, precision: str,

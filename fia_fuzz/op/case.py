@@ -27,6 +27,7 @@ from fia_fuzz.op.features import case_features
 from fia_fuzz.op.geometry import referenced_blocks
 from fia_fuzz.op.outputs import output_specs
 from fia_fuzz.op.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, VALUE_ARGS
+from fia_fuzz.op.specials import apply_specials, has_specials
 from fia_fuzz.op.stored import STORED, stored_keys
 from fia_fuzz.op.tensors import NUMPY_DTYPES, TensorSpec, numpy_dtype
 from fia_fuzz.op.undetermined import Undetermined
@@ -202,6 +203,8 @@ class Case:
                 out[name] = [int(v) for v in value]
             else:
                 out[name] = value
+        if data and has_specials(self.fills):
+            apply_specials(self.fills, self.seed, out)
         return out
 
     def lazy(self, name: str) -> bool:

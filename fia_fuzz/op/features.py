@@ -85,6 +85,7 @@ def case_features(case: Case) -> dict[str, Any]:
         "k_dist": case.fill("key").get("dist") if k else None,
         "v_dist": case.fill("value").get("dist") if p.get("value") is not None else None,
         "logits": _logits(case),
+        "values": values_class(case.fills),
         # each optional argument's features (fia_fuzz/op/args/<module>.py)
         **args.classify(case, v),
     }
@@ -163,6 +164,35 @@ def _empty(q: TensorSpec | None, s1: int | None, v: CallView) -> str:
         return "query"
     s2 = _safe(lambda: v.S2)
     return "kv" if s2 == 0 else "none"
+
+
+#: The `values` axis: where arithmetic breaks (docs/values.md). "finite" first (the shrink
+#: order); NaN/Inf placed by region (op/specials.py); pse_shift specials; a fully masked
+#: row; and regimes of finite fills (magnitudes that overflow fp16 Q.K^T and an unshifted
+#: exp, subnormals, exact ties and rows of equal scores).
+VALUES = ("finite", "nan_attended", "nan_masked", "nan_padding", "inf_attended",
+          "inf_masked", "inf_padding", "pse_neg_inf", "pse_nan", "masked_row", "overflow",
+          "subnormal", "ties")
+#: A fill's label of the finite regime it was drawn for (no effect on its values).
+REGIME = "regime"
+
+
+def values_class(fills: dict[str, dict[str, Any]]) -> str:
+    """The `values` axis value of a case's fills."""
+    for name in ("query", "key", "value"):
+        f = fills.get(name, {})
+        special = f.get("special")
+        if special in ("nan", "inf", "-inf"):
+            return f"{'nan' if special == 'nan' else 'inf'}_{f.get('where', 'attended')}"
+    special = fills.get("pse_shift", {}).get("special")
+    if special in ("nan", "-inf"):
+        return "pse_nan" if special == "nan" else "pse_neg_inf"
+    if fills.get("atten_mask", {}).get("special") == "full_row":
+        return "masked_row"
+    for f in fills.values():
+        if f.get(REGIME) in VALUES:
+            return str(f[REGIME])
+    return "finite"
 
 
 def _logits(case: Case) -> str:

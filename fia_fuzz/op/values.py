@@ -40,6 +40,8 @@ NORMAL_TABLE_MIN = 1 << 16
 CHUNK = 1 << 15
 #: Dists whose values read no raw words: their stream is never drawn.
 RAWLESS_DISTS = ("triu", "zeros", "ones", "u64_scale", "const")
+#: A float fill's optional step: its values rounded to multiples of it (docs/values.md).
+ROUND = "round"
 #: Largest finite value per float dtype (the "large" fill's limit).
 FINFO_MAX = {"float16": 65504.0, "bfloat16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
              "float32": float(np.finfo(np.float32).max)}
@@ -199,6 +201,17 @@ def _floats(raw: np.ndarray, fill: dict[str, Any], cols: int | None, dtype: str)
         x = x.reshape(-1) * scale
     else:
         raise ValueError(f"unknown float fill dist {dist!r}")
+    if ROUND in fill:
+        x = _rounded(x, float(fill[ROUND]))
+    return x
+
+
+def _rounded(x: np.ndarray, step: float) -> np.ndarray:
+    """x rounded to the nearest multiple of `step` (half to even): exact for a power-of-two
+    step (a division and a product by it move only the exponent; rint is exact IEEE)."""
+    x = np.asarray(x, np.float64) / step
+    np.rint(x, out=x)
+    x *= step
     return x
 
 
@@ -365,7 +378,7 @@ def _chunk_values(fill: dict[str, Any], dtype: str, n: int
         if dtype in ("int8", "uint8") and span & (span - 1) == 0 and span <= 256:
             return lambda raw, cols: _bytes(raw, lo, span)
         return lambda raw, cols: _ints(raw, lo, span)
-    if dist in (None, "normal") and n >= NORMAL_TABLE_MIN:
+    if dist in (None, "normal") and n >= NORMAL_TABLE_MIN and ROUND not in fill:
         table = _normal_table(float(fill.get("scale", 1.0)), NUMPY_DTYPES[dtype])
         return lambda raw, cols: np.take(table, irwin_hall_sums(raw))
     return lambda raw, cols: _floats(raw, fill, cols, dtype)

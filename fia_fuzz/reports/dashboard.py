@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
+from fia_fuzz.diff.signature import is_wrong_result
 from fia_fuzz.reports import aggregate as agg
 from fia_fuzz.reports import charts
 from fia_fuzz.reports import signatures as sig
@@ -201,7 +202,7 @@ def signatures_table(df: pd.DataFrame, table_id: str) -> str:
     head = ("<tr><th>signature</th><th>rows</th><th>cases</th><th>runs</th><th>first seen</th>"
             "<th>last seen</th><th>minimal case (elements)</th><th>repro</th></tr>")
     rows = "".join(
-        f"<tr class='{'fail' if r['kind'] == 'fail' else 'error'}' "
+        f"<tr class='{'fail' if is_wrong_result(r['kind']) else 'error'}' "
         f"data-signature='{html.escape(str(r['signature']))}'>"
         f"<td><b>{html.escape(str(r['signature']))}</b></td><td>{int(r['count'])}</td>"
         f"<td>{int(r['cases'])}</td><td>{int(r['runs'])}</td>"

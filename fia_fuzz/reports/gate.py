@@ -50,8 +50,10 @@ def found(df: pd.DataFrame, tokens: Iterable[str], policy: str = DEFAULT_POLICY
         elif token in OUTCOME_TOKENS:
             n = int((outcomes == OUTCOME_TOKENS[token]).sum())
         else:
-            n = sum(1 for row in df.to_dict("records")
-                    if str(row.get("failure_kind") or failure_kind(row) or "") == token)
+            kinds = (str(row.get("failure_kind") or failure_kind(row) or "")
+                     for row in df.to_dict("records"))
+            # a kind names its class after a colon (nonfinite:nan_to_finite)
+            n = sum(1 for k in kinds if k == token or k.startswith(token + ":"))
         if n:
             counts[token] = n
     return counts

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from fia_fuzz.diff import DEFAULT_POLICY
+from fia_fuzz.diff.signature import is_wrong_result
 from fia_fuzz.reports import aggregate as agg
 from fia_fuzz.reports import signatures as sig
 
@@ -41,12 +42,13 @@ def _details(r: pd.Series) -> str:
 def _signature_suite(root: ET.Element, df: pd.DataFrame) -> None:
     t = sig.signatures(df)
     suite = ET.SubElement(root, "testsuite", name="fia-fuzz.signatures", tests=str(len(t)),
-                          failures=str(int((t["kind"] == "fail").sum())),
-                          errors=str(int((t["kind"] != "fail").sum())), skipped="0")
+                          failures=str(int(t["kind"].map(is_wrong_result).sum())),
+                          errors=str(int((~t["kind"].map(is_wrong_result)).sum())),
+                          skipped="0")
     for _, r in t.iterrows():
         tc = ET.SubElement(suite, "testcase", classname="fia.signature",
                            name=str(r["signature"]), time="0")
-        tag = "failure" if r["kind"] == "fail" else "error"
+        tag = "failure" if is_wrong_result(r["kind"]) else "error"
         e = ET.SubElement(tc, tag, message=f"{r['count']} failing rows in {r['runs']} run(s)",
                           type=str(r["kind"]))
         e.text = (f"cases: {r['cases']}; first seen {r['first_seen']} ({r['first_run']}), "

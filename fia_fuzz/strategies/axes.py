@@ -14,7 +14,7 @@ from typing import Any
 
 from fia_fuzz.op import args
 from fia_fuzz.op.edges import SIZE_EDGES
-from fia_fuzz.op.features import WORKLOADS
+from fia_fuzz.op.features import VALUES, WORKLOADS
 
 BOOL = (False, True)
 
@@ -38,6 +38,7 @@ CORE_AXES: dict[str, tuple[Any, ...]] = {
     "k_dist": ("normal", "uniform", "outlier", "const_rows", "large", "negative", "int"),
     "v_dist": ("normal", "uniform", "outlier", "const_rows", "large", "negative", "int"),
     "logits": ("mixed", "all_negative"),
+    "values": VALUES,
     "plain": BOOL,
     "view": ("contiguous", "strided"),
     "workload": WORKLOADS,
@@ -53,3 +54,7 @@ AXES: args.DerivedDict = args.DerivedDict(
 #: caches never reach past 2^31 elements); a filter for one needs profile="nightly".
 LARGE_ONLY: frozenset[tuple[str, Any]] = frozenset({("cache_reach", "2^31"),
                                                     ("cache_reach", "2^32")})
+#: Axis values unfiltered smoke draws never take (strategies/values.py: only profiles with a
+#: values share draw them), though a smoke filter for one draws it.
+FILTER_ONLY_IN_SMOKE: frozenset[tuple[str, Any]] = frozenset(
+    ("values", v) for v in VALUES if v != "finite")

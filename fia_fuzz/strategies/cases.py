@@ -21,7 +21,7 @@ from fia_fuzz.op.forms import implied_pins
 from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.rules.profiles import get as get_rules
 from fia_fuzz.rules.validate import case_violations
-from fia_fuzz.strategies import device_a2
+from fia_fuzz.strategies import device_a2, values
 from fia_fuzz.strategies.axes import AXES
 from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, RandomChooser
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
@@ -66,6 +66,7 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
     family = ch.one(weighted if len(families) > 1 else families)
     dr = Draft(prof=prof, ch=ch)
     (extra[family][0] if family in extra else FAMILIES[family])(dr)
+    values.draw(dr)
     if dr.lazy:
         for name in (*CACHE_ARGS, *PAGED_ANTIQUANT_ARGS):
             if name in dr.params:

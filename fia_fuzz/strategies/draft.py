@@ -32,6 +32,9 @@ class Profile:
     lazy cache whose host cost follows the referenced lengths (geometry.referenced_blocks).
     workload_weight is the draw weight of the production patterns (strategies/
     workloads.py) beside cases.FAMILY_WEIGHTS, whose weights sum to 12.
+    values_share: an unfiltered draw takes a value of the `values` axis other than
+    "finite" (NaN/Inf, overflow, subnormals, ties: strategies/values.py) once in
+    values_share + 1 draws; 0 (smoke) never, and draws nothing for it.
     """
 
     max_batch: int
@@ -44,6 +47,7 @@ class Profile:
     max_flops: int
     cache_reach: tuple[str, ...] = ("near",)
     workload_weight: int = 1
+    values_share: int = 0
 
 
 PROFILES: dict[str, Profile] = {
@@ -51,10 +55,12 @@ PROFILES: dict[str, Profile] = {
                      max_elements=1 << 19, max_scores=1 << 19, max_flops=1 << 28),
     "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
-                       cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=5),
+                       cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=5,
+                       values_share=11),
     "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536, long_kv=262144,
                       max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
-                      cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6),
+                      cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6,
+                      values_share=11),
 }
 
 #: The budget of a far draw (a lazy cache referenced past 2^31 / 2^32 elements): the

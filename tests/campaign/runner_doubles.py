@@ -10,7 +10,12 @@ fault injected, so the campaign's plumbing can be tested without a device:
 `test-double-accepting-wrong` does the same with wrong outputs;
 `test-double-memory-hog` asks one cell for more memory than any cap allows;
 `test-double-sleepy` is correct but slow on one device (a far or slow case that
-must not stall the other workers).
+must not stall the other workers). Three carry a planted bug of the kind non-finite
+values expose (the `values` axis):
+`test-double-nan-to-zero` swallows NaN outputs to 0, `test-double-masked-row-unzeroed`
+leaves a fully masked row's output at the mean of its values (the uncorrected kernel of
+golden `row_invalid="docs"`, where the docs promise no correction) instead of 0,
+`test-double-inf-clamp` turns +-Inf outputs into the dtype's largest finite value.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.lenient import Undefined, unchecked_golden
 from fia_fuzz.op.call import CallView
 from fia_fuzz.runners.base import register
@@ -178,6 +184,38 @@ class MemoryHogDouble(GoldenRunner):
         if _cell(call) == HOG_CELL:
             np.ones(HOG_BYTES, dtype=np.uint8)
         return super().run(call)
+
+
+@register("test-double-nan-to-zero")
+class NanToZeroDouble(GoldenRunner):
+    name = "test-double-nan-to-zero"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = super().run(call)
+        return np.where(np.isnan(out.astype(np.float32)), 0, out).astype(out.dtype), lse
+
+
+@register("test-double-masked-row-unzeroed")
+class MaskedRowUnzeroedDouble(GoldenRunner):
+    name = "test-double-masked-row-unzeroed"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        return npu_fused_infer_attention_score(**call, precision="device", row_invalid="docs",
+                                               rules=self._rules)
+
+
+@register("test-double-inf-clamp")
+class InfClampDouble(GoldenRunner):
+    name = "test-double-inf-clamp"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = super().run(call)
+        top = float(ml_dtypes.finfo(out.dtype).max) if out.dtype.kind == "f" or \
+            out.dtype == ml_dtypes.bfloat16 else None
+        if top is None:
+            return out, lse
+        wide = out.astype(np.float32)
+        return np.where(np.isinf(wide), np.sign(wide) * top, wide).astype(out.dtype), lse
 
 
 #: The device index whose process the sleepy double slows down, and by how much per case.

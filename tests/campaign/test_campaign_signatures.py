@@ -10,7 +10,7 @@ import runner_doubles  # noqa: F401  (registers the test doubles)
 from runner_doubles import STREAM_SEED
 
 from fia_fuzz.cli import main
-from fia_fuzz.diff.signature import error_shape, signature
+from fia_fuzz.diff.signature import error_shape, failure_kind, signature
 from fia_fuzz.op.case import Case
 from fia_fuzz.reports import read_results, render, write_junit
 from fia_fuzz.reports.signatures import signatures
@@ -25,8 +25,11 @@ def _row(**kw):
 
 def test_error_shapes_read_the_metrics() -> None:
     assert error_shape(_row(verdict="pass")) == ""
-    assert error_shape(_row(out_nan_actual_only=3)) == "out NaN"
-    assert error_shape(_row(out_nonfinite_mismatch=1)) == "out Inf/NaN on one side"
+    nan = _row(out_nan_actual_only=3, out_nonfinite_mismatch=3,
+               out_nonfinite_class="finite_to_nan")
+    assert failure_kind(nan) == "nonfinite:finite_to_nan" and error_shape(nan) == "out"
+    lost = _row(verdict="pass", lse_nonfinite_mismatch=1, lse_nonfinite_class="inf_to_finite")
+    assert signature(lost) == "BSH/float16/prefill nonfinite:inf_to_finite: lse"
     assert error_shape(_row(lse_invalid_mismatch=2)) == "lse invalid row"
     assert error_shape(_row(**{"out_verdict_flash-attention": "pass",
                                "lse_verdict_flash-attention": "fail"})) == "lse only"

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from fia_fuzz.diff.metrics import compare, fa_noise_floor, invalid_rows, ulp
+from fia_fuzz.diff.policies import functional_failure
 
 
 def _golden(shape=(2, 3, 4, 16), seed=0) -> np.ndarray:
@@ -164,3 +165,22 @@ def test_an_empty_lse_placeholder_compares_clean() -> None:
     assert not m["shape_mismatch"] and m["numel"] == 0 and m["max_abs"] == 0.0
     assert m["nonfinite_mismatch"] == m["invalid_mismatch"] == 0
     assert compare(np.zeros(1, np.float32), np.zeros(0), "float32")["shape_mismatch"]
+
+
+@pytest.mark.parametrize(("truth", "actual", "cls"), [
+    (np.nan, 0.0, "nan_to_finite"), (np.inf, 65504.0, "inf_to_finite"),
+    (-np.inf, np.inf, "inf_sign"), (np.inf, np.nan, "inf_to_nan"), (np.nan, -np.inf, "nan_to_inf"),
+    (1.0, np.nan, "finite_to_nan"), (1.0, -np.inf, "finite_to_inf")])
+def test_nonfinite_elements_are_compared_exactly_and_classed(truth, actual, cls) -> None:
+    """NaN where the truth is NaN, the same-signed Inf where it is Inf, finite where finite:
+    each other pairing is counted by class, and any of them is a functional failure."""
+    g = np.array([[0.5, truth, 0.25]])
+    a = np.array([[0.5, actual, 0.25]], np.float16)
+    none = np.zeros(g.shape, bool)  # attention_out: +inf is a value, not an invalid row
+    m = compare(a, g, "float16", invalid=none)
+    assert m["nonfinite_mismatch"] == 1 and m[f"nonfinite_{cls}"] == 1
+    assert m["nonfinite_class"] == cls and m["nonfinite_index"] == "(0, 1)"
+    assert functional_failure(m)
+    same = compare(np.array([[0.5, truth, 0.25]], np.float16), g, "float16", invalid=none)
+    assert same["nonfinite_mismatch"] == 0 and "nonfinite_class" not in same
+    assert not functional_failure(same) and same["max_abs"] == 0.0

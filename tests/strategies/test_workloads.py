@@ -90,7 +90,7 @@ def test_a_few_percent_of_nightly_draws_take_32k_keys_within_the_memory_budget(
         assert case.host_bytes() <= 2 * EDGE_SLACK * PROFILES["nightly"].max_elements
 
 
-@pytest.mark.parametrize(("profile", "n"), [("nightly", 200), ("stress", 60)])
+@pytest.mark.parametrize(("profile", "n"), [("nightly", 200), ("stress", 80)])
 def test_long_filtered_draws_reach_the_profiles_longest_kv(profile: str, n: int) -> None:
     """cases(size_edge="long") reaches S2 >= 32768 (nightly) and >= 131072 (stress): long-KV
     draws go up to the profile's long_kv, each doubling from LONG_KV as likely."""

@@ -1,0 +1,239 @@
+"""Special values placed into a materialised call: NaN and +-Inf in query, key, value and
+pse_shift, and fully masked rows in atten_mask (the `values` feature axis).
+
+A fill recipe may carry, beside its dist, a placement (docs/values.md):
+
+    {"dist": "normal", "scale": 1.0, "special": "nan", "where": "masked", "count": 2}
+
+`special` is "nan", "inf" or "-inf" (a float tensor) or "full_row" (atten_mask: every
+column of a row masked); `where` names the region of the call the positions are drawn
+from, by the op's own geometry and masks [SEM §3-4]:
+
+- attended: a valid query row that attends some key; a key/value column inside its
+  batch's valid window that some valid row attends; a pse_shift element of an
+  attended (row, column) pair;
+- masked: a key/value column inside the valid window that some valid row masks (the
+  band or atten_mask excludes it); for the query, a valid row every key of which is
+  masked;
+- padding: positions outside the valid window that the tensor still holds: query rows
+  past actual_seq_lengths (or before a left-padded window), key/value columns past
+  actual_seq_lengths_kv (a left-padded window, a tensor-list entry longer than its
+  length, the rest of a paged request's last block).
+
+`count` positions are drawn (with repetition) from the region with the stream of
+(seed, name + "/special"): integer arithmetic on PCG64 words only, so the same case
+gives the same bits everywhere (op/values.py's contract). The dist's own values come
+first and are untouched elsewhere: a recipe without `special` materialises as before.
+A region the case does not have (no mask, no padding) places nothing.
+
+The regions are computed here from op/geometry.py (windows, band, user mask) for
+placement only; what the op does with the values is the golden's business.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fia_fuzz.op.call import CallView
+from fia_fuzz.op.geometry import (
+    band_window,
+    blocks_needed,
+    kv_window,
+    query_window,
+    to_bnsd,
+    user_mask,
+)
+from fia_fuzz.op.values import raw_bits
+
+SPECIAL, WHERE, COUNT = "special", "where", "count"
+#: The float specials and their values.
+FLOAT_SPECIALS = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf}
+#: The mask special: every column of a row masked.
+FULL_ROW = "full_row"
+WHERES = ("attended", "masked", "padding")
+#: Tensors a float special may sit in (antiquant parameters are not placed by region).
+FLOAT_TARGETS = ("query", "key", "value", "pse_shift")
+#: Raw words per placed position (batch/row/column choice, head, dim, spare).
+WORDS = 4
+
+
+def has_specials(fills: dict[str, dict[str, Any]]) -> bool:
+    return any(SPECIAL in f for f in fills.values())
+
+
+def apply_specials(fills: dict[str, dict[str, Any]], seed: int, call: dict[str, Any]) -> None:
+    """Write every fill's special values into the materialised `call`, in place."""
+    names = [n for n in (*FLOAT_TARGETS, "atten_mask")
+             if SPECIAL in fills.get(n, {}) and call.get(n) is not None]
+    if not names:
+        return
+    regions = _Regions(CallView(call), call)
+    for name in names:
+        fill = fills[name]
+        count = max(0, int(fill.get(COUNT, 1)))
+        raw = raw_bits(seed, f"{name}/{SPECIAL}", 0, WORDS * count).reshape(count, WORDS)
+        where = str(fill.get(WHERE, "attended"))
+        if name == "atten_mask":
+            if fill[SPECIAL] == FULL_ROW:
+                regions.full_rows(raw)
+            continue
+        value = FLOAT_SPECIALS[str(fill[SPECIAL])]
+        if name == "pse_shift":
+            regions.place_pse(raw, value)
+        else:
+            regions.place(name, where, raw, value)
+
+
+def _pick(raw: np.ndarray, n: int) -> int:
+    return int(raw % np.uint64(n))
+
+
+class _Regions:
+    """The valid windows, band and mask of one call, per batch, in the golden's frame: query
+    rows by absolute position, key columns with the shared prefix first."""
+
+    def __init__(self, view: CallView, call: dict[str, Any]):
+        self.view, self.call = view, call
+        self.q_len, self.q_off = query_window(view)
+        self.kv_len, self.kv_off = kv_window(view)
+        self.prefix = view.prefix_len if call.get("key_shared_prefix") is not None else 0
+        self.s2b = self.kv_len + self.prefix
+        self.band = band_window(view, call, self.q_len, self.s2b)
+        mode = view.attr_int("sparse_mode")
+        self.uses_mask = (view.decode and call.get("query_rope") is None) or mode in (0, 1)
+        mask = call.get("atten_mask")
+        self.mask = user_mask(mask, view.B, view.decode) if mask is not None and \
+            self.uses_mask else None
+        self.rows = int(self.q_len.max()) if view.packed and len(self.q_len) else view.S1
+        self.B = view.B
+
+    # ---- regions -------------------------------------------------------------
+    def _kv_extent(self, b: int) -> int:
+        """Key columns batch b's tensor holds (its own frame, prefix excluded)."""
+        v = self.view
+        if v.paged:
+            bs = v.attr_int("block_size")
+            return blocks_needed(int(self.kv_len[b]), bs) * bs
+        if v.packed:
+            return int(self.kv_len[b])
+        return v.kv_seq(b)
+
+    def excluded(self, b: int) -> np.ndarray:
+        """bool (rows, prefix + columns): True where batch b's row must not attend the key."""
+        cols = self.prefix + self._kv_extent(b)
+        r = np.arange(self.rows)[:, None] - self.q_off[b]
+        c = np.arange(cols)[None, :] - self.kv_off[b]
+        ex = (r < 0) | (r >= self.q_len[b]) | (c < 0) | (c >= self.s2b[b])
+        if self.band is not None:
+            pre, nxt = int(self.band[0][b]), int(self.band[1][b])
+            ex |= (c > r + nxt) | (c < r - pre)
+        if self.mask is not None:
+            m = self.mask[b if self.mask.shape[0] > 1 else 0, :self.rows, :cols]
+            part = np.ones(ex.shape, bool)
+            part[:m.shape[0], :m.shape[1]] = m
+            ex |= part
+        return ex
+
+    def _valid_rows(self, b: int) -> np.ndarray:
+        r = np.arange(self.rows) - self.q_off[b]
+        return (r >= 0) & (r < self.q_len[b])
+
+    def _candidates(self, name: str, where: str) -> list[tuple[int, int]]:
+        """(batch, row or key column in the tensor's own frame) pairs of the region."""
+        out: list[tuple[int, int]] = []
+        for b in range(self.B):
+            ex = self.excluded(b)
+            rows = self._valid_rows(b)
+            if name == "query":
+                if where == "attended":
+                    hit = rows & ~ex.all(axis=1)
+                elif where == "masked":
+                    hit = rows & ex.all(axis=1)
+                else:
+                    hit = ~rows if not self.view.packed else np.zeros_like(rows)
+                out += [(b, int(s)) for s in np.flatnonzero(hit)]
+                continue
+            c = np.arange(ex.shape[1]) - self.kv_off[b]
+            inside = (c >= 0) & (c < self.s2b[b])
+            if where == "attended":
+                hit = inside & (~ex[rows]).any(axis=0)
+            elif where == "masked":
+                hit = inside & ex[rows].any(axis=0)
+            else:
+                hit = ~inside
+            hit[:self.prefix] = False  # the shared prefix is another tensor
+            out += [(b, int(j) - self.prefix) for j in np.flatnonzero(hit)]
+        return out
+
+    # ---- placement -------------------------------------------------------------
+    def place(self, name: str, where: str, raw: np.ndarray, value: float) -> None:
+        cands = self._candidates(name, where)
+        if not cands:
+            return
+        heads = self.view.N if name == "query" else self.view.KV_N
+        for words in raw:
+            b, s = cands[_pick(words[0], len(cands))]
+            self._write(name, b, _pick(words[1], heads), s, words[2], value)
+
+    def _write(self, name: str, b: int, h: int, s: int, dword: np.uint64, value: float
+               ) -> None:
+        v, x = self.view, self.call[name]
+        if v.paged and name != "query":
+            bs = v.attr_int("block_size")
+            blk = int(np.asarray(self.call["block_table"])[b][s // bs])
+            off = s % bs
+            if x.ndim == 3:
+                d = _pick(dword, x.shape[2] // v.KV_N)
+                x[blk, off, h * (x.shape[2] // v.KV_N) + d] = value
+            elif x.ndim == 4:
+                x[blk, h, off, _pick(dword, x.shape[3])] = value
+            else:
+                c0 = x.shape[4]
+                d = _pick(dword, x.shape[2] * c0)
+                x[blk, h, d // c0, off, d % c0] = value
+            return
+        if isinstance(x, list):
+            x, s_b = x[b], s
+            target = to_bnsd(x, v.in_layout, v.KV_N)[0, h, s_b]
+        elif v.packed:
+            start = int(np.sum((self.q_len if name == "query" else self.kv_len)[:b]))
+            target = x[start + s, h] if v.in_layout == "TND" else x[h, start + s]
+        else:
+            target = to_bnsd(x, v.in_layout, heads=v.N if name == "query" else v.KV_N)[b, h, s]
+        if np.shares_memory(target, x):
+            target[_pick(dword, target.shape[-1])] = value
+
+    def place_pse(self, raw: np.ndarray, value: float) -> None:
+        """`value` at attended (row, column) pairs of pse_shift (absolute positions)."""
+        pse = self.call["pse_shift"]
+        pairs: list[tuple[int, int, int]] = []
+        for b in range(self.B if pse.shape[0] > 1 else 1):
+            ex = self.excluded(b)[:pse.shape[2], :pse.shape[3]]
+            pairs += [(b, int(r), int(c)) for r, c in zip(*np.nonzero(~ex), strict=True)]
+        if not pairs:
+            return
+        for words in raw:
+            b, r, c = pairs[_pick(words[0], len(pairs))]
+            pse[b, _pick(words[1], pse.shape[1]), r, c] = value
+
+    def full_rows(self, raw: np.ndarray) -> None:
+        """Mask every column of valid rows of atten_mask (a row of no attended key)."""
+        mask = self.call["atten_mask"]
+        if self.mask is None:
+            return
+        rows = [(b, int(r)) for b in range(self.B if self.mask.shape[0] > 1 else 1)
+                for r in np.flatnonzero(self._valid_rows(b))]
+        if not rows:
+            return
+        for words in raw:
+            b, r = rows[_pick(words[0], len(rows))]
+            if mask.ndim == 2 and not self.view.decode:
+                mask[r, :] = 1
+            elif mask.ndim == 2:
+                mask[b, :] = 1
+            elif mask.ndim == 3:
+                mask[b if mask.shape[0] > 1 else 0, r, :] = 1
+            else:
+                mask[b if mask.shape[0] > 1 else 0, 0, r, :] = 1
