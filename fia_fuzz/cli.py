@@ -223,10 +223,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not Path(d).is_dir():
             raise InputError(f"{d}: no such run directory")
     damaged: list[str] = []
-    df = read_results(args.run_dirs, damaged)
-    warning = damage_warning(damaged)
-    if warning:
-        print(warning, file=sys.stderr)
+    notes: list[str] = []
+    df = read_results(args.run_dirs, damaged, notes)
+    for line in [*notes, damage_warning(damaged)]:
+        if line:
+            print(line, file=sys.stderr)
     if df.empty:
         raise InputError(f"no results under {' '.join(args.run_dirs)}")
     html = Path(args.html) if args.html else Path(args.run_dirs[0]) / "dashboard.html"

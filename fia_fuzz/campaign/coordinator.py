@@ -27,6 +27,7 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 import uuid
@@ -41,6 +42,7 @@ from fia_fuzz.campaign.config import CampaignConfig
 from fia_fuzz.campaign.partition import run_partition
 from fia_fuzz.campaign.progress import Progress
 from fia_fuzz.campaign.state import Claims, PartitionJob
+from fia_fuzz.reports.dataset import repair_results
 from fia_fuzz.runners import get_runner
 
 STATE = "state"
@@ -170,6 +172,8 @@ def run_campaign(cfg: CampaignConfig, stream: TextIO | None = None,
     if not ok:
         raise RuntimeError(f"runner {cfg.runner!r} is not available here: {why}")
     Path(cfg.out).mkdir(parents=True, exist_ok=True)
+    for note in repair_results(cfg.out):  # torn parquet files a crash left: from journals
+        print(note, file=sys.stderr)
     state = RunState(cfg)
     summary = CampaignSummary(run_id=state.run_id, attempt=state.attempt,
                               results=Path(cfg.out) / "results", workers=cfg.workers)

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow.parquet as pq
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hseed
 from hypothesis import strategies as hst
@@ -56,7 +55,7 @@ from fia_fuzz.campaign.state import (
 )
 from fia_fuzz.op.case import Case
 from fia_fuzz.reports import ResultWriter
-from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
+from fia_fuzz.reports.dataset import damage_warning, read_result_file, result_files
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
 from fia_fuzz.strategies import cases, illegal_cases
@@ -137,14 +136,7 @@ def recorded(out: Path, damaged: list[str] | None = None) -> pd.DataFrame:
     directory that holds many nights stays cheap to resume); `damaged` gets the
     journal lines skipped, whose cases are then run again."""
     cols = ["case_id", "run_id", "origin"]
-    frames = []
-    for f in result_files([out]):
-        if f.suffix == ".parquet":
-            have = set(pq.read_schema(f).names)
-            frames.append(pd.read_parquet(f, columns=[c for c in cols if c in have]))
-        else:
-            df = read_journal(f, damaged)
-            frames.append(df[[c for c in cols if c in df]])
+    frames = [read_result_file(f, damaged, columns=cols) for f in result_files([out])]
     frames = [f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame(columns=cols)
