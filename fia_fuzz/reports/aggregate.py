@@ -21,7 +21,9 @@ VERDICTS = ("pass", "inconclusive", "warn", "fail")
 #: Verdicts that decide a case; "inconclusive" ones (the fp64 truth cannot decide: float
 #: conditioning, diff/policies.py) stay out of every pass rate and are counted apart.
 DECISIVE = ("pass", "warn", "fail")
-PROBLEM_OUTCOMES = ("error", "crashed", "timeout", "oom")
+#: Outcomes without a verdict that the dashboard lists: the backend raised, crashed, hung
+#: or ran out of memory, or the tool could not run the case (`harness`).
+PROBLEM_OUTCOMES = ("error", "crashed", "timeout", "oom", "harness")
 WORST_N = 20
 
 
@@ -119,7 +121,7 @@ def functional_failures(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def outcomes(df: pd.DataFrame) -> pd.Series:
-    """Cases per outcome (ok, unsupported, error, crashed, timeout, oom)."""
+    """Cases per outcome (ok, unsupported, error, crashed, timeout, oom, harness)."""
     return df["outcome"].value_counts() if "outcome" in df else pd.Series(dtype=int)
 
 
@@ -198,8 +200,8 @@ def worst_cases(df: pd.DataFrame, n: int = WORST_N, policy: str = DEFAULT_POLICY
 
 
 def problems(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows whose runner raised, crashed, timed out or ran out of memory (no verdict, a
-    result all the same)."""
+    """Rows whose runner raised, crashed, timed out or ran out of memory, or that the tool
+    could not run (no verdict, a result all the same)."""
     if "outcome" not in df:
         return df.iloc[0:0]
     return df[df["outcome"].isin(PROBLEM_OUTCOMES)]

@@ -216,7 +216,7 @@ def signatures_table(df: pd.DataFrame, table_id: str) -> str:
 def problems_table(df: pd.DataFrame) -> str:
     p = agg.problems(df)
     if p.empty:
-        return "<p>No runner errors, crashes or timeouts.</p>"
+        return "<p>No runner errors, crashes, timeouts or harness failures.</p>"
     rows = "".join(
         f"<tr><td><code>{html.escape(str(r.get('case_id')))}</code></td>"
         f"<td>{html.escape(str(r.get('runner')))}</td><td>{html.escape(str(r.get('outcome')))}</td>"
@@ -315,7 +315,8 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
     if agg.has_relations(df):
         parts.append("<h2>Metamorphic relations</h2>" + relations_table(
             df, "relations" if key == "t0" else f"relations-{key}"))
-    parts.append("<h2>Runner errors, crashes, timeouts</h2>" + problems_table(df))
+    parts.append("<h2>Runner errors, crashes, timeouts, harness failures</h2>"
+                 + problems_table(df))
     speed = throughput_table(df)
     if speed is not None:
         parts.append("<h2>Throughput</h2>" + speed)

@@ -60,9 +60,9 @@ def test_torn_parquet_without_its_journal_is_skipped_in_one_line(tmp_path, capsy
     capsys.readouterr()
     assert main(["report", str(out), "--html", str(tmp_path / "d.html")]) == 2
     err = _stderr_lines(capsys)
-    assert len(err) == 2, err  # the skipped file, then: nothing left to report
-    assert err[0].startswith(f"warning: skipped {parquet}") and "no journal" in err[0]
-    assert "no results under" in err[1]
+    assert len(err) == 1, err  # nothing left to report, and why
+    assert err[0].startswith(f"fia-fuzz report: no results under {out} (skipped {parquet}")
+    assert "no journal" in err[0]
 
     assert _campaign(out) == 0  # resumes nothing it cannot read: runs the cases again
     err = _stderr_lines(capsys)
