@@ -22,11 +22,15 @@ from fia_fuzz.rules.validate import case_violations
 
 #: Exit status of a command given bad input (argparse's own).
 USAGE_ERROR = 2
+#: Exit status of a campaign some of whose cases the tool itself could not run.
+HARNESS_FAILED = 3
 EXIT_CODES = """exit status:
   0  done (campaign, report: whatever they found, unless --fail-on names it)
   1  a finding: --fail-on matched (campaign, report); the case still fails (repro); the
      call is illegal (validate, import-msprobe); a value or breaker never reached (coverage)
-  2  bad input: an unusable file, flag or name (one line on stderr; --debug: traceback)"""
+  2  bad input: an unusable file, flag or name (one line on stderr; --debug: traceback)
+  3  harness failure (campaign): cases the tool could not run (a device process that did
+     not start, an import error in it; outcome `harness`, one line on stderr)"""
 #: Flags whose value may start with "-" (a negative number, refused with its own message
 #: instead of argparse's "expected one argument").
 VALUE_FLAGS = ("--budget", "--case-timeout", "--memory-limit", "--device-memory",
@@ -160,6 +164,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         raise InputError("give --max-cases N or --budget DURATION (or both)")
     _positive("--max-cases", args.max_cases)
     _positive("--workers", args.workers)
+    from fia_fuzz.campaign.config import host_workers
+
+    most, why = host_workers()
+    if args.workers > most:
+        raise InputError(f"--workers {args.workers}: this host runs at most {most} "
+                         f"worker(s) ({why})")
     fail_on = _fail_on(args.fail_on)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -188,6 +198,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         raise InputError(f"runner {args.runner!r} is not available here: {why}")
     if given is None:  # the backend's device, none for a host backend
         device_memory = runner.device_memory
+    if memory is not None:
+        from fia_fuzz.campaign.coordinator import check_memory_limit
+
+        short = check_memory_limit(args.runner, memory)
+        if short:
+            raise InputError(f"--memory-limit {args.memory_limit}: too small: {short}")
     seeds = _seed_cases(args.seed_cases) if args.seed_cases else ()
     cfg = CampaignConfig(
         runner=args.runner, out=Path(args.out), max_cases=args.max_cases, budget_s=budget,
@@ -197,14 +213,24 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         shrink=not args.no_shrink,
         metamorphic=args.metamorphic, seed_cases=seeds)
     s = run_campaign(cfg, started=started)
-    print(f"campaign {s.run_id} (attempt {s.attempt}): {s.cases} cases in {s.elapsed_s:.1f}s "
-          f"({s.cases_per_min:.0f}/min); outcomes {s.outcomes}; verdicts {s.verdicts}")
+    added = "" if s.attempt == 1 else (
+        f" over {s.attempt} attempts (this one added {s.added_cases}: outcomes "
+        f"{s.added_outcomes}; verdicts {s.added_verdicts})")
+    print(f"campaign {s.run_id} (attempt {s.attempt}): {s.cases} cases{added}; outcomes "
+          f"{s.outcomes}; verdicts {s.verdicts}; this attempt {s.elapsed_s:.1f}s "
+          f"({s.cases_per_min:.0f}/min)")
     print(s.throughput_line())
     for sh in s.shrunk:
         what = "minimal" if sh["shrunk"] else "unshrunk"
         print(f"{what} {sh['kind']} case of {sh['cell']}: {sh['minimal']} -> {sh['bundle']}")
     print(f"results: {s.results}")
-    return _gate([args.out], fail_on)
+    found = _gate([args.out], fail_on)
+    if s.harness:
+        print(f"fia-fuzz campaign: {s.harness} case(s) could not be run by the tool "
+              f"(outcome harness, no finding about the backend): "
+              f"{' '.join(s.harness_note.split())[:300]}", file=sys.stderr)
+        return HARNESS_FAILED
+    return found
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -223,12 +249,15 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not Path(d).is_dir():
             raise InputError(f"{d}: no such run directory")
     damaged: list[str] = []
-    df = read_results(args.run_dirs, damaged)
-    warning = damage_warning(damaged)
-    if warning:
-        print(warning, file=sys.stderr)
-    if df.empty:
-        raise InputError(f"no results under {' '.join(args.run_dirs)}")
+    notes: list[str] = []
+    df = read_results(args.run_dirs, damaged, notes)
+    lines = [line for line in [*notes, damage_warning(damaged)] if line]
+    if df.empty:  # one line still: what was found unreadable is why there is nothing
+        why = "; ".join(line.removeprefix("warning: ") for line in lines)
+        raise InputError(f"no results under {' '.join(args.run_dirs)}"
+                         + (f" ({why})" if why else ""))
+    for line in lines:
+        print(line, file=sys.stderr)
     html = Path(args.html) if args.html else Path(args.run_dirs[0]) / "dashboard.html"
     path = render(df, html, policy=policy, worst_n=args.worst)
     print(aggregate.headline(df).to_string(index=False, float_format=lambda x: f"{x:.3f}"))

@@ -35,7 +35,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "diff": frozenset({"numerics", "op"}),
     "runners": frozenset({"golden", "op", "rules"}),
     "metamorphic": frozenset({"op", "rules", "runners"}),
-    "reports": frozenset({"diff", "files", "op"}),
+    "reports": frozenset({"diff", "op"}),
     "campaign": frozenset({"diff", "files", "golden", "metamorphic", "op", "reports", "rules",
                            "runners", "strategies"}),
     "cli": frozenset({"campaign", "diff", "files", "op", "reports", "rules", "runners",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,33 @@ def device_shortfall(case: Case, device_memory: int | None, sharing: int = 1) ->
         held = (f"this worker's share holds {_size(share)} (1/{sharing} of a device of "
                 f"{_size(device_memory)} (--device-memory) that {sharing} workers use)")
     return f"device memory: the case needs {_size(need)} (device_bytes {need}), {held}"
+
+
+def size_text(n: int) -> str:
+    """`n` bytes in the largest power-of-1024 unit it reaches, e.g. '1.50 GiB'."""
+    return _size(n)
+
+
+#: What one worker takes of its host's memory (its partition process and its device
+#: process, each with NumPy, torch and the golden loaded), for bounding --workers.
+WORKER_BYTES = 512 << 20
+#: Worker processes per CPU at most (they wait on devices and I/O, not only compute).
+WORKERS_PER_CPU = 4
+
+
+def host_workers() -> tuple[int, str]:
+    """(the most workers this host can run, why): WORKERS_PER_CPU per CPU, and no more than
+    its memory holds at WORKER_BYTES each."""
+    cpus = os.cpu_count() or 1
+    most, why = WORKERS_PER_CPU * cpus, f"{WORKERS_PER_CPU} x its {cpus} CPU(s)"
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        memory = 0
+    if memory and memory // WORKER_BYTES < most:
+        most = max(1, memory // WORKER_BYTES)
+        why = f"its {_size(memory)} of memory at {_size(WORKER_BYTES)} per worker"
+    return most, why
 
 
 def _size(n: int) -> str:

@@ -27,9 +27,11 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
@@ -37,11 +39,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fia_fuzz.campaign.bundles import STALE_S, remove_unfinished_bundles
-from fia_fuzz.campaign.config import CampaignConfig
-from fia_fuzz.campaign.partition import run_partition
+from fia_fuzz.campaign.config import CampaignConfig, size_text
+from fia_fuzz.campaign.partition import DEVICE_MODULE, run_files, run_partition
 from fia_fuzz.campaign.progress import Progress
+from fia_fuzz.campaign.shrink import SHRUNK
 from fia_fuzz.campaign.state import Claims, PartitionJob
+from fia_fuzz.reports.dataset import read_result_file, repair_results
 from fia_fuzz.runners import get_runner
+from fia_fuzz.runners.isolation import HARNESS, IsolatedWorker, address_space, runner_ref
 
 STATE = "state"
 #: Share of the budget kept for shrinking once a failure is found.
@@ -54,14 +59,22 @@ SUMMARY = "summary.json"
 
 @dataclass
 class CampaignSummary:
-    """What one invocation did. `busy_s` is the workers' case time summed (their rows'
-    t_case), `stage_s` the same per stage (t_generate, t_materialise, ...)."""
+    """What the run has done over all its attempts (`cases`, `outcomes`, `verdicts`,
+    `shrunk`) and what this invocation added (`added_*`, and the throughput: `busy_s` is
+    the workers' case time summed (their rows' t_case), `stage_s` the same per stage
+    (t_generate, t_materialise, ...)). Shrunk cases (origin=shrunk) are not cases of the
+    stream and count in `shrunk` only."""
 
     run_id: str
     attempt: int = 1
     cases: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
     verdicts: dict[str, int] = field(default_factory=dict)
+    added_cases: int = 0
+    added_outcomes: dict[str, int] = field(default_factory=dict)
+    added_verdicts: dict[str, int] = field(default_factory=dict)
+    #: The first message of a case the harness could not run ("" when none).
+    harness_note: str = ""
     elapsed_s: float = 0.0
     results: Path | None = None
     shrunk: list[dict[str, Any]] = field(default_factory=list)
@@ -73,7 +86,13 @@ class CampaignSummary:
 
     @property
     def cases_per_min(self) -> float:
-        return self.cases / self.elapsed_s * 60 if self.elapsed_s > 0 else 0.0
+        """This invocation's cases per minute of its wall time."""
+        return self.added_cases / self.elapsed_s * 60 if self.elapsed_s > 0 else 0.0
+
+    @property
+    def harness(self) -> int:
+        """Cases of the run the tool could not run (outcome `harness`)."""
+        return self.outcomes.get(HARNESS, 0)
 
     @property
     def busy_share(self) -> float:
@@ -95,6 +114,9 @@ class CampaignSummary:
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "attempt": self.attempt, "cases": self.cases,
                 "outcomes": self.outcomes, "verdicts": self.verdicts,
+                "this_attempt": {"cases": self.added_cases, "outcomes": self.added_outcomes,
+                                 "verdicts": self.added_verdicts},
+                "harness_note": self.harness_note,
                 "elapsed_s": self.elapsed_s, "workers": self.workers,
                 "cases_per_min": self.cases_per_min, "busy_s": self.busy_s,
                 "busy_share": self.busy_share, "stage_s": self.stage_s,
@@ -170,6 +192,8 @@ def run_campaign(cfg: CampaignConfig, stream: TextIO | None = None,
     if not ok:
         raise RuntimeError(f"runner {cfg.runner!r} is not available here: {why}")
     Path(cfg.out).mkdir(parents=True, exist_ok=True)
+    for note in repair_results(cfg.out):  # torn parquet files a crash left: from journals
+        print(note, file=sys.stderr)
     state = RunState(cfg)
     summary = CampaignSummary(run_id=state.run_id, attempt=state.attempt,
                               results=Path(cfg.out) / "results", workers=cfg.workers)
@@ -214,19 +238,83 @@ def run_campaign(cfg: CampaignConfig, stream: TextIO | None = None,
     progress.close()
     summary.elapsed_s = time.time() - t0
     for part in summary.partitions:
-        summary.cases += part["evaluated"]
+        summary.added_cases += part["evaluated"]
         summary.busy_s += part.get("busy_s", 0.0)
+        summary.harness_note = summary.harness_note or part.get("harness_note", "")
         for k, v in part.get("stage_s", {}).items():
             summary.stage_s[k] = summary.stage_s.get(k, 0.0) + v
-        for counts, total in ((part["outcomes"], summary.outcomes),
-                              (part["verdicts"], summary.verdicts)):
+        for counts, total in ((part["outcomes"], summary.added_outcomes),
+                              (part["verdicts"], summary.added_verdicts)):
             for k, n in counts.items():
                 total[k] = total.get(k, 0) + n
-    summary.shrunk = [s for p in summary.partitions for s in p["shrunk"]]
+    whole_run(summary, cfg, [s for p in summary.partitions for s in p["shrunk"]])
     tmp = Path(cfg.out) / f".{SUMMARY}.tmp"
     tmp.write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
     os.replace(tmp, Path(cfg.out) / SUMMARY)
     return summary
+
+
+def check_memory_limit(runner: str, limit: int) -> str | None:
+    """None when a device process of `runner` starts under an address-space cap of `limit`
+    bytes (`--memory-limit`); otherwise why not, and how much address space the process
+    takes once its imports are done (measured in one started without the cap)."""
+    preload = (DEVICE_MODULE, runner_ref(runner)[1])
+    probe = IsolatedWorker(memory_limit=limit, preload=preload)
+    try:
+        why = probe.start()
+    finally:
+        probe.close(grace=0.5)
+    if why is None:
+        return None
+    need = ""
+    free = IsolatedWorker(preload=preload)
+    try:
+        if free.start() is None:
+            res = free.call(address_space, timeout=120)
+            if res.ok and res.value:
+                need = (f"; after its imports it takes {size_text(int(res.value))} of address "
+                        "space, and its cases more")
+    finally:
+        free.close(grace=0.5)
+    return (f"a device process cannot start under it "
+            f"({why.removeprefix('worker failed to start: ')}){need}")
+
+
+def whole_run(summary: CampaignSummary, cfg: CampaignConfig,
+              shrunk_now: list[dict[str, Any]]) -> None:
+    """The run's cases, outcomes and verdicts over all its attempts (from its rows in
+    OUT), and every cell it shrank (OUT/shrunk/, this invocation's first)."""
+    if summary.attempt == 1:
+        summary.cases, summary.shrunk = summary.added_cases, shrunk_now
+        summary.outcomes, summary.verdicts = summary.added_outcomes, summary.added_verdicts
+        return
+    outcomes: Counter[str] = Counter()
+    verdicts: Counter[str] = Counter()
+    for f in run_files(Path(cfg.out), summary.run_id):
+        df = read_result_file(f, columns=["outcome", "verdict", "origin", "error"])
+        if df.empty or "outcome" not in df:
+            continue
+        if "origin" in df:
+            df = df[df["origin"] != SHRUNK]
+        outcomes.update(str(o) for o in df["outcome"])
+        if "verdict" in df:
+            verdicts.update(str(v) for v in df["verdict"] if isinstance(v, str) and v)
+        if not summary.harness_note and "error" in df:
+            notes = df.loc[df["outcome"] == HARNESS, "error"]
+            summary.harness_note = str(notes.iloc[0]) if len(notes) else ""
+    summary.cases = sum(outcomes.values())
+    summary.outcomes, summary.verdicts = dict(outcomes), dict(verdicts)
+    mine = {s["minimal"] for s in shrunk_now}
+    earlier = []
+    for p in sorted((Path(cfg.out) / SHRUNK).glob("*.json")):
+        try:
+            doc = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if (isinstance(doc, dict) and doc.get("status") == "done" and doc.get("minimal")
+                not in mine and str(doc.get("owner", "")).split("/")[0] == summary.run_id):
+            earlier.append(doc)
+    summary.shrunk = shrunk_now + earlier
 
 
 def _run_pool(jobs: list[PartitionJob], on_event: Any, progress: Progress

@@ -17,10 +17,13 @@ Steering (under --budget): after every n*K stream rounds a partition runs one
 private round with `hypothesis.target(error_ratio)`, in which Hypothesis
 hill-climbs from the worst cases it has seen; see `_steer_round`.
 
-Order inside a partition: replay the seed cases (`--seed-cases`) and the
-failure corpus (bundles of earlier runs in OUT), split among workers by case id,
-explore, then shrink each failing feature cell (`shrink.py`). With seed cases the
-stream draws from their feature cells only.
+Order inside a partition: take the failures of a resumed run's earlier attempts (to
+shrink them too), replay the seed cases (`--seed-cases`) and the failure corpus
+(bundles of earlier runs in OUT), split among workers by case id, explore, then shrink
+each failing feature cell of the whole run not yet shrunk (`shrink.py`). With seed
+cases the stream draws from their feature cells only. A partition whose cases the
+harness cannot run (outcome `harness`: the device process does not start)
+stops exploring after HARNESS_STREAK of them in a row.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow.parquet as pq
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
 from hypothesis import seed as hseed
 from hypothesis import strategies as hst
@@ -42,7 +44,7 @@ from fia_fuzz.campaign.bundles import bundle_cases
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import repro_command
 from fia_fuzz.campaign.record import BUNDLE_IF_FAILING, BUNDLE_NEVER, evaluate_case
-from fia_fuzz.campaign.shrink import shrink_failures
+from fia_fuzz.campaign.shrink import SHRUNK, shrink_failures
 from fia_fuzz.campaign.state import (
     Claims,
     Found,
@@ -54,17 +56,23 @@ from fia_fuzz.campaign.state import (
     steered,
     wind_down,
 )
+from fia_fuzz.diff.signature import failure_kind
 from fia_fuzz.op.case import Case
 from fia_fuzz.reports import ResultWriter
-from fia_fuzz.reports.dataset import damage_warning, read_journal, result_files
+from fia_fuzz.reports.dataset import damage_warning, read_result_file, result_files
 from fia_fuzz.rules.validate import validate
-from fia_fuzz.runners.isolation import IsolatedWorker, runner_query, runner_ref
+from fia_fuzz.runners.isolation import HARNESS, IsolatedWorker, runner_query, runner_ref
 from fia_fuzz.strategies import cases, illegal_cases
 from fia_fuzz.strategies.cases import device_cases, recorded_cases
 from fia_fuzz.strategies.seeded import fixed_constants
 
 #: The stages of a case's time that rows record as t_<stage> (seconds).
 STAGES = ("generate", "materialise", "golden", "runner", "diff")
+#: Cases in a row the harness could not run (the device process does not start, ...)
+#: after which a partition stops exploring.
+HARNESS_STREAK = 5
+#: What the device process imports before its first case.
+DEVICE_MODULE = "fia_fuzz.campaign.device_worker"
 
 
 class StopExploring(BaseException):
@@ -119,6 +127,15 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
         if may_bundle:
             st.bundles[key_cell] = st.bundles.get(key_cell, 0) + 1
     st.writer.write(row)
+    if row["outcome"] == HARNESS:
+        st.harness_streak += 1
+        st.harness_note = st.harness_note or str(row.get("error") or "")
+        if st.harness_streak == HARNESS_STREAK:
+            st.report({"type": "log", "text": f"worker {st.job.worker}: stopping, "
+                       f"{HARNESS_STREAK} cases in a row could not be run "
+                       f"({st.harness_note})"})
+    else:
+        st.harness_streak = 0
     st.done.add(case.case_id)
     st.evaluated += 1
     st.busy_s += row["t_case"]
@@ -137,18 +154,47 @@ def recorded(out: Path, damaged: list[str] | None = None) -> pd.DataFrame:
     directory that holds many nights stays cheap to resume); `damaged` gets the
     journal lines skipped, whose cases are then run again."""
     cols = ["case_id", "run_id", "origin"]
-    frames = []
-    for f in result_files([out]):
-        if f.suffix == ".parquet":
-            have = set(pq.read_schema(f).names)
-            frames.append(pd.read_parquet(f, columns=[c for c in cols if c in have]))
-        else:
-            df = read_journal(f, damaged)
-            frames.append(df[[c for c in cols if c in df]])
+    frames = [read_result_file(f, damaged, columns=cols) for f in result_files([out])]
     frames = [f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame(columns=cols)
     return pd.concat(frames, ignore_index=True).reindex(columns=cols)
+
+
+def run_files(out: Path, run_id: str) -> list[Path]:
+    """The results files of the run `run_id` in OUT (its stems start with the run id)."""
+    return [f for f in result_files([out]) if f.name.startswith(f"{run_id}-")]
+
+
+def earlier_failures(st: PartitionState) -> int:
+    """Take this worker's share (by case id) of the failures a resumed run's earlier
+    attempts found into `st.failing`, so the shrink covers the whole run (a cell already
+    shrunk in this run is skipped by its claim, `shrink.shrink_cell`); returns how many
+    failing cells that added."""
+    job = st.job
+    if job.attempt <= 1 or st.cfg.negative:
+        return 0
+    added = 0
+    for f in run_files(Path(st.cfg.out), job.run_id):
+        df = read_result_file(f)
+        if df.empty or "case_json" not in df:
+            continue
+        for row in df.to_dict("records"):
+            kind = failure_kind(row)
+            if not kind or row.get("origin") == SHRUNK or not isinstance(row["case_json"], str):
+                continue
+            case = Case.from_json(row["case_json"])
+            if not job.owns(case.case_id):
+                continue
+            text, xor = row.get("draw_choices"), row.get("draw_xor")
+            found = Found(case, choices_from_hex(text) if isinstance(text, str) and text
+                          else None, int(xor) if isinstance(xor, (int, float)) and xor == xor
+                          else 0)
+            key = cell_of(case.features()) + (kind,)
+            if key not in st.failing:
+                st.failing[key] = found
+                added += 1
+    return added
 
 
 def replay_corpus(st: PartitionState) -> None:
@@ -208,6 +254,8 @@ def stream_strategy(cfg: CampaignConfig) -> hst.SearchStrategy[Drawn]:
 
 
 def _stop_exploring(st: PartitionState) -> bool:
+    if st.harness_streak >= HARNESS_STREAK:
+        return True  # the tool cannot run cases here: more rows would say nothing new
     now = time.time()
     job = st.job
     if job.hard_end is not None and now >= job.hard_end - wind_down(st.cfg):
@@ -344,7 +392,7 @@ def run_partition(job: PartitionJob, report: Report, claims: Claims | None = Non
     ref = runner_ref(cfg.runner)
     threads = max(1, (os.cpu_count() or 1) // cfg.workers) if cfg.workers > 1 else None
     worker = IsolatedWorker(device=job.device, memory_limit=cfg.memory_limit,
-                            preload=("fia_fuzz.campaign.device_worker", ref[1]), threads=threads)
+                            preload=(DEVICE_MODULE, ref[1]), threads=threads)
     left = None if job.hard_end is None else max(0.5, job.hard_end - time.time())
     meta_res = worker.call(runner_query, ref, "metadata", None,
                            timeout=min(cfg.case_timeout_s, left or cfg.case_timeout_s))
@@ -358,6 +406,9 @@ def run_partition(job: PartitionJob, report: Report, claims: Claims | None = Non
     if warning and job.worker == 0:
         report({"type": "log", "text": warning})
     try:
+        if cfg.shrink and earlier_failures(st):
+            report({"type": "log", "text": f"worker {job.worker}: "
+                    f"{len(st.failing)} failing cell(s) of earlier attempts to shrink"})
         if not cfg.negative:
             replay_seeds(st)
             replay_corpus(st)
@@ -368,6 +419,7 @@ def run_partition(job: PartitionJob, report: Report, claims: Claims | None = Non
         worker.close(grace=0.2)  # idle; nothing of ours lives in it
         results = st.writer.close()
     return {"worker": job.worker, "evaluated": st.evaluated, "positions": st.positions,
+            "harness_note": st.harness_note,
             "busy_s": st.busy_s, "stage_s": dict(st.stage_s),
             "outcomes": dict(st.outcomes), "verdicts": dict(st.verdicts),
             "results": str(results) if results else None, "shrunk": shrunk,

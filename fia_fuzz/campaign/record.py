@@ -5,6 +5,9 @@ goes through `evaluate_case`: its identity and features (`evaluate.base_row`, th
 features computed once per Case object and carried with the pickled case), what the
 device process measured (`device_worker.py`, or the isolation layer's `crashed`,
 `timeout`, `oom`, or `skipped` for a case the device cannot hold), the campaign's tags,
+`harness` when the tool itself failed around the case (the device process could not
+start, or the task raised outside the backend's call: no failure kind, never bundled
+or shrunk, and the campaign's exit status says so),
 then the failure kind (once), the signature and, when the case fails and may be bundled,
 the bundle: written here (`bundles.write_bundle`), its array files staged by the device
 process that still holds the outputs.
@@ -23,7 +26,7 @@ from fia_fuzz.campaign.evaluate import base_row
 from fia_fuzz.campaign.state import PartitionState
 from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.op.case import Case
-from fia_fuzz.runners.isolation import TaskResult
+from fia_fuzz.runners.isolation import HARNESS, TaskResult
 
 #: When a case gets a bundle: when it fails (and its cell has room), always (a shrink's
 #: minimal case, beside its steps), or never (a shrink's candidates).
@@ -64,9 +67,10 @@ def evaluate_case(st: PartitionState, case: Case, tags: dict[str, Any], *, timeo
         return None  # not a finished case: the budget ran out under it
     if res.ok:
         row.update(res.value)
+    elif res.outcome in ("error", HARNESS):  # the tool failed around the case, not the backend
+        row.update(outcome=HARNESS, error=f"harness: {res.message}")
     else:
-        msg = res.message if res.outcome != "error" else f"harness: {res.message}"
-        row.update(outcome=res.outcome, error=msg)
+        row.update(outcome=res.outcome, error=res.message)
     row.update(tags)
     kind = None if cfg.negative else failure_kind(row)
     if kind:

@@ -125,7 +125,7 @@ def _search(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str, fo
                 return False  # out of time: report passes so the shrinker winds down
             done = evaluate_case(st, case, {}, timeout=cfg.case_timeout_s)
             assert done is not None  # no budget cut here: the stop time ends the search
-            memo[cid] = done.kind == kind and (not done.measured or cell_of(done.row) == cell)
+            memo[cid] = done.kind == kind and cell_of(done.row) == cell
             steps.append({"case_id": cid, "size": case_size(case), "fails": memo[cid]})
             if memo[cid]:
                 failing[cid] = (case, choices)
@@ -202,8 +202,7 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
                "cell": dict(cell), "kind": kind, "found": found.case.case_id,
                "minimal": minimal.case_id, "shrunk": shrunk, "steps": len(steps),
                "size_found": size_found, "size_minimal": case_size(minimal),
-               "minimal_fails": done.kind == kind and (not done.measured
-                                                       or cell_of(row) == cell),
+               "minimal_fails": done.kind == kind and cell_of(row) == cell,
                "note": note, "bundle": bundle}
     (Path(bundle) / STEPS).write_text(json.dumps({**summary, "trace": steps}, indent=2,
                                                  default=str) + "\n")

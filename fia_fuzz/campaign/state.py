@@ -125,6 +125,10 @@ class PartitionState:
     outcomes: Counter[str] = field(default_factory=Counter)
     verdicts: Counter[str] = field(default_factory=Counter)
     failing: dict[tuple[Any, ...], Found] = field(default_factory=dict)
+    #: Cases in a row the harness could not run (outcome `harness`), and the first
+    #: such message of this partition.
+    harness_streak: int = 0
+    harness_note: str = ""
     bundles: dict[tuple[Any, ...], int] = field(default_factory=dict)
     last_mark: float = field(default_factory=time.perf_counter)
 

@@ -6,7 +6,9 @@ what the page shows can be tested on DataFrames without parsing HTML.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +19,15 @@ import pandas as pd
 from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
 from fia_fuzz.diff.policies import SEVERITY
 from fia_fuzz.op.args import keyword_of
+from fia_fuzz.op.params import ATTR_DEFAULTS
 
 VERDICTS = ("pass", "inconclusive", "warn", "fail")
 #: Verdicts that decide a case; "inconclusive" ones (the fp64 truth cannot decide: float
 #: conditioning, diff/policies.py) stay out of every pass rate and are counted apart.
 DECISIVE = ("pass", "warn", "fail")
-PROBLEM_OUTCOMES = ("error", "crashed", "timeout", "oom")
+#: Outcomes without a verdict that the dashboard lists: the backend raised, crashed, hung
+#: or ran out of memory, or the tool could not run the case (`harness`).
+PROBLEM_OUTCOMES = ("error", "crashed", "timeout", "oom", "harness")
 WORST_N = 20
 
 
@@ -56,9 +61,82 @@ def _label(values: pd.Series) -> pd.Series:
                       else str(v))
 
 
+#: The column of a row's call up to explicit defaults (`call_key`).
+CALL = "call_key"
+
+
+def _is_default(name: str, value: object) -> bool:
+    """Whether attribute `name` is given as its default (a bool only for a bool default)."""
+    if name not in ATTR_DEFAULTS:
+        return False
+    default = ATTR_DEFAULTS[name]
+    return isinstance(value, bool) == isinstance(default, bool) and value == default
+
+
+def call_key(case_json: object, fallback: object = "") -> str:
+    """The call of a case up to explicitly passed defaults: its JSON with every attribute
+    equal to its default (op/params.py ATTR_DEFAULTS) left out, hashed. Two calls that
+    differ only in a default given explicitly (`scale` given as 1.0, `sparse_mode: 0`)
+    are the same call and get the same key; a row without a readable case keeps
+    `fallback` (its case id)."""
+    try:
+        doc = json.loads(str(case_json))
+        params = doc["params"]
+    except (TypeError, ValueError, KeyError):
+        return str(fallback)
+    if not isinstance(params, dict):
+        return str(fallback)
+    doc["params"] = {k: v for k, v in params.items() if not _is_default(k, v)}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def with_call_keys(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with its CALL column (computed once)."""
+    if CALL in df or df.empty:
+        return df
+    ids = df["case_id"] if "case_id" in df else pd.Series(range(len(df)), index=df.index)
+    cases = df["case_json"] if "case_json" in df else pd.Series(None, index=df.index)
+    keys = pd.Series([call_key(c, i) for c, i in zip(cases, ids, strict=True)],
+                     index=df.index, name=CALL)
+    return pd.concat([df, keys], axis=1)
+
+
+def dedupe_calls(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "runner")) -> pd.DataFrame:
+    """One row per call up to explicit defaults (`call_key`) and each column of `by` that
+    `df` has: its first row."""
+    if df.empty:
+        return df
+    df = with_call_keys(df)
+    return df.drop_duplicates(subset=[c for c in by if c in df] + [CALL], keep="first")
+
+
+#: A number on its own (not inside a name such as int8 or S2).
+_NUMBER = re.compile(r"(?<![A-Za-z_\d])\d+(\.\d+)?")
+
+
+def unsupported_reasons(df: pd.DataFrame) -> pd.DataFrame:
+    """Unsupported cases grouped by their reason (the runner's message with its numbers
+    taken out, those inside names such as int8 kept): columns reason and count, most
+    frequent first."""
+    if df.empty or "outcome" not in df:
+        return pd.DataFrame(columns=["reason", "count"])
+    part = df[df["outcome"] == "unsupported"]
+    if part.empty:
+        return pd.DataFrame(columns=["reason", "count"])
+    text = part["error"] if "error" in part else pd.Series("", index=part.index)
+    reasons = text.fillna("").astype(str).map(
+        lambda t: " ".join(_NUMBER.sub("N", t).split()) or "(no reason given)")
+    counts = reasons.value_counts()
+    out = pd.DataFrame({"reason": counts.index, "count": counts.to_numpy()})
+    return out.sort_values(["count", "reason"], ascending=[False, True],
+                           kind="stable").reset_index(drop=True)
+
+
 def prepare(df: pd.DataFrame) -> pd.DataFrame:
-    """Add the derived feature columns the heatmaps group by (quant, padding, kv_source)."""
-    df = df.copy()
+    """Add the derived feature columns the heatmaps group by (quant, padding, kv_source)
+    and each row's call up to explicit defaults (CALL)."""
+    df = with_call_keys(df.copy())
 
     def col(name: str, default: object) -> pd.Series:
         return df[name] if name in df else pd.Series(default, index=df.index)
@@ -120,7 +198,7 @@ def functional_failures(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def outcomes(df: pd.DataFrame) -> pd.Series:
-    """Cases per outcome (ok, unsupported, error, crashed, timeout, oom)."""
+    """Cases per outcome (ok, unsupported, error, crashed, timeout, oom, harness)."""
     return df["outcome"].value_counts() if "outcome" in df else pd.Series(dtype=int)
 
 
@@ -194,13 +272,14 @@ def rank_worst(df: pd.DataFrame, policy: str = DEFAULT_POLICY) -> pd.DataFrame:
 
 def worst_cases(df: pd.DataFrame, n: int = WORST_N, policy: str = DEFAULT_POLICY
                 ) -> pd.DataFrame:
-    """The n worst judged cases under `policy`."""
-    return rank_worst(judged(df, policy), policy).head(n)
+    """The n worst judged cases under `policy`, each call once per runner (up to explicit
+    defaults, `call_key`; its worst row, over every run)."""
+    return dedupe_calls(rank_worst(judged(df, policy), policy), by=("runner",)).head(n)
 
 
 def problems(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows whose runner raised, crashed, timed out or ran out of memory (no verdict, a
-    result all the same)."""
+    """Rows whose runner raised, crashed, timed out or ran out of memory, or that the tool
+    could not run (no verdict, a result all the same)."""
     if "outcome" not in df:
         return df.iloc[0:0]
     return df[df["outcome"].isin(PROBLEM_OUTCOMES)]

@@ -6,9 +6,12 @@ for a small run). The numbers come from `aggregate`;
 this module only lays them out: headline pass rates per policy, pass-rate
 heatmaps per feature cell (each with a policy selector), error ECDFs per
 output dtype, a trend over runs, the worst cases with their repro command,
-the runs that raised, throughput (cases per minute, the workers' busy share, stage
-shares), and (for a `--metamorphic` campaign) the metamorphic relations. With several
-runners there is one tab per runner.
+the runs that raised, the unsupported cases by reason, throughput (cases per minute,
+the workers' busy share, stage shares), and (for a `--metamorphic` campaign) the
+metamorphic relations. With several runners there is one tab per runner. A call given
+with an attribute at its default counts as the call without it (`agg.call_key`): once
+per run in every count, once in the worst cases. Long cells wrap, so the tables fit
+the page, and every repro command has a copy button.
 """
 
 from __future__ import annotations
@@ -49,15 +52,33 @@ cursor:pointer}.tabs button.active{background:#333;color:#fff}
 .chart .axis{font-weight:bold}.chart .grid{stroke:#ddd}.chart .cell:hover rect{stroke:#333}
 .legend span{margin-right:1em}.legend i{display:inline-block;width:1em;height:.6em;
 margin-right:.3em}
+table.worst,table.signatures,table.problems{width:100%}
+table.worst td,table.signatures td,table.problems td{overflow-wrap:anywhere}
+.cmd{display:flex;gap:.3em;align-items:flex-start}
+.cmd code{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.9em;min-width:0}
+button.copy{font-size:.75em;padding:0 .4em;cursor:pointer;flex:none;white-space:nowrap;
+overflow-wrap:normal}
 """
 
 TAB_JS = """
+function copyCmd(b){
+  var t=b.parentNode.querySelector('code').textContent;
+  if(navigator.clipboard){navigator.clipboard.writeText(t).then(
+    function(){b.textContent='copied';},function(){b.textContent='select';});}
+}
 function showTab(i){
   document.querySelectorAll('.tab').forEach(function(t,j){t.classList.toggle('active',i===j);});
   document.querySelectorAll('.tabs button').forEach(function(b,j){
     b.classList.toggle('active',i===j);});
 }
 """
+
+
+def command(text: object) -> str:
+    """A shell command as a wrapping <code> block with a copy button."""
+    return (f"<div class='cmd'><code>{html.escape(str(text or ''))}</code>"
+            "<button class='copy' type='button' title='copy the command' "
+            "onclick='copyCmd(this)'>copy</button></div>")
 
 
 def _pct(x: float, digits: int = 1) -> str:
@@ -190,7 +211,7 @@ def worst_table(df: pd.DataFrame, policy: str, n: int, table_id: str) -> str:
             f"<td>{badges}</td><td>{worst}</td><td>{_num(r.get('out_fa_ratio'))}</td>"
             f"<td>{_num(r.get('out_mere'))}</td><td>{_num(r.get('out_cosine'))}</td>"
             f"<td>{_num(ulp)}</td><td>{_num(r.get('lse_max_abs'))}</td>"
-            f"<td><code>{html.escape(str(r.get('repro', '')))}</code></td></tr>")
+            f"<td>{command(r.get('repro', ''))}</td></tr>")
     return (f"<table id='{table_id}' class='worst'>{head}" + "".join(rows) + "</table>")
 
 
@@ -209,7 +230,7 @@ def signatures_table(df: pd.DataFrame, table_id: str) -> str:
         f"<td>{html.escape(str(r['first_seen']))}</td><td>{html.escape(str(r['last_seen']))}</td>"
         f"<td><code>{html.escape(str(r['minimal_case']))}</code> ({_num(r['minimal_size'])}"
         f"{', shrunk' if r['minimal_shrunk'] else ''})</td>"
-        f"<td><code>{html.escape(str(r['repro']))}</code></td></tr>"
+        f"<td>{command(r['repro'])}</td></tr>"
         for _, r in t.iterrows())
     return f"<table id='{table_id}' class='signatures'>{head}{rows}</table>"
 
@@ -217,15 +238,27 @@ def signatures_table(df: pd.DataFrame, table_id: str) -> str:
 def problems_table(df: pd.DataFrame) -> str:
     p = agg.problems(df)
     if p.empty:
-        return "<p>No runner errors, crashes or timeouts.</p>"
+        return "<p>No runner errors, crashes, timeouts or harness failures.</p>"
     rows = "".join(
         f"<tr><td><code>{html.escape(str(r.get('case_id')))}</code></td>"
         f"<td>{html.escape(str(r.get('runner')))}</td><td>{html.escape(str(r.get('outcome')))}</td>"
         f"<td>{html.escape(str(r.get('error', ''))[:300])}</td>"
-        f"<td><code>{html.escape(str(r.get('repro', '')))}</code></td></tr>"
+        f"<td>{command(r.get('repro', ''))}</td></tr>"
         for _, r in p.head(50).iterrows())
     return ("<table class='problems'><tr><th>case</th><th>runner</th><th>outcome</th>"
             f"<th>error</th><th>repro</th></tr>{rows}</table>")
+
+
+def unsupported_table(df: pd.DataFrame) -> str | None:
+    """Unsupported cases per reason (`agg.unsupported_reasons`); None when there are none."""
+    t = agg.unsupported_reasons(df)
+    if t.empty:
+        return None
+    rows = "".join(f"<tr><td>{html.escape(str(r['reason']))}</td><td>{int(r['count'])}</td>"
+                   "</tr>" for _, r in t.iterrows())
+    return ("<p class='note'>Cases the runner cannot express, by its reason (numbers in the "
+            "reason shown as N).</p><table class='unsupported'><tr><th>reason</th>"
+            f"<th>cases</th></tr>{rows}</table>")
 
 
 def relations_table(df: pd.DataFrame, table_id: str) -> str:
@@ -281,7 +314,10 @@ def throughput_table(df: pd.DataFrame) -> str | None:
     return f"{note}<table class='throughput'>{head}" + "".join(rows) + "</table>"
 
 
-def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
+def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int,
+             raw: pd.DataFrame | None = None) -> str:
+    """One tab: `df` counts each call once per run and runner (`agg.dedupe_calls`); `raw`
+    (every row, default `df`) gives the throughput, which counts the work done."""
     parts = [_cards(df, policy)]
     out = agg.outcomes(df)
     parts.append("<p>Outcomes: " + ", ".join(f"{html.escape(str(k))} {v}"
@@ -316,8 +352,12 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int) -> str:
     if agg.has_relations(df):
         parts.append("<h2>Metamorphic relations</h2>" + relations_table(
             df, "relations" if key == "t0" else f"relations-{key}"))
-    parts.append("<h2>Runner errors, crashes, timeouts</h2>" + problems_table(df))
-    speed = throughput_table(df)
+    parts.append("<h2>Runner errors, crashes, timeouts, harness failures</h2>"
+                 + problems_table(df))
+    unsupported = unsupported_table(df)
+    if unsupported is not None:
+        parts.append("<h2>Unsupported cases by reason</h2>" + unsupported)
+    speed = throughput_table(df if raw is None else raw)
     if speed is not None:
         parts.append("<h2>Throughput</h2>" + speed)
     return "\n".join(parts)
@@ -345,9 +385,11 @@ def render(df: pd.DataFrame, out: str | Path, title: str = "fia-fuzz precision d
     agg.verdict_col(policy)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    df = agg.prepare(df)
+    raw = agg.prepare(df)
+    df = agg.dedupe_calls(raw)  # a call given with explicit defaults counts once per run
     runs = agg.run_order(df)
     tabs = list(agg.by_runner(df))
+    raw_tabs = dict(agg.by_runner(raw))
     summary = (f"{len(df)} results from {len(runs) or 1} run(s) on "
                f"{len(agg.runners(df))} runner(s); verdicts under <b>{html.escape(policy)}</b>"
                f" (select another policy in each heatmap).")
@@ -359,7 +401,7 @@ def render(df: pd.DataFrame, out: str | Path, title: str = "fia-fuzz precision d
     for i, (name, part) in enumerate(tabs):
         body.append(f"<section class='tab{' active' if i == 0 else ''}' "
                     f"data-runner={json.dumps(name)}>")
-        body.append(_section(part, f"t{i}", policy, worst_n))
+        body.append(_section(part, f"t{i}", policy, worst_n, raw_tabs.get(name)))
         body.append("</section>")
     body.append(_policy_notes())
     page = ("<!doctype html><html><head><meta charset='utf-8'>"

@@ -3,11 +3,14 @@
 Each writer owns one journal file (`results/<stem>.jsonl`), appends a line
 per finished case and flushes it to disk, so a crash or kill loses no
 finished result. `close()` compacts the journal into `results/<stem>.parquet`
-(written to a temporary name, then renamed). Readers take the parquet file
-where one exists and the journal otherwise, across any number of run
+(written to a temporary name, flushed to disk, then renamed). Readers take the
+parquet file where one exists and the journal otherwise, across any number of run
 directories and shards. A damaged journal line (a torn write, invalid bytes
 from two hosts appending to one file) is skipped and reported by its file and
-line number; every other row is kept.
+line number; every other row is kept. A damaged parquet file (a torn write a
+crash left, however it came about) is read from the journal beside it instead,
+which holds the same rows, and named in one line (`repair_results` rebuilds it
+from that journal); one with no journal beside it is skipped, also in one line.
 """
 
 from __future__ import annotations
@@ -19,8 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from fia_fuzz.files.cases import InputError
+import pyarrow.parquet as pq
 
 RESULTS = "results"
 
@@ -64,9 +66,7 @@ class ResultWriter:
         df = read_journal(self.journal)
         if df.empty:
             return None
-        tmp = self.parquet.with_suffix(".parquet.tmp")
-        _parquet_ready(df).to_parquet(tmp, index=False)
-        os.replace(tmp, self.parquet)
+        _write_parquet(df, self.parquet)
         return self.parquet
 
     def __enter__(self) -> ResultWriter:
@@ -74,6 +74,18 @@ class ResultWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _write_parquet(df: pd.DataFrame, path: Path) -> None:
+    """`df` to `path` whole or not at all: a temporary file, flushed to disk, renamed."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        _parquet_ready(df).to_parquet(tmp, index=False)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def read_journal(path: Path, damaged: list[str] | None = None) -> pd.DataFrame:
@@ -126,24 +138,90 @@ def result_files(run_dirs: list[str | os.PathLike[str]]) -> list[Path]:
     return files
 
 
+def _why(exc: BaseException) -> str:
+    """An exception as a short phrase for a one-line warning."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:160]}" if text else type(exc).__name__
+
+
+def parquet_damage(path: Path) -> str | None:
+    """Why the parquet file `path` cannot be read (its footer and schema), or None."""
+    try:
+        pq.ParquetFile(path).schema_arrow  # noqa: B018  (reads the footer)
+    except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
+        return _why(exc)
+    return None
+
+
+def read_result_file(path: Path, damaged: list[str] | None = None,
+                     notes: list[str] | None = None,
+                     columns: list[str] | None = None) -> pd.DataFrame:
+    """The rows of one results file (`columns` only, those it has, when given).
+
+    A damaged parquet file is read from the journal beside it (the same rows) and
+    `notes` gets one line saying so; with no journal beside it, the file is skipped
+    (`notes` says so too) and its rows are missing.
+    """
+    if path.suffix != ".parquet":
+        df = read_journal(path, damaged)
+        return df[[c for c in columns if c in df]] if columns is not None else df
+    try:
+        if columns is None:
+            return pd.read_parquet(path)
+        have = set(pq.read_schema(path).names)
+        return pd.read_parquet(path, columns=[c for c in columns if c in have])
+    except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
+        why = _why(exc)
+    journal = path.with_suffix(".jsonl")
+    if journal.exists():
+        if notes is not None:
+            notes.append(f"warning: {path} is damaged ({why}); read its rows from the "
+                         f"journal beside it, {journal.name}, instead")
+        return read_result_file(journal, damaged, None, columns)
+    if notes is not None:
+        notes.append(f"warning: skipped {path}: damaged ({why}) and no journal beside it; "
+                     "its rows are missing")
+    return pd.DataFrame()
+
+
+def repair_results(run_dir: str | os.PathLike[str], damaged: list[str] | None = None
+                   ) -> list[str]:
+    """Rebuild every damaged parquet file of `run_dir` from the journal beside it; one
+    line per file rebuilt, or skipped when it has no journal (or none with a row)."""
+    rdir = Path(run_dir) / RESULTS
+    notes: list[str] = []
+    if not rdir.is_dir():
+        return notes
+    for path in sorted(rdir.glob("*.parquet")):
+        why = parquet_damage(path)
+        if why is None:
+            continue
+        journal = path.with_suffix(".jsonl")
+        rows = read_journal(journal, damaged) if journal.exists() else pd.DataFrame()
+        if rows.empty:
+            notes.append(f"warning: skipped {path}: damaged ({why}) and no journal rows "
+                         "beside it to rebuild it from; its cases count as not run")
+            continue
+        _write_parquet(rows, path)
+        notes.append(f"rebuilt {path} from its journal {journal.name} ({len(rows)} rows): "
+                     f"the parquet file was damaged ({why})")
+    return notes
+
+
 def read_results(run_dirs: list[str | os.PathLike[str]] | str | os.PathLike[str],
-                 damaged: list[str] | None = None) -> pd.DataFrame:
+                 damaged: list[str] | None = None,
+                 notes: list[str] | None = None) -> pd.DataFrame:
     """Every result row of the given run directories as one DataFrame.
 
-    `damaged` collects the journal lines skipped (see `read_journal`); an
-    unreadable parquet file raises InputError naming it.
+    `damaged` collects the journal lines skipped (see `read_journal`), `notes` one line
+    per damaged parquet file read from its journal instead or skipped
+    (`read_result_file`).
     """
     if isinstance(run_dirs, (str, os.PathLike)):
         run_dirs = [run_dirs]
     frames = []
     for f in result_files(list(run_dirs)):
-        if f.suffix == ".parquet":
-            try:
-                frame = pd.read_parquet(f)
-            except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
-                raise InputError(f"{f}: cannot read this results file ({exc})") from None
-        else:
-            frame = read_journal(f, damaged)
+        frame = read_result_file(f, damaged, notes)
         if not frame.empty:
             frames.append(frame.assign(run_dir=str(f.parent.parent)))
     if not frames:

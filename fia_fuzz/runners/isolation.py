@@ -5,7 +5,10 @@ exhaust memory. Each `IsolatedWorker` is one `multiprocessing` process (spawn
 start method, so no torch or device state is inherited) optionally bound to
 one device index and address-space cap; a case that kills or wedges it
 becomes a recorded outcome (`crashed`, `timeout`, `error`, or `oom` when an
-allocation fails under the cap) and the next call starts a fresh process.
+allocation fails under the cap) and the next call starts a fresh process. A process
+that cannot start (its imports fail: under too small an address-space cap, a plug-in
+that does not import there) is `harness`: nothing ran, so nothing about the backend
+is known.
 `IsolatedRunner` is the same thing behind the `Runner` interface.
 """
 
@@ -33,8 +36,12 @@ DEVICE_ENV = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 #: Thread-pool sizes of the math libraries (read once when they load) and of the golden's
 #: tile threads (golden/threads.py): the worker process computes the golden pair too.
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", THREADS_ENV)
-#: What became of a task; "skipped": never run (a campaign case too big for the device).
-OUTCOMES = ("ok", "error", "crashed", "timeout", "oom", "skipped")
+#: What became of a task; "skipped": never run (a campaign case too big for the device);
+#: "harness": never run because the worker process could not start (or, for a campaign,
+#: the harness itself failed around the case: record.py).
+OUTCOMES = ("ok", "error", "crashed", "timeout", "oom", "skipped", "harness")
+#: The outcome of a task that the tool, not the backend, failed to run.
+HARNESS = "harness"
 
 
 @dataclass(frozen=True)
@@ -96,9 +103,16 @@ def _bind(device: int | None, memory_limit: int | None) -> None:
 def _serve(conn: Any, device: int | None, memory_limit: int | None,
            preload: tuple[str, ...]) -> None:
     """Worker loop: receive (fn, args), send back ("ok", value) or ("error", message)."""
-    _bind(device, memory_limit)
-    for module in preload:
-        importlib.import_module(module)
+    try:
+        _bind(device, memory_limit)
+        for module in preload:
+            importlib.import_module(module)
+    except BaseException as exc:  # noqa: BLE001  (one line to the parent, not a traceback)
+        try:
+            text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            conn.send(("failed", " ".join(text.split())[:500]))
+        finally:
+            os._exit(1)
     conn.send(("ready",))
     while True:
         try:
@@ -164,14 +178,17 @@ class IsolatedWorker:
                     os.environ[k] = v
         child.close()
         self._conn = parent
+        reason = ""
         if self._conn.poll(self.startup_timeout):
             try:
-                if self._conn.recv() == ("ready",):
+                reply = self._conn.recv()
+                if reply == ("ready",):
                     return None
+                reason = str(reply[1]) if reply[0] == "failed" else ""
             except (EOFError, OSError):
                 pass
         self._proc.join(1)
-        why = f"worker failed to start: {_death(self._proc.exitcode)}"
+        why = f"worker failed to start: {reason or _death(self._proc.exitcode)}"
         self._discard()
         return why
 
@@ -184,6 +201,13 @@ class IsolatedWorker:
             self.restarts += 1
         self._proc = self._conn = None
 
+    def start(self) -> str | None:
+        """Start the process now (if it is not running): None, or why it could not start."""
+        if self._proc is not None and self._proc.is_alive():
+            return None
+        self._discard()
+        return self._start()
+
     def call(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None
              ) -> TaskResult:
         """Run `fn(*args)` in the worker; never raises for what the task does to the worker.
@@ -195,7 +219,7 @@ class IsolatedWorker:
             self._discard()
             failed = self._start()
             if failed:
-                return TaskResult("crashed", message=failed)
+                return TaskResult(HARNESS, message=failed)
         t0 = time.monotonic()
         try:
             self._conn.send((fn, args))
@@ -249,6 +273,19 @@ class IsolatedWorker:
         self.close()
 
 
+def address_space() -> int:
+    """The peak address space of this process in bytes (VmPeak; 0 where /proc has none):
+    what an RLIMIT_AS cap must leave it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmPeak:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def _run_in_worker(ref: tuple[str, str], call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     out, lse = resolve_runner(ref).run(call)
     return np.asarray(out), np.asarray(lse)
@@ -299,7 +336,7 @@ class IsolatedRunner(Runner):
 
     def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         res = self.worker.call(_run_in_worker, self.ref, call, timeout=self.timeout)
-        if res.outcome == "crashed":
+        if res.outcome in ("crashed", HARNESS):
             raise CaseCrashed(res.message)
         if res.outcome == "timeout":
             raise CaseTimedOut(res.message)

@@ -1,5 +1,6 @@
 """The dashboard in headless Chromium: headline, a heatmap and the worst-cases table render
-without console errors; the screenshot stays as an artifact under the run directory.
+without console errors, the worst-cases table fits a 1400-px page with its repro commands
+shown whole; the screenshot stays as an artifact under the run directory.
 
 Debian's `chromium` is driven through Playwright's CDP client (no browser download).
 scripts/test.sh installs chromium when missing; under CI a missing browser fails.
@@ -36,7 +37,11 @@ def test_dashboard_renders_in_headless_chromium() -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     injected = build_injected(run_dir)
-    render(injected.df, run_dir / "dashboard.html", title="fia-fuzz CI dashboard")
+    # repro commands as a nightly's are: a long results path and a plug-in runner spec
+    df = injected.df.assign(repro=injected.df["repro"] + " --results "
+                            "/shared/fia/nightly/20261122-atlas-a2-8x910b/shard-3-of-4 "
+                            "--runner vendor_kernels.fia_build_2026_11_20:make_runner")
+    render(df, run_dir / "dashboard.html", title="fia-fuzz CI dashboard")
     problems: list[str] = []
     with sync_api.sync_playwright() as pw:
         # Playwright adds --headless and a fresh temporary --user-data-dir itself
@@ -67,6 +72,16 @@ def test_dashboard_renders_in_headless_chromium() -> None:
             rows = page.locator("#worst tr")
             assert rows.count() > 1 and rows.nth(1).is_visible()
             assert injected.worst_case in rows.nth(1).inner_text()
+            # the worst cases fit the 1400-px page: long cells and repro commands wrap
+            width, right, view = page.evaluate(
+                "() => { const t = document.querySelector('#worst');"
+                " return [t.scrollWidth, t.getBoundingClientRect().right,"
+                " window.innerWidth]; }")
+            assert width <= 1400 and right <= view, (width, right, view)
+            repro = rows.nth(1).locator(".cmd code")
+            assert repro.is_visible() and repro.inner_text().startswith(
+                f"fia-fuzz repro {injected.worst_case}")
+            assert rows.nth(1).locator("button.copy").is_visible()
             page.locator(".tabs button").nth(2).click()
             assert page.locator(".tab.active").get_attribute("data-runner") == (
                 "perturbing-golden-double")
