@@ -79,7 +79,13 @@ def _check_filters(profile: str, filters: dict[str, Any], rules: str) -> None:
     from hypothesis.errors import InvalidArgument
 
     from fia_fuzz.strategies import cases
+    from fia_fuzz.strategies.sequences import WORKLOADS
 
+    if "sequence" in filters:
+        if filters["sequence"] not in WORKLOADS or len(filters) > 1:
+            raise InputError(f"--filter sequence={filters['sequence']!r}: expected one of "
+                             f"{', '.join(WORKLOADS)}, alone (no other filter)")
+        return
     try:
         cases(profile=profile, rules=rules, **filters)
     except InvalidArgument as exc:

@@ -126,6 +126,8 @@ class PartitionState:
     verdicts: Counter[str] = field(default_factory=Counter)
     failing: dict[tuple[Any, ...], Found] = field(default_factory=dict)
     bundles: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    #: Failing call sequences by (workload, kind, diagnosis): the first one found of each.
+    seq_failing: dict[tuple[str, str, str], Any] = field(default_factory=dict)
     last_mark: float = field(default_factory=time.perf_counter)
 
     @property
