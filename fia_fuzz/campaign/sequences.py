@@ -537,7 +537,8 @@ def shrink_failures(st: Any) -> list[dict[str, Any]]:
         row = run_sequence(st, minimal, "shrunk", 0.0, {"shrunk_from": seq.sequence_id,
                                                          "size_found": seq.elements(),
                                                          "size_minimal": minimal.elements()})
-        summary = {"workload": workload, "kind": kind, "how": how, "found": seq.sequence_id,
+        summary = {"cell": {FILTER: workload}, "workload": workload, "kind": kind, "how": how,
+                   "shrunk": minimal.sequence_id != seq.sequence_id, "found": seq.sequence_id,
                    "minimal": minimal.sequence_id, "steps_found": len(seq.steps),
                    "steps_minimal": len(minimal.steps), "size_found": seq.elements(),
                    "size_minimal": minimal.elements(),

@@ -109,10 +109,13 @@ def diagnose(seq: Sequence, make: Factory, run: StepRun, previous: StepData | No
         prev = previous.state
         stale = {"stale lengths": {"actual_seq_lengths_kv": list(prev.kv)},
                  "stale table": {"block_table": [list(r) for r in prev.table]}}
+        bs = seq.block_size
+        covers = all(row[(k - 1) // bs] >= 0 for row, k in zip(prev.table, state.kv, strict=True))
         for label, params in stale.items():
             key = next(iter(params))
-            if params[key] == data.case.params.get(key):
-                continue
+            if params[key] == data.case.params.get(key) or (key == "block_table"
+                                                            and not covers):
+                continue  # the same, or a table that does not hold the step's tokens
             try:
                 alt = run_alone(make, seq, _with(data, **params))
             except Exception:
