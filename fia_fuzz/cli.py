@@ -411,8 +411,8 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
     import time
 
     from fia_fuzz.rules.profiles import DEFAULT
-    from fia_fuzz.strategies.illegal import BREAKERS
-    from fia_fuzz.strategies.illegal.width import breaks, table, width
+    from fia_fuzz.strategies.illegal import BOUNDS, BREAKERS
+    from fia_fuzz.strategies.illegal.width import breaks, covered, family_pool, table, width
 
     if args.rules != DEFAULT or args.filter:
         raise InputError("--illegal measures the documented rules' breakers; it takes no "
@@ -423,11 +423,22 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
     n = args.cases or 20
     t0 = time.perf_counter()
     widths = {rid: width(breaks(rid, BREAKERS[rid], n, args.seed)) for rid in ids}
+    pool = family_pool(seed=args.seed)
+    missed = {rid: sorted(f for f, how in covered(rid, BREAKERS[rid], pool, seed=args.seed)
+                          .items() if how == "lands" and f not in widths[rid].families)
+              for rid in ids}
     dt = time.perf_counter() - t0
-    print("\n".join(table(widths)))
+    print("\n".join(table(widths, bounds=BOUNDS, missed=missed)))
     dead = [rid for rid, w in widths.items() if not w.landed]
+    bound = [rid for rid in ids if rid in BOUNDS]
+    one_sided = [rid for rid in bound if not set(BOUNDS[rid]) <= set(widths[rid].sides)]
+    narrow = [rid for rid in ids if missed[rid]]
     print(f"{len(ids)} breakers x {n} draws in {dt:.1f}s; "
           f"never landed: {dead or 'none'}")
+    print(f"bounds: {len(bound) - len(one_sided)} of {len(bound)} bound rules reach every "
+          f"side; missing a side: {one_sided or 'none'}")
+    print(f"families: {len(ids) - len(narrow)} of {len(ids)} breakers land on every family "
+          f"their change breaks the rule from; missing one: {narrow or 'none'}")
     return 1 if dead else 0
 
 

@@ -5,9 +5,11 @@ it when it has stored tensors), `outputs.npz` (the device's attention_out and
 softmax_lse; both .npz as op/stored.py writes them), `metrics.json` (the
 result row), `repro.txt` (the commands) and `repro_npu.py` with its
 `inputs.npz` and `golden.npz` (a standalone torch_npu script, see
-repro_npu.py). Written to a hidden temporary directory and renamed, so a bundle is
-complete or absent: a write cut short removes its directory, and a campaign's start
-removes what a kill left (`remove_unfinished_bundles`).
+repro_npu.py); from an aclnn runner also `repro_aclnn.c` with its `aclnn/` data
+(a standalone C program, see repro_aclnn.py). Written to a hidden temporary
+directory and renamed, so a bundle is complete or absent: a write cut short removes
+its directory, and a campaign's start removes what a kill left
+(`remove_unfinished_bundles`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.campaign.repro_aclnn import repro_aclnn_lines, write_repro_aclnn
 from fia_fuzz.campaign.repro_npu import write_repro_npu
 from fia_fuzz.files.cases import InputError, load_case, read_json, write_case
 from fia_fuzz.op import stored
@@ -54,6 +57,7 @@ def repro_lines(bundle: Path, case: Case, runner: str) -> list[str]:
     return [f"fia-fuzz repro {bundle}                  # stored device output, golden recomputed",
             f"fia-fuzz repro {bundle} --runner {runner}   # live on the backend",
             f"python {bundle}/repro_npu.py   # standalone: numpy, torch and torch_npu only",
+            *repro_aclnn_lines(bundle, runner),
             f"# case {case.case_id}; case.json alone also works: fia-fuzz repro case.json"]
 
 
@@ -68,13 +72,15 @@ ArrayWriter = Callable[[Path], bool]
 
 def write_arrays(directory: str | os.PathLike[str], case: Case, runner: str,
                  outputs: dict[str, np.ndarray] | None) -> None:
-    """The bundle's array files: `outputs.npz` (the device's outputs, when they exist) and
-    repro_npu.py with inputs.npz and golden.npz (the golden's outputs, when it ran)."""
+    """The bundle's array files: `outputs.npz` (the device's outputs, when they exist),
+    repro_npu.py with inputs.npz and golden.npz (the golden's outputs, when it ran), and
+    for an aclnn runner repro_aclnn.c with its aclnn/ files."""
     d = Path(directory)
     if outputs is not None and all(n in outputs for n in OUTPUT_NAMES):
         stored.save(d / "outputs.npz", {n: outputs[n] for n in OUTPUT_NAMES})
     golden = {n: outputs[n] for n in GOLDEN_NAMES if n in outputs} if outputs else None
     write_repro_npu(d, case, runner, golden)
+    write_repro_aclnn(d, case, runner, golden)
 
 
 def write_bundle(out_dir: str | os.PathLike[str], case: Case, row: dict[str, Any],

@@ -55,6 +55,9 @@ class Partner:
     source_out: Callable[[Outputs], Outputs] = _same
     api: str | None = None
     inputs_unchanged: bool = False
+    #: Signs a failing row as a finding of its own kind (e.g. a wrapper finding): the
+    #: row's `signature`, given the case and the row.
+    signature: Callable[[Case, dict[str, Any]], str] | None = None
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,8 @@ def _check_partner(case: Case, runner: Runner, partner: Partner, source: Outputs
                    f"{np.shape(got[0])}")
         return row
     row.update(compare(*mapped, partner.tolerance, out_dtype, lse=lse_flag and partner_lse))
+    if partner.signature is not None and row.get("outcome") == "fail":
+        row["signature"] = partner.signature(case, {"runner": runner.name, **row})
     if before is not None:
         changed = _mutated(partner.call, before)
         if changed:

@@ -17,6 +17,8 @@ from fia_fuzz.runners import Runner, get_runner
 VARIANTS: dict[str, dict[str, Callable[[], Runner]]] = {
     "v2": {"golden": lambda: get_runner("golden-v2"), "npu": lambda: get_runner("npu-v2")},
     "graph": {"npu": lambda: get_runner("torchair"), "npu-v2": lambda: get_runner("torchair")},
+    # the aclnn interface each torch_npu front door calls (wrapper vs kernel)
+    "aclnn": {"npu": lambda: get_runner("aclnn-v4"), "npu-v2": lambda: get_runner("aclnn-v4")},
 }
 
 

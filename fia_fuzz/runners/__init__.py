@@ -1,6 +1,7 @@
 """One runner per real backend of the op, behind one small interface."""
 
 from fia_fuzz.runners import (  # noqa: F401  (registration)
+    aclnn,
     golden_runner,
     npu,
     torch_math,

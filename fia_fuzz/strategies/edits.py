@@ -30,6 +30,23 @@ Change = dict[str, Any]
 DELETE = object()
 #: Key of a Change that sets fill recipes (e.g. a value argument's dtype) rather than params.
 FILLS = "fills"
+#: Key of a Change that names the side(s) of its rule's bound it broke (labels of SIDES);
+#: `apply` drops it, and `illegal/width.py` counts it (or infers the side where it is absent).
+SIDE = "side"
+#: Sides of a bound: a number or size under or past it, a list or rank shorter or longer
+#: than it, and which element of a list broke it.
+SIDES = ("below", "above", "shorter", "longer", "first", "last")
+
+
+def sided(change: Change, *sides: str) -> Change:
+    """`change` labelled with the side(s) of its rule's bound it breaks."""
+    assert set(sides) <= set(SIDES), sides
+    return {**change, SIDE: (*change.get(SIDE, ()), *sides)}
+
+
+def position(i: int, n: int) -> tuple[str, ...]:
+    """The side labels of element `i` of `n`: first, last (both for a single one), or none."""
+    return (("first",) if i == 0 else ()) + (("last",) if i == n - 1 else ())
 
 
 def _dtype(t: Any) -> str | None:
@@ -51,10 +68,11 @@ def apply(case: Case, change: Change) -> Case:
     """The case with `change` applied (DELETE drops a parameter, FILLS merges fill recipes;
     a tensor turned integer or bool without a recipe of its own loses its float one)."""
     params = {k: v for k, v in {**case.params, **change}.items()
-              if v is not DELETE and k != FILLS}
+              if v is not DELETE and k not in (FILLS, SIDE)}
     given = change.get(FILLS, {})
     fills = {**case.fills, **given}
-    stale = {k for k, v in change.items() if k not in given and _stale_float_fill(case, k, v)}
+    stale = {k for k, v in change.items()
+             if k not in (FILLS, SIDE) and k not in given and _stale_float_fill(case, k, v)}
     return Case(params=params, fills={k: v for k, v in fills.items()
                                       if k in params and k not in stale},
                 seed=case.seed)
@@ -311,7 +329,8 @@ def axis(name: str, pos: int, how: str, also: str = "") -> Mutation:
             if shp[pos] == d:
                 return None
             out[n] = TensorSpec(tuple(shp), t.dtype)
-        return out
+            side = "above" if shp[pos] > d else "below"
+        return sided(out, side)
     return mutate
 
 
@@ -321,7 +340,10 @@ def rank(name: str, how: str) -> Mutation:
         if t is None or isinstance(t, list):
             return None
         shp = (*t.shape, 1) if how == "up" else t.shape[1:] if len(t.shape) > 1 else None
-        return None if shp is None else {name: TensorSpec(tuple(shp), t.dtype)}
+        if shp is None:
+            return None
+        return sided({name: TensorSpec(tuple(shp), t.dtype)},
+                     "longer" if how == "up" else "shorter")
     return mutate
 
 
@@ -390,24 +412,39 @@ def values(name: str, how: str) -> Mutation:
         if vals is None:
             return None
         vals = list(vals)
-        if how == "neg":
-            vals[ch.int(0, len(vals) - 1)] = -ch.int(1, 4)
-        elif how == "big":
-            vals[ch.int(0, len(vals) - 1)] += ch.int(1, 4) + max(vals) * 2 + 4096
+        side: tuple[str, ...] = ()
+        if how in ("neg", "big"):
+            if not vals:
+                return None
+            if how == "neg":
+                new = -ch.int(1, 4)
+                i = ch.int(0, len(vals) - 1)
+                vals[i] = new
+            else:
+                i = ch.int(0, len(vals) - 1)
+                vals[i] += ch.int(1, 4) + max(vals) * 2 + 4096
+            side = ("below" if how == "neg" else "above", *position(i, len(vals)))
         elif how == "count":
             b = _dim(_view(case), "B", len(vals))
             if b < 3:
                 return None
             vals = (vals * b)[:ch.int(2, b - 1)]
+            side = ("shorter",)
         elif how == "decreasing":
             if len(vals) < 2 or vals[0] == 0:
                 return None
             vals = [vals[-1] + 1] + vals[1:]
+            side = ("first",)
         elif how == "empty":
             vals = []
+            side = ("shorter",)
+        elif how == "extra":
+            vals = [*vals, vals[-1] if vals else 0]
+            side = ("longer",)
         elif how == "many":
             vals = vals + [vals[-1]] * (4097 - len(vals) + 1)
-        return {name: vals}
+            side = ("longer",)
+        return sided({name: vals}, *side)
     return mutate
 
 
@@ -418,12 +455,14 @@ def table(how: str) -> Mutation:
             return None
         if how == "narrow":
             if len(rows[0]) < 2 and all(r[0] == rows[0][0] for r in rows):
-                return {"block_table": [r[:0] for r in rows]}
-            return {"block_table": [r[:max(0, len(r) - 1)] for r in rows]}
+                return sided({"block_table": [r[:0] for r in rows]}, "shorter")
+            return sided({"block_table": [r[:max(0, len(r) - 1)] for r in rows]}, "shorter")
         if how == "extra_row":
-            return {"block_table": [*rows, list(rows[0])]}
+            return sided({"block_table": [*rows, list(rows[0])]}, "longer")
+        if how == "drop_row":
+            return sided({"block_table": rows[:-1]}, "shorter") if len(rows) > 1 else None
         if how == "flat":
-            return {"block_table": [x for r in rows for x in r]}
+            return sided({"block_table": [x for r in rows for x in r]}, "shorter")
         return None
     return mutate
 
@@ -436,14 +475,16 @@ def kv_list(how: str) -> Mutation:
         if how == "drop":
             if len(k) < 2:
                 return None
-            return {"key": k[:-1], "value": v[:-1]}
+            return sided({"key": k[:-1], "value": v[:-1]}, "shorter")
+        if how == "extra":
+            return sided({"key": [*k, k[-1]], "value": [*v, v[-1]]}, "longer")
         if how == "batch2":
             k2 = [TensorSpec((2, *k[0].shape[1:]), k[0].dtype), *k[1:]]
             v2 = [TensorSpec((2, *v[0].shape[1:]), v[0].dtype), *v[1:]]
-            return {"key": k2, "value": v2}
+            return sided({"key": k2, "value": v2}, "above", "first")
         if how == "d":
-            return {"value": [TensorSpec((*v[0].shape[:-1], v[0].shape[-1] + 16), v[0].dtype),
-                              *v[1:]]}
+            return sided({"value": [TensorSpec((*v[0].shape[:-1], v[0].shape[-1] + 16),
+                                               v[0].dtype), *v[1:]]}, "above", "first")
         return None
     return mutate
 
@@ -470,13 +511,13 @@ def _build() -> dict[str, Mutation]:
     for name in VALUE_ARGS_INT:
         out[f"drop:{name}"] = drop(name)
         out[f"add:{name}"] = add(name)
-        for how in ("neg", "big", "count", "decreasing", "empty", "many"):
+        for how in ("neg", "big", "count", "decreasing", "empty", "many", "extra"):
             out[f"values:{name}:{how}"] = values(name, how)
     out["drop:block_table"] = drop("block_table")
     out["add:block_table"] = add("block_table")
-    for how in ("narrow", "extra_row", "flat"):
+    for how in ("narrow", "extra_row", "drop_row", "flat"):
         out[f"table:{how}"] = table(how)
-    for how in ("drop", "batch2", "d"):
+    for how in ("drop", "extra", "batch2", "d"):
         out[f"kv_list:{how}"] = kv_list(how)
     return out
 

@@ -124,6 +124,7 @@ SOURCES: dict[str, list[Case]] = {
                     make_case("BSND", learnable_sink=sink(4), atten_mask=bool_mask(8, 40))],
     "v1_v2": [make_case("BNSD"), make_case("BSH", kv_n=4, s1=1)],
     "eager_graph": [make_case("BNSD")],
+    "wrapper_vs_aclnn": [make_case("BNSD"), make_case("BSH", s1=1)],
     "run_twice": [make_case("BNSD"), make_case("BSH", s1=1, dtype="bfloat16")],
     "mask_shape": [make_case("BNSD", atten_mask=bool_mask(2, 1, 8, 40)),
                    make_case("BSH", atten_mask=bool_mask(8, 40), dtype="bfloat16"),

@@ -13,4 +13,5 @@ from fia_fuzz.metamorphic.relations import (  # noqa: F401, I001  (registration;
     api,
     batch,
     lengths,
+    wrapper,
 )

@@ -43,6 +43,13 @@ BREAKERS: dict[str, Breaker] = {rid: b for m in MODULES for rid, b in m.BREAKERS
 INEXPRESSIBLE: dict[str, str] = {rid: why for m in MODULES
                                  for rid, why in getattr(m, "INEXPRESSIBLE", {}).items()}
 
+#: The sides of each bound rule's illegal range (labels of `edits.SIDES`: a range's below and
+#: above, an equality's both, a length's shorter and longer, a per-element limit's first and
+#: last element) that its breaker must reach; each module declares its own, read off the
+#: rule's check, and `fia-fuzz coverage --illegal` names the sides a breaker misses.
+BOUNDS: dict[str, tuple[str, ...]] = {rid: sides for m in MODULES
+                                      for rid, sides in getattr(m, "BOUNDS", {}).items()}
+
 #: Rules whose breaking cases cannot be sent to a backend as a call: `Case.call()` cannot
 #: build them, or they are host-sized (more host memory than legal draws take);
 #: illegal_cases() without a rule leaves them out, illegal_cases(rule) still draws them

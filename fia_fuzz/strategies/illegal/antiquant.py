@@ -155,3 +155,9 @@ BREAKERS: dict[str, Breaker] = {
     "antiquant.sep_prefill_features": searched(
         {"antiquant": "separate:1/1", "branch": "prefill"}, "add:query_padding_size"),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "antiquant.combined_mode": ("below", "above"),
+    "antiquant.sep_mode_range": ("below", "above"),
+}

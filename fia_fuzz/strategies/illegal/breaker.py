@@ -27,6 +27,16 @@ PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
 PAGED = {"paged": True, "rope": False}
 #: A paged BNSD decode without antiquant: the common base of paged, length and rope breakers.
 PAGED_DECODE = {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"}
+#: One base per family and layout kind (dense plain, paged and BSH; antiquant combined,
+#: separate and paged; full quant; packed, paged or not; packed MLA; MLA; NZ caches), for the
+#: breakers of rules every call carries (an attribute's range), whose change holds anywhere.
+EVERY_FAMILY = ({"plain": True, "layout": "BSH"},
+                {"antiquant": "none", "full_quant": False, "rope": False, "paged": True},
+                {"antiquant": "combined:0"}, {"antiquant": "separate:1/1"},
+                {"antiquant": "separate:0/0", "paged": True},
+                {"full_quant": True, "rope": False},
+                {"layout": "TND", "rope": False}, {"layout": "NTD_TND"},
+                {"rope_d": "128"}, {"rope_d": "512"}, {"cache": "NZ", "rope": False})
 #: Host memory past which a broken case is host-sized: legal draws keep the golden pair under
 #: 1 GiB (DEVELOPERS.md, Determinism), and a negative run must not allocate more. A change
 #: that grows a tensor (mask.full_form's mask batch of 2048) can land past it from a large base.
@@ -58,12 +68,16 @@ class Breaker:
 
 
 def searched(base: dict[str, Any], mutation: str,
-             alt: tuple[dict[str, Any], ...] = ()) -> Breaker:
+             alt: tuple[dict[str, Any], ...] = (), also: tuple[str, ...] = ()) -> Breaker:
     """A breaker found by the search: replay the named mutation with Hypothesis draws, from
     `cases(**base)` or any of `cases(**alt[i])` (bases of other families where the same
-    mutation breaks the rule alone)."""
+    mutation breaks the rule alone); with `also`, one of `mutation` and those (the other
+    sides of the rule's bound) is drawn each time."""
+    names = (mutation, *also)
+
     def change(draw: st.DrawFn, case: Case) -> Change:
-        out = MUTATIONS[mutation](HypothesisChooser(draw, {}), case)
+        name = draw(st.sampled_from(names)) if also else mutation
+        out = MUTATIONS[name](HypothesisChooser(draw, {}), case)
         if out is None:
             reject()
         return out

@@ -78,3 +78,8 @@ BREAKERS: dict[str, Breaker] = {
                                        {"kv_padding": True, "d_class": "<64"},
                                        {"q_padding": True, "d_class": "64-128"})),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "dims.d_max": ("below", "above"),
+}

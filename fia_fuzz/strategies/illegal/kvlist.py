@@ -59,6 +59,14 @@ BREAKERS: dict[str, Breaker] = {
     "kvlist.b_max_256": Breaker(_list_b_max, {"kv_list": True, **LIST_FREE}),
     "kvlist.not_paged": Breaker(_not_paged, {**PAGED, "cache": "BnBsH",
                                              "layout": "BNSD"}),
-    "kvlist.count": searched({"kv_list": True}, "kv_list:drop"),
+    "kvlist.count": searched(
+        {"kv_list": True}, "kv_list:drop",
+        also=("kv_list:extra",)),
     "kvlist.no_left_padding": searched({"kv_list": True}, "add:query_padding_size"),
+}
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "kvlist.count": ("shorter", "longer"),
+    "kvlist.uniform": ("below", "above"),
 }

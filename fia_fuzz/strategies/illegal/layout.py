@@ -24,9 +24,19 @@ def _layout_known(draw: st.DrawFn, case: Case) -> Change:
     return {"input_layout": draw(st.sampled_from(["BHSD", "SBH", "bnsd", "NSD"]))}
 
 
+def off(draw: st.DrawFn, x: int, step: int = 1, lo: int = 1, hi: int | None = None) -> int:
+    """`x` moved off by one or two `step`s, up or down, within [lo, hi]: both sides of an
+    equality."""
+    near = [y for y in (x + step, x + 2 * step, x - step, x - 2 * step)
+            if y >= lo and (hi is None or y <= hi)]
+    return draw(st.sampled_from(near))
+
+
 def _query_rank(draw: st.DrawFn, case: Case) -> Change:
+    """A 4-D BNSD query one axis longer (a trailing unit) or shorter (S and D merged)."""
     b, n, s1, d, *_ = bnsd(case)
-    return {"query": TensorSpec((b, n, s1, d, 1), case.params["query"].dtype)}
+    shape = (b, n, s1, d, 1) if draw(st.booleans()) else (b, n, s1 * d)
+    return {"query": TensorSpec(shape, case.params["query"].dtype)}
 
 
 def _bsh_h_divisible(draw: st.DrawFn, case: Case) -> Change:
@@ -37,42 +47,43 @@ def _bsh_h_divisible(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _query_heads(draw: st.DrawFn, case: Case) -> Change:
+    """The query's N axis a KV group or one head more or fewer than num_heads."""
     b, n, s1, d, kv_n, s2, dt = bnsd(case)
-    return {"query": TensorSpec((b, n + kv_n, s1, d), dt)}
+    return {"query": TensorSpec((b, off(draw, n, draw(st.sampled_from([1, kv_n]))), s1, d), dt)}
 
 
 def _kv_rank(draw: st.DrawFn, case: Case) -> Change:
+    """Key and value one axis shorter (N and S merged) or longer (a trailing unit)."""
     b, n, s1, d, kv_n, s2, dt = bnsd(case)
-    kv = TensorSpec((b, kv_n * s2, d), dt)
+    kv = TensorSpec((b, kv_n * s2, d) if draw(st.booleans()) else (b, kv_n, s2, d, 1), dt)
     return {"key": kv, "value": kv}
 
 
 def _kv_batch(draw: st.DrawFn, case: Case) -> Change:
     b, n, s1, d, kv_n, s2, dt = bnsd(case)
-    kv = TensorSpec((b + draw(st.integers(1, 3)), kv_n, s2, d), dt)
+    kv = TensorSpec((off(draw, b, draw(st.integers(1, 3))), kv_n, s2, d), dt)
     return {"key": kv, "value": kv}
 
 
 def _kv_heads(draw: st.DrawFn, case: Case) -> Change:
     b, n, s1, d, kv_n, s2, dt = bnsd(case)
-    kv = TensorSpec((b, kv_n + 1, s2, d), dt)
+    kv = TensorSpec((b, off(draw, kv_n), s2, d), dt)
     return {"key": kv, "value": kv}
 
 
 def _kv_seq(draw: st.DrawFn, case: Case) -> Change:
     b, n, s1, d, kv_n, s2, dt = bnsd(case)
-    return {"value": TensorSpec((b, kv_n, s2 + draw(st.integers(1, 4)), d), dt)}
+    return {"value": TensorSpec((b, kv_n, off(draw, s2, draw(st.integers(1, 4))), d), dt)}
 
 
 def _qk_d(draw: st.DrawFn, case: Case) -> Change:
     b, n, s1, d, kv_n, s2, dt = bnsd(case)
-    kd = d + 16 * draw(st.integers(1, 2)) if d < 480 else d - 16
-    return {"key": TensorSpec((b, kv_n, s2, kd), dt)}
+    return {"key": TensorSpec((b, kv_n, s2, off(draw, d, 16, 16, 512)), dt)}
 
 
 def _v_d(draw: st.DrawFn, case: Case) -> Change:
     b, n, s1, d, kv_n, s2, dt = bnsd(case)
-    return {"value": TensorSpec((b, kv_n, s2, d + 16 if d < 512 else d - 16), dt)}
+    return {"value": TensorSpec((b, kv_n, s2, off(draw, d, 16, 16, 512)), dt)}
 
 
 def _bnsd_bsnd(draw: st.DrawFn, case: Case) -> Change:
@@ -109,4 +120,17 @@ BREAKERS: dict[str, Breaker] = {
     "layout.nbsd_seq": Breaker(_nbsd_seq, {"layout": "BSND_NBSD"},
                                alt=({"layout": "BSH_NBSD"}, {"layout": "BNSD_NBSD"})),
     "layout.nbsd_rope": Breaker(_nbsd_rope, {"plain": True, "q_seq": "2-16"}),
+}
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "layout.kv_batch": ("below", "above"),
+    "layout.kv_heads": ("below", "above"),
+    "layout.kv_rank": ("shorter", "longer"),
+    "layout.kv_seq_match": ("below", "above"),
+    "layout.qk_head_dim": ("below", "above"),
+    "layout.query_heads": ("below", "above"),
+    "layout.query_rank": ("shorter", "longer"),
+    "layout.value_head_dim": ("below", "above"),
+    "layout.nbsd_seq": ("below", "above"),
 }

@@ -11,8 +11,16 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.op.case import Case
-from fia_fuzz.op.geometry import blocks_needed
-from fia_fuzz.strategies.edits import Change, block_size
+from fia_fuzz.op.geometry import SEQ_AXIS, blocks_needed
+from fia_fuzz.strategies.edits import (
+    Change,
+    block_size,
+    follow_dsq,
+    position,
+    q_layout,
+    sided,
+    with_axis,
+)
 from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 
 
@@ -40,16 +48,40 @@ def _kv_count(draw: st.DrawFn, case: Case) -> Change:
 
 def _packed_monotonic(draw: st.DrawFn, case: Case) -> Change:
     """A cumulative list that decreases: one end before the last raised past its successor,
-    by one or by up to the total (the last end, T, stays). Paged KV lengths are per batch,
+    by one or by up to the total (the last end, T, stays), at the first pair, the last or
+    any. Paged KV lengths are per batch,
     so there only the query's list is cumulative."""
     names = ["actual_seq_lengths"] + ([] if case.view().paged else ["actual_seq_lengths_kv"])
     name = draw(st.sampled_from(names))
     ends = list(case.params[name])
     if len(ends) < 2:
         reject()
-    j = draw(st.integers(0, len(ends) - 2))
+    j = draw(st.sampled_from([0, len(ends) - 2, draw(st.integers(0, len(ends) - 2))]))
     ends[j] = ends[j + 1] + draw(st.sampled_from([1, max(1, ends[-1] - ends[j + 1])]))
-    return {name: ends}
+    return sided({name: ends}, *position(j, len(ends) - 1))
+
+
+def _packed_total(draw: st.DrawFn, case: Case) -> Change:
+    """A packed tensor's T off its list's last cumulative end: larger (a graph batch padded
+    past its tokens: one more, up to twice, or rounded up to a 64 tile) or smaller (one less,
+    down to half). The query's T (with query_rope and MLA's per-token dequant_scale_query),
+    or a contiguous key/value's (with key_rope); a paged KV's lengths are per batch."""
+    v = case.view()
+    names = ["query"] + ([] if v.paged else ["key"])
+    name = draw(st.sampled_from(names))
+    ax = SEQ_AXIS[q_layout(case)]
+    t = case.params[name].shape[ax]
+    above = draw(st.booleans()) or t < 2
+    if above:
+        new = t + draw(st.sampled_from([1, max(1, t // 2), t, -t % 64 or 64]))
+    else:
+        new = t - draw(st.sampled_from([1, max(1, t // 2)]))
+    tensors = ("query", "query_rope") if name == "query" else ("key", "value", "key_rope")
+    out: Change = {n: with_axis(case.params[n], ax, new) for n in tensors
+                   if case.params.get(n) is not None}
+    if name == "query":
+        out.update(follow_dsq(case, tokens=new))
+    return sided(out, "above" if above else "below")
 
 
 #: Bases with per-batch KV lengths, one per family that carries them.
@@ -101,5 +133,15 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"layout": "NTD_TND"},
              {"layout": "TND", "paged": True})),
     "lengths.packed_monotonic": Breaker(_packed_monotonic, PACKED[0], alt=PACKED[1:]),
-    "lengths.packed_total": searched({"layout": "TND", "rope": False}, "axis:query:0:-1"),
+    "lengths.packed_total": Breaker(_packed_total, PACKED[0], alt=PACKED[1:]),
+}
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "lengths.q_nonnegative": ("first", "last"),
+    "lengths.kv_nonnegative": ("first", "last"),
+    "lengths.q_max": ("first", "last"),
+    "lengths.kv_max": ("first", "last"),
+    "lengths.packed_monotonic": ("first", "last"),
+    "lengths.packed_total": ("below", "above"),
 }

@@ -31,7 +31,8 @@ BREAKERS: dict[str, Breaker] = {
     "mask.optimized_shape": searched(
         {"sparse_mode": 2}, "rank_up:atten_mask",
         alt=({"layout": "TND", "rope": False},
-             {"layout": "NTD_TND"})),
+             {"layout": "NTD_TND"}),
+        also=("axis:atten_mask:-1:+1", "axis:atten_mask:-1:-1")),
     "mask.full_form": searched(
         {"kv_list": True}, "axis:atten_mask:0:=2048",
         alt=({"prefix": True, "branch": "decode"},
@@ -39,4 +40,10 @@ BREAKERS: dict[str, Breaker] = {
     "mask.full_size": searched(
         {"prefix": True, "branch": "decode"}, "axis:atten_mask:-1:=1",
         alt=({"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},)),
+}
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "mask.optimized_shape": ("below", "above"),
+    "mask.sparse_mode_range": ("below", "above"),
 }

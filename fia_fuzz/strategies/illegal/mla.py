@@ -190,3 +190,10 @@ BREAKERS: dict[str, Breaker] = {
     "mla.paged_required": searched({"layout": "BSH_NBSD"}, "drop:block_table"),
     "mla.no_extras": Breaker(_mla_extras, {"rope_d": "512"}),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "mla.q_seq": ("below", "above"),
+    "mla.block_size_128": ("below", "above"),
+    "mla.dequant_scale_query_shape": ("below", "above"),
+}

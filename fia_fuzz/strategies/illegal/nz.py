@@ -157,3 +157,10 @@ BREAKERS: dict[str, Breaker] = {
     "nz.block_size": Breaker(_nz_block_size, GQA_NZ),
     "nz.no_extras": Breaker(_nz_extras, GQA_NZ, alt=(NZ_DECODE,)),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "nz.block_size": ("below", "above"),
+    "nz.dims": ("below", "above"),
+    "nz.scale_shape": ("below", "above"),
+}

@@ -192,7 +192,8 @@ BREAKERS: dict[str, Breaker] = {
         "table:extra_row",
         alt=({"pse": True, "branch": "decode"},
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"}),
+        also=("table:drop_row",)),
     "paged.block_table_width": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "table:narrow",
         alt=({"mask": "bool", "branch": "decode", "paged": True},
@@ -206,19 +207,31 @@ BREAKERS: dict[str, Breaker] = {
     "paged.kv_shape_match": searched(
         PAGED_DECODE, "rank_up:value",
         alt=({"antiquant": "separate:4/4"},
-             {"paged": True, "branch": "prefill", "mask": "none", "pse": False})),
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False}),
+        also=("axis:value:0:+1", "axis:value:0:-1", "axis:value:-1:+16")),
     "paged.cache_block_size": searched(
         {"paged": True, "branch": "prefill", "mask": "none", "pse": False}, "pair_axis:key:1:+1",
         alt=({"sink": True, "paged": True},
-             {"antiquant": "combined:1", "paged": True})),
+             {"antiquant": "combined:1", "paged": True}),
+        also=("pair_axis:key:1:/8", "pair_axis:key:-2:/8", "pair_axis:key:-2:+1")),
     "paged.cache_heads": searched(
         PAGED_DECODE,
         "pair_axis:key:-1:=1",
-        alt=({"antiquant": "separate:4/4"},)),
+        alt=({"antiquant": "separate:4/4"},),
+        also=("pair_axis:key:-1:x2",)),
     "paged.block_count": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "pair_axis:key:0:=1",
         alt=({"antiquant": "combined:1", "paged": True},)),
     "paged.pse_last_dim": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "axis:pse_shift:-1:=1",
         alt=({"antiquant": "separate:4/4"},)),
+}
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "paged.block_table_batch": ("shorter", "longer"),
+    "paged.cache_block_size": ("below", "above"),
+    "paged.cache_heads": ("below", "above"),
+    "paged.cache_rank": ("shorter", "longer"),
+    "paged.kv_shape_match": ("below", "above"),
 }

@@ -26,3 +26,8 @@ BREAKERS: dict[str, Breaker] = {
                                   {"layout": "TND", "rope": False}, {"rope_d": "512"})),
     "precise.decode_01": searched({"plain": True, "branch": "decode"}, "attr:inner_precise"),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "precise.range": ("below", "above"),
+}

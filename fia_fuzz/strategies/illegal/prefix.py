@@ -54,16 +54,20 @@ BREAKERS: dict[str, Breaker] = {
     "prefix.batch_one": searched(
         {"prefix": True, "branch": "prefill"}, "pair_axis:key_shared_prefix:0:+1"),
     "prefix.heads_dim": searched(
-        {"prefix": True, "branch": "prefill"}, "pair_axis:key_shared_prefix:-1:x2"),
+        {"prefix": True, "branch": "prefill"}, "pair_axis:key_shared_prefix:-1:x2",
+        also=("pair_axis:key_shared_prefix:-1:/8",)),
     "prefix.same_shape": searched(
         {"prefix": True, "branch": "prefill"}, "axis:key_shared_prefix:-2:-1",
-        alt=({"sparse_mode": 3, "layout": "BNSD"},)),
+        alt=({"sparse_mode": 3, "layout": "BNSD"},),
+        also=("axis:key_shared_prefix:-2:+1",)),
     "prefix.len_shape": searched(
         {"prefix": True, "branch": "prefill"}, "values:actual_shared_prefix_len:empty",
-        alt=({"prefix": True, "branch": "decode"},)),
+        alt=({"prefix": True, "branch": "decode"},),
+        also=("values:actual_shared_prefix_len:extra",)),
     "prefix.len_range": searched(
         {"prefix": True, "branch": "prefill"}, "values:actual_shared_prefix_len:neg",
-        alt=({"prefix": True, "branch": "decode"},)),
+        alt=({"prefix": True, "branch": "decode"},),
+        also=("values:actual_shared_prefix_len:big",)),
     # base re-picked by hand: per-token 4/4 now also breaks prefix.per_token_antiquant
     "prefix.not_paged": searched(
         {"antiquant": "separate:0/0", "paged": True}, "add:key_shared_prefix"),
@@ -73,4 +77,12 @@ BREAKERS: dict[str, Breaker] = {
     "prefix.mask_covers": searched({"prefix": True, "branch": "decode"}, "add:atten_mask"),
     "prefix.pse_covers": searched(
         {"antiquant": "combined:0", "branch": "prefill"}, "add:key_shared_prefix"),
+}
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "prefix.heads_dim": ("below", "above"),
+    "prefix.len_range": ("below", "above"),
+    "prefix.len_shape": ("shorter", "longer"),
+    "prefix.same_shape": ("below", "above"),
 }

@@ -34,5 +34,11 @@ BREAKERS: dict[str, Breaker] = {
     "pse.shape": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "rank_down:pse_shift",
         alt=({"prefix": True, "branch": "prefill"},
-             {"sparse_mode": 1})),
+             {"sparse_mode": 1}),
+        also=("axis:pse_shift:1:+1", "axis:pse_shift:1:-1", "axis:pse_shift:0:+1")),
+}
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "pse.shape": ("below", "above"),
 }

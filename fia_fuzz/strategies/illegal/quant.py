@@ -110,3 +110,8 @@ BREAKERS: dict[str, Breaker] = {
              PAGED_DECODE,
              {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "quant.scale2_shape": ("below", "above"),
+}

@@ -17,11 +17,13 @@ BREAKERS: dict[str, Breaker] = {
     "rope.dim_64": searched(
         PAGED_DECODE,
         "axis:query_rope:-1:+1",
-        alt=({"layout": "NTD_TND"},)),
+        alt=({"layout": "NTD_TND"},),
+        also=("axis:query_rope:-1:-1", "pair_axis:query_rope:-1:/8")),
     "rope.shapes": searched(
         PAGED_DECODE,
         "rank_down:query_rope",
-        alt=({"layout": "NTD_TND"},)),
+        alt=({"layout": "NTD_TND"},),
+        also=("axis:query_rope:0:+1", "axis:query_rope:0:-1")),
     "rope.dtype": searched(
         PAGED_DECODE,
         "dtype:query_rope",
@@ -29,4 +31,10 @@ BREAKERS: dict[str, Breaker] = {
     "rope.query_d": searched(
         {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
         "add:query_rope"),
+}
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "rope.dim_64": ("below", "above"),
+    "rope.shapes": ("below", "above"),
 }

@@ -143,3 +143,8 @@ BREAKERS: dict[str, Breaker] = {
         {"paged": True, "branch": "prefill", "mask": "none", "pse": False}, "add:pse_shift",
         alt=({"layout": "NTD_TND"},)),
 }
+
+#: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
+BOUNDS: dict[str, tuple[str, ...]] = {
+    "tnd.causal_lengths": ("first", "last"),
+}
