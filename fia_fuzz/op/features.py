@@ -7,13 +7,11 @@ pins.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
-from fia_fuzz.op import edges
+from fia_fuzz.op import args, edges
+from fia_fuzz.op.args import DerivedTuple
 from fia_fuzz.op.call import CallView
-from fia_fuzz.op.forms import OPTIMIZED_MASK, argument_forms, mask_extent, table_oversized
-from fia_fuzz.op.geometry import CACHE_FORM_OF_RANK, NO_BAND, blocks_read
 from fia_fuzz.op.params import ALL_ARGS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.op.undetermined import Undetermined
@@ -27,16 +25,6 @@ def _safe(fn: Any, default: Any = None) -> Any:
         return fn()
     except (Undetermined, KeyError, ValueError, TypeError):
         return default
-
-
-def _length_form(values: list[int] | None, batch: int | None) -> str:
-    if values is None:
-        return "absent"
-    if len(values) == 1:
-        return "one"
-    if batch is not None and len(values) == batch:
-        return "per_batch"
-    return "longer"
 
 
 def _bucket(x: int | None, edges: tuple[tuple[int, str], ...]) -> str | None:
@@ -66,7 +54,6 @@ def case_features(case: Case) -> dict[str, Any]:
     d = _safe(lambda: v.D)
     dv = _safe(lambda: _dv(case, v))
     decode = _safe(lambda: v.decode)
-    mla_fq = bool(_safe(lambda: v.mla_full_quant))
     out_dtype = _safe(lambda: v.out_dtype)
     feats: dict[str, Any] = {
         "layout": case.attr("input_layout"),
@@ -92,56 +79,21 @@ def case_features(case: Case) -> dict[str, Any]:
                                (511, "257-511"), (512, "512"))),
         "dv": None if d is None or dv is None else ("equal" if d == dv else "unequal"),
         "kv_list": v.is_kv_list,
-        "paged": v.paged,
-        "cache": _cache_form(case),
-        "block_size": case.attr("block_size") if v.paged else 0,
-        "block_edge": _block_edge(case, decode),
-        "cache_reach": _cache_reach(case),
         "device_bytes": case.device_bytes(),
-        **_table_features(case),
-        "sparse_mode": case.attr("sparse_mode"),
-        "band": _band(case),
-        "mask": p["atten_mask"].dtype if p.get("atten_mask") is not None else "none",
-        "mask_shape": _mask_shape(case, b, decode),
-        "mask_oversized": _mask_oversized(case, v),
-        "mask_fill": case.fill("atten_mask").get("dist")
-        if p.get("atten_mask") is not None else "none",
-        "pse": p.get("pse_shift") is not None,
-        "pse_batch": _pse_batch(p.get("pse_shift"), b),
-        "actual_q": _length_form(p.get("actual_seq_lengths"), b),
-        "actual_kv": _length_form(p.get("actual_seq_lengths_kv"), b),
-        "act_zero": _act_zero(v),
-        "q_padding": p.get("query_padding_size") is not None,
-        "kv_padding": p.get("kv_padding_size") is not None,
-        "prefix": p.get("key_shared_prefix") is not None,
-        "prefix_len": "none" if p.get("key_shared_prefix") is None
-        else "given" if p.get("actual_shared_prefix_len") is not None else "absent",
-        "rope": p.get("query_rope") is not None,
-        "rope_d": "none" if p.get("query_rope") is None else str(d),
-        "antiquant": "none" if mla_fq else _antiquant_form(p, case),
-        "kv_quant_sym": "none" if mla_fq else _kv_quant_sym(p),
-        "full_quant": q is not None and q.dtype == "int8",
-        "deq_dtype": _deq_dtype(p),
-        "post_quant": p.get("quant_scale2") is not None,
-        "post_quant_form": _post_quant_form(p.get("quant_scale2")),
-        "post_quant_offset": p.get("quant_offset2") is not None,
-        "sink": p.get("learnable_sink") is not None,
-        "lse": bool(case.attr("softmax_lse_flag")),
-        "inner_precise": case.attr("inner_precise"),
         "empty": _empty(q, s1, v),
         "q_dist": case.fill("query").get("dist") if q else None,
         "k_dist": case.fill("key").get("dist") if k else None,
         "v_dist": case.fill("value").get("dist") if p.get("value") is not None else None,
         "logits": _logits(case),
+        # each optional argument's features (fia_fuzz/op/args/<module>.py)
+        **args.classify(case, v),
     }
     feats["plain"] = _plain(case, feats)
     feats["view"] = "strided" if any(getattr(t, "strides", None) is not None
                                      for t in p.values()) else "contiguous"
     feats["workload"] = _safe(lambda: _workload(case, v, feats), "none")
     feats["size_edge"] = _safe(lambda: _size_edge(v, feats), "free")
-    table = p.get("block_table")
-    feats["table_width"] = edges.table_width(len(table[0]) if table else None)
-    feats.update(argument_forms(case, v))
+    feats.update(args.argument_forms(case, v))
     return feats
 
 
@@ -206,126 +158,6 @@ def _dv(case: Case, v: CallView) -> int:
     return v.Dv
 
 
-def _cache_form(case: Case) -> str:
-    if case.params.get("block_table") is None:
-        return "none"
-    return CACHE_FORM_OF_RANK.get(getattr(case.params["key"], "ndim", 0), "other")
-
-
-def _block_edge(case: Case, decode: bool | None) -> str:
-    """Block size at the smallest legal value, the largest (512) or between [SEM §2]."""
-    if case.params.get("block_table") is None:
-        return "none"
-    bs = case.attr("block_size")
-    k = case.params["key"]
-    smallest = 128 if not decode else 32 if getattr(k, "dtype", "") == "int8" else 16
-    return "max" if bs == 512 else "min" if bs == smallest else "mid"
-
-
-def _cache_reach(case: Case) -> str:
-    """Element offset of the furthest referenced cache block: past 2^32, 2^31 or below
-    (the 32-bit offset edges of block id x block_size x KV_N x D)."""
-    blocks = _safe(case.referenced_blocks)
-    if blocks is None or not len(blocks):
-        return "near"
-    k = case.params["key"]
-    start = int(blocks[-1]) * math.prod(k.shape[1:])
-    return "2^32" if start >= 1 << 32 else "2^31" if start >= 1 << 31 else "near"
-
-
-def _table_features(case: Case) -> dict[str, bool]:
-    """Which block-table irregularities a paged case carries (fia-semantics.md §2)."""
-    table = case.params.get("block_table")
-    if table is None:
-        return {"table_unused": False, "table_spare": False, "table_shuffled": False,
-                "table_oversized": False}
-    k = case.params["key"]
-    bs = case.attr("block_size")
-    lens = case.params.get("actual_seq_lengths_kv") or [0]
-    bsz = len(table)
-    lens = lens * bsz if len(lens) == 1 else lens[:bsz]
-    used: list[int] = []
-    unused = False
-    needs = blocks_read(lens, bs)
-    for row, need in zip(table, needs, strict=False):
-        used.extend(row[:need])
-        unused = unused or len(row) > need
-    block_num = k.shape[0] if hasattr(k, "shape") else 0
-    return {"table_unused": unused,
-            "table_oversized": table_oversized(table, lens, bs),
-            "table_spare": block_num > len(set(used)),
-            "table_shuffled": used != sorted(used) or any(
-                b - a != 1 for a, b in zip(used, used[1:], strict=False))}
-
-
-def _band(case: Case) -> str:
-    pre, nxt = case.attr("pre_tokens"), case.attr("next_tokens")
-    if pre == NO_BAND and nxt == NO_BAND:
-        return "default"
-    if pre < 0 or nxt < 0:
-        return "negative"
-    if max(pre, nxt) >= 1 << 20:
-        return "huge"
-    return "small"
-
-
-def _mask_shape(case: Case, b: int | None, decode: bool | None) -> str:
-    m = case.params.get("atten_mask")
-    if m is None:
-        return "none"
-    shape = m.shape
-    if case.attr("sparse_mode") in (2, 3, 4) and shape[-2:] == (OPTIMIZED_MASK,) * 2:
-        return ",".join(["1"] * (len(shape) - 2) + ["2048"])
-    if decode:
-        return {2: "B,S2", 3: "B,1,S2", 4: "B,1,1,S2"}.get(len(shape), "other")
-    lead = [("B" if shape[0] == b else "1")] + ["1"] * (len(shape) - 3) if len(shape) > 2 \
-        else []
-    return ",".join(lead + ["S1", "S2"])
-
-
-def _mask_oversized(case: Case, v: CallView) -> bool:
-    """A full mask larger than the S1 x S2 it covers (alignment padding) [V4 attenMask]."""
-    return mask_extent(case, v) in ("rows", "cols")
-
-
-def _pse_batch(pse: TensorSpec | None, b: int | None) -> str:
-    if pse is None:
-        return "none"
-    return "B" if pse.shape[0] == b and b != 1 else "1" if pse.shape[0] == 1 else "B"
-
-
-def _act_zero(v: CallView) -> bool:
-    for name in ("actual_seq_lengths", "actual_seq_lengths_kv"):
-        vals = v.values.get(name)
-        if not vals:
-            continue
-        lens = _safe(lambda n=name: v.packed_lengths(n)) if v.packed else vals
-        if lens and 0 in lens[: _safe(lambda: v.B, len(lens))]:
-            return True
-    return False
-
-
-def _deq_dtype(p: dict[str, Any]) -> str:
-    for name in ("dequant_scale1", "dequant_scale_query"):
-        if p.get(name) is not None:
-            return p[name].dtype
-    return "none"
-
-
-def _kv_quant_sym(p: dict[str, Any]) -> str:
-    if p.get("key_antiquant_scale") is None and p.get("antiquant_scale") is None:
-        return "none"
-    offset = p.get("key_antiquant_offset") if p.get("key_antiquant_scale") is not None \
-        else p.get("antiquant_offset")
-    return "asym" if offset is not None else "sym"
-
-
-def _post_quant_form(qs2: TensorSpec | None) -> str:
-    if qs2 is None:
-        return "none"
-    return "per_tensor" if qs2.numel == 1 else "per_channel"
-
-
 def _empty(q: TensorSpec | None, s1: int | None, v: CallView) -> str:
     if q is not None and q.numel == 0:
         return "query"
@@ -345,8 +177,8 @@ def _logits(case: Case) -> str:
 
 
 #: Optional tensor/value arguments; a "plain" case has none of them.
-_EXTRAS = tuple(a for a in ALL_ARGS if a not in ("query", "key", "value")
-                and (a in TENSOR_ARGS or a in VALUE_ARGS))
+_EXTRAS = DerivedTuple(lambda: tuple(a for a in ALL_ARGS if a not in ("query", "key", "value")
+                                     and (a in TENSOR_ARGS or a in VALUE_ARGS)))
 
 
 def _plain(case: Case, f: dict[str, Any]) -> bool:
@@ -354,11 +186,3 @@ def _plain(case: Case, f: dict[str, Any]) -> bool:
     return (f["layout"] in ("BSH", "BSND", "BNSD") and f["q_dtype"] in ("float16", "bfloat16")
             and f["kv_dtype"] == f["q_dtype"] and not f["kv_list"] and f["empty"] == "none"
             and all(case.params.get(a) is None for a in _EXTRAS))
-
-
-def _antiquant_form(p: dict[str, Any], case: Case) -> str:
-    if p.get("key_antiquant_scale") is not None:
-        return f"separate:{case.attr('key_antiquant_mode')}/{case.attr('value_antiquant_mode')}"
-    if p.get("antiquant_scale") is not None:
-        return f"combined:{case.attr('antiquant_mode')}"
-    return "none"

@@ -11,7 +11,7 @@ def output_specs(view: CallView) -> tuple[TensorSpec, TensorSpec]:
     """(attention_out, softmax_lse) for a call already known to be legal.
 
     attention_out: the output layout of input_layout with D = Dv [V4 attentionOut];
-    int8 with quant_scale2, float16 for an int8 query (query_rope's dtype, i.e.
+    int8 with quant_scale2, float16 for an int8 query (the rope tensors' dtype, i.e.
     bfloat16, for MLA full quant [V4 MLA 全量化 attention BFLOAT16]), else the
     query dtype. softmax_lse: (B, N, Q_S, 1), (T, N, 1) for TND/NTD_TND [V4
     softmaxLse]; an empty (0,) placeholder without softmax_lse_flag, as torch_npu

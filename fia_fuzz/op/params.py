@@ -1,57 +1,30 @@
 """The op's keyword arguments: canonical names, kinds and defaults.
 
 Canonical names are those of `torch_npu.npu_fused_infer_attention_score`
-(identical to `mindspore.ops.fused_infer_attention_score`, seed 003, plus
-query_rope/key_rope/key_rope_antiquant_scale), with `dequant_scale_query`,
-`query_quant_mode` (V4, seed 001) and `learnable_sink` (v2) added
-(fia-semantics.md §1). Defaults are the REG_OP attr defaults (seed 000,
-"算子原型") and the MindSpore signature.
+(identical to `mindspore.ops.fused_infer_attention_score`, seed 003, plus the
+rope tensors), with the v2 and V4 additions (fia-semantics.md §1). Each
+keyword is declared by its argument's module in `fia_fuzz/op/args/` (kind and
+default: the REG_OP attr defaults, seed 000 "算子原型", and the MindSpore
+signature); the tuples below are derived from that registry in signature
+order, so an argument added there is in the signature everywhere.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from fia_fuzz.op.geometry import NO_BAND
+from fia_fuzz.op.args import ATTR, TENSOR, VALUE, DerivedDict, DerivedTuple, keywords, params
 
 #: Arguments that are tensors (or, for key/value, lists of tensors).
-TENSOR_ARGS: tuple[str, ...] = (
-    "query", "key", "value",
-    "pse_shift", "atten_mask",
-    "dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2",
-    "antiquant_scale", "antiquant_offset",
-    "key_antiquant_scale", "key_antiquant_offset",
-    "value_antiquant_scale", "value_antiquant_offset",
-    "key_shared_prefix", "value_shared_prefix",
-    "query_rope", "key_rope", "key_rope_antiquant_scale",
-    "dequant_scale_query", "learnable_sink",
-)
+TENSOR_ARGS: DerivedTuple = DerivedTuple(lambda: keywords(TENSOR))
 
 #: Arguments whose integer values matter to legality; lists, ints or int arrays.
-VALUE_ARGS: tuple[str, ...] = (
-    "actual_seq_lengths", "actual_seq_lengths_kv", "block_table",
-    "query_padding_size", "kv_padding_size", "actual_shared_prefix_len",
-)
+VALUE_ARGS: DerivedTuple = DerivedTuple(lambda: keywords(VALUE))
 
 #: Scalar attributes and their defaults.
-ATTR_DEFAULTS: dict[str, Any] = {
-    "num_heads": 1,
-    "scale": 1.0,
-    "pre_tokens": NO_BAND,
-    "next_tokens": NO_BAND,
-    "input_layout": "BSH",
-    "num_key_value_heads": 0,
-    "sparse_mode": 0,
-    "inner_precise": 1,
-    "block_size": 0,
-    "antiquant_mode": 0,
-    "key_antiquant_mode": 0,
-    "value_antiquant_mode": 0,
-    "softmax_lse_flag": False,
-    "query_quant_mode": 0,
-}
+ATTR_DEFAULTS: DerivedDict = DerivedDict(
+    lambda: {p.name: p.default for p in params() if p.kind == ATTR})
 
-ALL_ARGS: tuple[str, ...] = TENSOR_ARGS + VALUE_ARGS + tuple(ATTR_DEFAULTS)
+ALL_ARGS: DerivedTuple = DerivedTuple(lambda: keywords(TENSOR) + keywords(VALUE)
+                                      + keywords(ATTR))
 
 #: torch_npu v2 keyword -> canonical keyword (fia-semantics.md §1, seed 004).
 V2_TO_CANONICAL: dict[str, str] = {

@@ -16,6 +16,7 @@ import pandas as pd
 
 from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
 from fia_fuzz.diff.policies import SEVERITY
+from fia_fuzz.op.args import keyword_of
 
 VERDICTS = ("pass", "inconclusive", "warn", "fail")
 #: Verdicts that decide a case; "inconclusive" ones (the fp64 truth cannot decide: float
@@ -39,7 +40,7 @@ HEATMAPS = (
     Heatmap("quant", "branch", "quant mode x branch"),
     Heatmap("sparse_mode", "padding", "sparse mode x padding"),
     Heatmap("kv_source", "branch", "KV source x branch"),
-    Heatmap("mask", "pse", "atten_mask dtype x pse_shift"),
+    Heatmap("mask", "pse", f"{keyword_of('mask')} dtype x {keyword_of('pse')}"),
     Heatmap("actual_q", "actual_kv", "actual_seq_lengths x actual_seq_lengths_kv"),
 )
 

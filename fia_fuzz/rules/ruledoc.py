@@ -6,6 +6,9 @@ committed file with this output.
 
 from __future__ import annotations
 
+import re
+
+from fia_fuzz.op import args
 from fia_fuzz.rules.profiles import PROFILES, Profile
 from fia_fuzz.rules.rule import RULES, SEEDS
 
@@ -54,10 +57,6 @@ NOTES = """## Disagreements between the documents, and decisions
    (mandatory, blockSize 128) sit beside the general rows, not under full
    quantisation; fia-semantics.md §9 reads them as full-quant only. V4 is
    followed (`mla.paged_required`, `mla.block_size_128`).
-6. **MLA full-quant output dtype.** The V4 MLA table gives attention BFLOAT16
-   for an int8 query; torch_npu's meta functions take the output dtype of an
-   int8 query from query_rope's dtype (float16 without rope). `infer_outputs`
-   does the same, which `rope.dtype` makes bfloat16 for MLA.
 7. **MLA full-quant scales.** Which scales an int8 MLA call needs is not
    documented (dequantScaleQuery/queryQuantMode 3 are mentioned); the general
    dequant_scale1/quant_scale1/dequant_scale2 requirement is not applied with
@@ -100,8 +99,6 @@ NOTES = """## Disagreements between the documents, and decisions
     axis (D/8), i.e. the real D % 64 == 0.
 22. ***_NBSD layouts.** The inputLayout row says 1 < Q_S <= 16; only the MLA
     table lists them, so rope is also required (fia-semantics.md §2 agrees).
-23. **learnable_sink** is only in the v2 signature: shape (N,) from
-    fia-semantics.md §5, any float dtype.
 24. **antiquant.scale_needed.** An int KV with a float query and no scale is
     not stated as an error; it is treated as one since dequantisation needs it.
 25. **Rows-not-computed interception** uses V4's mode-0 formula with the prefix
@@ -151,10 +148,6 @@ NOTES = """## Disagreements between the documents, and decisions
     rejects some of them. A view is legal here when it is well formed
     (`args.strides_sane`); runners pass it as a view, so a device that rejects
     or misreads one shows it.
-34. **Decode pse_shift rows.** V4's pseShift table has Q_S >= query S only in
-    its Q_S > 1 row; the Q_S = 1 row (and V2, IFA, MindSpore) gives
-    (B|1, N, 1, KV_S). `pse.shape` holds a decode pse to one row (it once
-    took any row count >= 1); docs/forms.md lists the forms drawn.
 
 ## Documented constraints without a rule
 
@@ -172,6 +165,16 @@ NOTES = """## Disagreements between the documents, and decisions
 """
 
 
+def notes() -> str:
+    """NOTES with the numbered decisions the argument modules hold (op/args `notes`) in
+    their places."""
+    head, sep, rest = NOTES.partition("\n\n## ")
+    items = re.split(r"\n(?=\d+\. )", head)
+    numbered = {int(i.split(".", 1)[0]): i for i in items[1:]}
+    numbered.update(args.notes())
+    return "\n".join([items[0], *(numbered[k] for k in sorted(numbered))]) + sep + rest
+
+
 def render() -> str:
     """The whole docs/rules.md text."""
     sources = ", ".join(f"{k} = `{v}`" for k, v in SEEDS.items())
@@ -185,7 +188,7 @@ def render() -> str:
     for p in PROFILES.values():
         if p.own:
             lines += ["", *_profile_section(p)]
-    return "\n".join(lines) + "\n\n" + NOTES
+    return "\n".join(lines) + "\n\n" + notes()
 
 
 def _profile_section(p: Profile) -> list[str]:

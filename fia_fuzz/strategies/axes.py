@@ -3,21 +3,23 @@
 One table serves three users: `cases(**filters)` validates filters against it,
 the meta-tests check every value is reached, and `fia-fuzz coverage` prints
 hit counts per value. Value order is the shrink order of the strategy (the
-simplest value first).
+simplest value first). The core axes are written here; each optional
+argument's feature axes and form axes come from its module in
+`fia_fuzz/op/args/` (derived, so an argument added there is an axis here).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.edges import SIZE_EDGES, TABLE_WIDTHS
+from fia_fuzz.op import args
+from fia_fuzz.op.edges import SIZE_EDGES
 from fia_fuzz.op.features import WORKLOADS
-from fia_fuzz.op.forms import FORM_AXES
-from fia_fuzz.op.geometry import CACHE_FORMS
 
 BOOL = (False, True)
 
-AXES: dict[str, tuple[Any, ...]] = {
+#: The axes of the call itself (layout, dtypes, sizes, fills, classifications of the whole).
+CORE_AXES: dict[str, tuple[Any, ...]] = {
     "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND", "TND", "NTD_TND", "TND_NTD",
                "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD"),
     "q_dtype": ("float16", "bfloat16", "int8"),
@@ -30,45 +32,6 @@ AXES: dict[str, tuple[Any, ...]] = {
     "d_class": ("64-128", "<64", "129-256", "257-511", "512"),
     "dv": ("equal", "unequal"),
     "kv_list": BOOL,
-    "paged": BOOL,
-    "cache": ("none", *CACHE_FORMS),
-    "block_edge": ("none", "mid", "min", "max"),
-    "cache_reach": ("near", "2^31", "2^32"),
-    "table_unused": BOOL,
-    "table_spare": BOOL,
-    "table_shuffled": BOOL,
-    "table_oversized": BOOL,
-    "table_width": TABLE_WIDTHS,
-    "sparse_mode": (0, 1, 2, 3, 4),
-    "band": ("default", "small", "huge", "negative"),
-    "mask": ("none", "bool", "int8", "uint8"),
-    "mask_shape": ("none", "S1,S2", "B,S1,S2", "1,S1,S2", "B,1,S1,S2", "1,1,S1,S2",
-                   "B,S2", "B,1,S2", "B,1,1,S2", "2048", "1,2048", "1,1,2048"),
-    "mask_oversized": BOOL,
-    "mask_fill": ("none", "bernoulli", "zeros", "nearly_full", "triu"),
-    "pse": BOOL,
-    "pse_batch": ("none", "B", "1"),
-    "actual_q": ("absent", "one", "per_batch", "longer"),
-    "actual_kv": ("absent", "one", "per_batch", "longer"),
-    "act_zero": BOOL,
-    "q_padding": BOOL,
-    "kv_padding": BOOL,
-    "prefix": BOOL,
-    "prefix_len": ("none", "absent", "given"),
-    "rope": BOOL,
-    "rope_d": ("none", "128", "512"),
-    "antiquant": ("none", "combined:0", "combined:1", "separate:0/0", "separate:1/1",
-                  "separate:2/2", "separate:3/3", "separate:4/4", "separate:5/5",
-                  "separate:0/1"),
-    "kv_quant_sym": ("none", "sym", "asym"),
-    "full_quant": BOOL,
-    "deq_dtype": ("none", "float32", "uint64"),
-    "post_quant": BOOL,
-    "post_quant_form": ("none", "per_tensor", "per_channel"),
-    "post_quant_offset": BOOL,
-    "sink": BOOL,
-    "lse": BOOL,
-    "inner_precise": (1, 0, 2, 3),
     "empty": ("none", "query", "kv"),
     "q_dist": ("normal", "uniform", "outlier", "const_rows", "large", "negative", "positive",
                "int"),
@@ -79,9 +42,12 @@ AXES: dict[str, tuple[Any, ...]] = {
     "view": ("contiguous", "strided"),
     "workload": WORKLOADS,
     "size_edge": SIZE_EDGES,
-    # one axis per optional argument: its documented forms per branch (op/forms.py)
-    **FORM_AXES,
 }
+
+#: Every axis: the core ones, each argument's features, then one axis per argument form.
+AXES: args.DerivedDict = args.DerivedDict(
+    lambda: {**CORE_AXES, **args.feature_axes(), **args.form_axes()})
+
 
 #: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its
 #: caches never reach past 2^31 elements); a filter for one needs profile="nightly".

@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from fia_fuzz.op.args import pse, rope, with_role
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.geometry import dense_shape, packed_shape
 from fia_fuzz.op.tensors import TensorSpec
@@ -28,7 +29,7 @@ from fia_fuzz.strategies.families import _cumulative, _non_decreasing
 NAME = "atlas-a2"
 FLOAT = ("float16", "bfloat16")
 GROUPS = (1, 2, 4, 8)
-MLA_ROPE_D = 64
+MLA_ROPE_D = rope.ROPE_D
 
 
 def _feats(case: Case) -> dict[str, Any]:
@@ -84,7 +85,7 @@ def _tail(dr: Draft, lse: bool = True) -> None:
     if dr.kv_n != dr.n or ch.coin():
         dr.set("num_key_value_heads", dr.kv_n)
     dr.set("input_layout", dr.layout)
-    d_total = dr.d + (MLA_ROPE_D if "query_rope" in dr.params else 0)
+    d_total = dr.d + rope.extra_d(dr.params)
     dr.set("scale", ch.one((1.0 / d_total ** 0.5, 0.0625)))
     fills.qkv(dr)
 
@@ -135,8 +136,8 @@ def mla_unpaged(dr: Draft) -> None:
     s1 = ch.int(1, max(1, min(128, budget // (2 * dr.n))))
     s2 = ch.int(max(1, s1), max(s1, min(dr.prof.max_seq, budget // 4)))
     _dense(dr, ch.one(("BSH", "BSND", "BNSD")), s1, s2)
-    dr.set("query_rope", spec(dense_shape(dr.q_layout, dr.b, dr.n, s1, MLA_ROPE_D), dr.q_dtype))
-    dr.set("key_rope", spec(dense_shape(dr.q_layout, dr.b, 1, s2, MLA_ROPE_D), dr.kv_dtype))
+    rope.set_query(dr, dense_shape(dr.q_layout, dr.b, dr.n, s1, MLA_ROPE_D), dr.q_dtype)
+    rope.set_key(dr, dense_shape(dr.q_layout, dr.b, 1, s2, MLA_ROPE_D), dr.kv_dtype)
     mode = ch.one((0, 3, 4))
     if mode:
         dr.set("sparse_mode", mode)
@@ -239,11 +240,12 @@ def packed_split_fuse(dr: Draft) -> None:
     else:
         dr.set("inner_precise", 0)
         if ch.coin():
-            dr.set("pse_shift", spec((ch.one((1, dr.b)), dr.n, dr.s1, dr.s2), "bfloat16"))
-            dr.fills["pse_shift"] = {"dist": "normal", "scale": 1.0}
-    if ch.coin():
-        dr.set("learnable_sink", spec((dr.n,), "bfloat16"))
-        dr.fills["learnable_sink"] = {"dist": "normal", "scale": 1.0}
+            pse.put(dr, (ch.one((1, dr.b)), dr.n, dr.s1, dr.s2), "bfloat16",
+                    {"dist": "normal", "scale": 1.0})
+    for name in with_role("per_head"):  # the sink (op/args/sink.py)
+        if ch.coin():
+            dr.set(name, spec((dr.n,), "bfloat16"))
+            dr.fills[name] = {"dist": "normal", "scale": 1.0}
     _tail(dr)
 
 
@@ -293,9 +295,9 @@ def mla_tnd(dr: Draft) -> None:
     tq, tkv = sum(q_lens), sum(kv_lens)
     dr.s1, dr.s2 = max(q_lens), max(kv_lens)
     dr.set("query", spec((tq, dr.n, 512), "bfloat16"))
-    dr.set("query_rope", spec((tq, dr.n, MLA_ROPE_D), "bfloat16"))
+    rope.set_query(dr, (tq, dr.n, MLA_ROPE_D), "bfloat16")
     dr.set("key", spec((tkv, 1, 512), "bfloat16"))
-    dr.set("key_rope", spec((tkv, 1, MLA_ROPE_D), "bfloat16"))
+    rope.set_key(dr, (tkv, 1, MLA_ROPE_D), "bfloat16")
     dr.set("value", spec((tkv, 1, 512), "bfloat16"))
     dr.set("actual_seq_lengths", _cumulative(q_lens))
     dr.set("actual_seq_lengths_kv", _cumulative(kv_lens))
@@ -318,13 +320,15 @@ def device_a2(dr: Draft) -> None:
 def adapt(case: Case) -> Case:
     """A documented draw in the form the A2 device accepts where a row is stricter: the
     (1, 2048, 2048) template in place of a 2-D mask with rope or unequal D (row 6), a
-    bfloat16 learnable_sink (row 2). Other stricter rows reject the draw."""
+    bfloat16 sink (row 2: the per-head vectors of op/args). Other stricter rows reject
+    the draw."""
     params, fills_ = dict(case.params), dict(case.fills)
     v = case.view()
     m = params.get("atten_mask")
     if m is not None and m.ndim == 2 and (v.rope or v.D != v.Dv):
         params["atten_mask"] = TensorSpec((1, *m.shape), m.dtype)
-    sink = params.get("learnable_sink")
-    if sink is not None and sink.dtype != "bfloat16":
-        params["learnable_sink"] = TensorSpec(sink.shape, "bfloat16")
+    for name in with_role("per_head"):
+        sink = params.get(name)
+        if sink is not None and sink.dtype != "bfloat16":
+            params[name] = TensorSpec(sink.shape, "bfloat16")
     return dataclasses.replace(case, params=params, fills=fills_, rules=NAME)

@@ -15,8 +15,10 @@ do not apply: the raw material of the breaker search
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
+from fia_fuzz.op import args
 from fia_fuzz.op.call import CallView
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.geometry import BLOCK_AXIS, SEQ_AXIS
@@ -28,6 +30,8 @@ from fia_fuzz.strategies.choices import Chooser
 
 Change = dict[str, Any]
 DELETE = object()
+#: keyword -> its Param (op/args), for the values legal on their own that `add` inserts.
+_PARAMS = args.DerivedDict(lambda: {p.name: p for p in args.params()})
 #: Key of a Change that sets fill recipes (e.g. a value argument's dtype) rather than params.
 FILLS = "fills"
 #: Key of a Change that names the side(s) of its rule's bound it broke (labels of SIDES);
@@ -109,9 +113,10 @@ def with_dtype(t: Any, dtype: str) -> Any:
 
 
 def query_seq(case: Case, s: int) -> Change:
-    """query (and query_rope) with S (packed: T) set to `s`."""
+    """query (and what shares its S axis: the rope half, op/args) with S (packed: T) set
+    to `s`."""
     ax = SEQ_AXIS[q_layout(case)]
-    return {n: with_axis(case.params[n], ax, s) for n in ("query", "query_rope")
+    return {n: with_axis(case.params[n], ax, s) for n in args.with_role("query_seq")
             if case.params.get(n) is not None}
 
 
@@ -365,43 +370,18 @@ def add(name: str) -> Mutation:
         fdt = "float16" if q.dtype == "int8" else q.dtype
         k = case.params["key"]
         k0 = k[0] if isinstance(k, list) else k
-        specs: dict[str, Any] = {
-            "pse_shift": TensorSpec((1, n, s1, s2), fdt),
-            "atten_mask": TensorSpec((b, 1, s1, s2) if s1 > 1 else (b, 1, 1, s2), "bool"),
-            "learnable_sink": TensorSpec((n,), "float32"),
-            "query_padding_size": [0],
-            "kv_padding_size": [0],
-            "actual_seq_lengths": [s1],
-            "actual_seq_lengths_kv": [s2],
-            "actual_shared_prefix_len": [1],
-            "block_table": [[0]] * b,
-            "quant_scale2": TensorSpec((1,), "float32"),
-            "quant_offset2": TensorSpec((1,), "float32"),
-            "dequant_scale1": TensorSpec((1,), "float32"),
-            "quant_scale1": TensorSpec((1,), "float32"),
-            "dequant_scale2": TensorSpec((1,), "float32"),
-            "dequant_scale_query": TensorSpec((1,), "float32"),
-            "antiquant_scale": TensorSpec((2,), fdt),
-            "antiquant_offset": TensorSpec((2,), fdt),
-            "key_antiquant_scale": TensorSpec((1,), fdt),
-            "value_antiquant_scale": TensorSpec((1,), fdt),
-            "key_antiquant_offset": TensorSpec((1,), fdt),
-            "value_antiquant_offset": TensorSpec((1,), fdt),
-            "key_shared_prefix": TensorSpec((1, *k0.shape[1:]), k0.dtype),
-            "value_shared_prefix": TensorSpec((1, *k0.shape[1:]), k0.dtype),
-            "query_rope": TensorSpec((*q.shape[:-1], 64), q.dtype),
-            "key_rope": TensorSpec((*k0.shape[:-1], 64), k0.dtype),
-            "key_rope_antiquant_scale": TensorSpec((1,), "float32"),
-        }
-        if name == "key_shared_prefix":
-            return {name: specs[name], "value_shared_prefix": specs["value_shared_prefix"]}
-        if name == "query_rope":
-            return {name: specs[name], "key_rope": specs["key_rope"]}
-        if name == "key_antiquant_scale":
-            return {name: specs[name], "value_antiquant_scale": specs["value_antiquant_scale"]}
-        if name in ("pse_shift", "atten_mask") and d == 0:
+        # each argument's module gives a value legal on its own (Param.alone), and the
+        # keyword added with it (Param.partner: a value scale with its key scale, ...)
+        ctx = SimpleNamespace(b=b, n=n, s1=s1, s2=s2, d=d, q=q, k0=k0, fdt=fdt)
+        param = _PARAMS[name]
+        if param.alone is None:
+            raise KeyError(name)
+        value = param.alone(ctx)
+        if value is None:
             return None
-        return {name: specs[name]}
+        if param.partner is not None:
+            return {name: value, param.partner: _PARAMS[param.partner].alone(ctx)}
+        return {name: value}
     return mutate
 
 
@@ -502,8 +482,7 @@ def _build() -> dict[str, Mutation]:
         for pos in (0, 1, -1, -2, -3):
             for how in ("+1", "+16", "-1", "x2", "=1", "=3", "=2048", "x8", "/8"):
                 out[f"axis:{name}:{pos}:{how}"] = axis(name, pos, how)
-    for a, b in (("key", "value"), ("key_antiquant_scale", "value_antiquant_scale"),
-                 ("key_shared_prefix", "value_shared_prefix"), ("query_rope", "key_rope")):
+    for a, b in args.partners():
         out[f"pair_dtype:{a}"] = pair_dtype(a, b)
         for pos in (0, 1, -1, -2):
             for how in ("+1", "+16", "x2", "=1", "=3", "x8", "/8"):

@@ -12,7 +12,9 @@ combine freely inside and hardly across (fia-semantics.md, V4 §约束说明):
   float or fully quantised (int8 q/k/v, bf16 rope);
 - gqa_nz: bf16 query over int8 5-D NZ caches without rope (its own constraint table).
 FAMILY_SCOPE lists, per family, the feature values it can reach, so filters
-pick only families that can honour them.
+pick only families that can honour them: the core features here, each optional
+argument's from its module in `fia_fuzz/op/args/` (the families that may carry
+it, and its draw, which the families call).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fia_fuzz.op.edges import TABLE_WIDTHS
+from fia_fuzz.op import args
+from fia_fuzz.op.args import pse
+from fia_fuzz.op.args import rope as rope_arg
 from fia_fuzz.op.geometry import dense_shape, packed_shape
 from fia_fuzz.rules.rulebook.antiquant import INT4_MODES
 from fia_fuzz.rules.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
@@ -51,78 +55,58 @@ from fia_fuzz.strategies.workloads import OWN, mla_pattern, workloads
 FLOAT = ("float16", "bfloat16")
 GROUPS = (1, 2, 4, 8, 3, 5, 6, 16, 12, 32, 64)
 LENGTH_FORMS = ("absent", "one", "per_batch", "longer")
-#: Feature values an empty query or S2 = 0 case carries (no optional inputs but post-quant,
-#: which an empty KV may take without an offset).
-EMPTY_OK: dict[str, Any] = {
-    "mask": "none", "mask_shape": "none", "pse": False, "pse_batch": "none", "prefix": False,
-    "q_padding": False, "kv_padding": False,
-    "kv_list": False, "paged": False, "cache": "none", "sink": False, "actual_q": "absent",
-    "actual_kv": "absent", "sparse_mode": 0, "band": "default", "act_zero": False,
-    "table_width": "none", "table_oversized": False,
-}
+#: Feature values an empty query or S2 = 0 case carries: no tensor-list KV, and each
+#: argument's `empty` values (op/args: none of the optional inputs but post-quant, which
+#: an empty KV may take without an offset).
+EMPTY_OK: args.DerivedDict = args.DerivedDict(
+    lambda: {"kv_list": False, **args.empty_features()})
 
 #: The op/forms.py pattern of the NZ per-channel scale shape of each query layout.
 NZ_CHANNEL_FORMS = {"BSH": "H", "BNSD": "N,1,D", "BSND": "N,D"}
 
-FAMILY_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
-    "dense": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "antiquant": ("none",),
-              "kv_quant_sym": ("none",), "full_quant": (False,), "deq_dtype": ("none",),
-              "rope": (False,), "rope_d": ("none",), "dv": ("equal",),
-              "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "cache": ("none", "BnBsH",
-                                                                       "BnNBsD")},
+#: Per family, the core feature values it can reach; FAMILY_SCOPE adds each argument's
+#: (op/args: the families that may carry it, and the values each reaches).
+CORE_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
+    "dense": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "dv": ("equal",),
+              "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND")},
     "antiquant": {"q_dtype": FLOAT, "kv_dtype": ("int8", "int4", "int32"),
-                  "full_quant": (False,), "rope": (False,), "rope_d": ("none",),
                   "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "kv_list": (False,),
-                  "q_padding": (False,), "kv_padding": (False,),
-                  "post_quant": (False,), "sink": (False,), "empty": ("none",),
-                  "plain": (False,), "cache": ("none", "BnBsH", "BnNBsD"),
-                  "deq_dtype": ("none",), "dv": ("equal",)},
-    "full_quant": {"q_dtype": ("int8",), "kv_dtype": ("int8",), "full_quant": (True,),
-                   "antiquant": ("none",), "rope": (False,), "rope_d": ("none",),
-                   "paged": (False,), "cache": ("none",), "kv_list": (False,),
-                   "prefix": (False,), "branch": ("prefill",), "sink": (False,),
-                   "q_padding": (False,), "kv_padding": (False,), "empty": ("none",),
-                   "plain": (False,),
+                  "empty": ("none",), "plain": (False,), "dv": ("equal",)},
+    "full_quant": {"q_dtype": ("int8",), "kv_dtype": ("int8",), "kv_list": (False,),
+                   "branch": ("prefill",), "empty": ("none",), "plain": (False,),
                    "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "dv": ("equal",)},
     "packed": {"q_dtype": ("bfloat16",), "kv_dtype": ("bfloat16",), "layout": ("TND", "NTD_TND"),
-               "antiquant": ("none",), "full_quant": (False,), "post_quant": (False,),
-               "pse": (False,), "prefix": (False,), "kv_list": (False,), "q_padding": (False,),
-               "kv_padding": (False,), "rope_d": ("none", "128"), "branch": ("prefill",),
-               "plain": (False,), "sparse_mode": (0, 3), "sink": (False,), "band": ("default",),
-               "empty": ("none", "kv"),
-               "cache": ("none", "BnBsH", "BnNBsD"), "deq_dtype": ("none",)},
-    "mla": {"q_dtype": FLOAT + ("int8",), "kv_dtype": FLOAT + ("int8",), "rope": (True,),
-            "rope_d": ("512",), "paged": (True,), "kv_quant_sym": ("none",),
-            "antiquant": ("none",), "full_quant": (False, True), "post_quant": (False,),
-            "pse": (False,), "prefix": (False,), "kv_list": (False,), "lse": (False,),
-            "q_padding": (False,), "kv_padding": (False,), "sink": (False,),
-            "plain": (False,), "sparse_mode": (0, 3, 4), "empty": ("none",),
+               "kv_list": (False,), "branch": ("prefill",), "plain": (False,),
+               "empty": ("none", "kv")},
+    "mla": {"q_dtype": FLOAT + ("int8",), "kv_dtype": FLOAT + ("int8",), "kv_list": (False,),
+            "plain": (False,), "empty": ("none",),
             "layout": ("BNSD", "BSND", "BSH", "TND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD",
-                       "TND_NTD"), "deq_dtype": ("none", "float32"), "dv": ("equal",),
-            "q_seq": ("1", "2-16"), "cache": ("BnBsH", "BnNBsD", "NZ"),
+                       "TND_NTD"), "dv": ("equal",), "q_seq": ("1", "2-16"),
             "workload": ("none", "mla_decode", "mla_mtp")},
     "gqa_nz": {"q_dtype": ("bfloat16",), "kv_dtype": ("int8",), "layout": NZ_LAYOUTS,
-               "cache": ("NZ",), "paged": (True,), "antiquant": ("separate:0/0", "separate:1/1"),
-               "kv_quant_sym": ("sym",), "full_quant": (False,), "deq_dtype": ("none",),
-               "rope": (False,), "rope_d": ("none",), "d_class": ("64-128",), "dv": ("equal",),
-               "q_seq": ("1", "2-16"), "inner_precise": (1,), "sparse_mode": (0, 3),
-               "kv_list": (False,), "q_padding": (False,), "kv_padding": (False,),
-               "prefix": (False,), "pse": (False,), "post_quant": (False,), "sink": (False,),
-               "empty": ("none",), "plain": (False,), "band": ("default",)},
+               "d_class": ("64-128",), "dv": ("equal",), "q_seq": ("1", "2-16"),
+               "kv_list": (False,), "empty": ("none",), "plain": (False,)},
     # production patterns (strategies/workloads.py): TND/BSH/BNSD over paged BnBsH caches
     "workloads": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "layout": ("TND", "BSH", "BNSD"),
-                  "rope": (False,), "rope_d": ("none",), "paged": (True,), "cache": ("BnBsH",),
-                  "kv_list": (False,), "prefix": (False,), "q_padding": (False,),
-                  "kv_padding": (False,), "pse": (False,), "post_quant": (False,),
-                  "full_quant": (False,), "antiquant": ("none",), "sink": (False,),
-                  "plain": (False,), "empty": ("none",), "dv": ("equal",),
-                  "sparse_mode": (0, 3, 4), "workload": OWN},
+                  "kv_list": (False,), "plain": (False,), "empty": ("none",), "dv": ("equal",),
+                  "workload": OWN},
 }
 
-# families with a block table in every draw, and one without
-for _name in ("mla", "gqa_nz", "workloads"):
-    FAMILY_SCOPE[_name]["table_width"] = TABLE_WIDTHS[1:]
-FAMILY_SCOPE["full_quant"].update(table_width=("none",), table_oversized=(False,))
+
+def _scope() -> dict[str, dict[str, tuple[Any, ...]]]:
+    own = args.family_scope(tuple(CORE_SCOPE))
+    return {f: {**core, **own[f]} for f, core in CORE_SCOPE.items()}
+
+
+FAMILY_SCOPE: args.DerivedDict = args.DerivedDict(_scope)
+
+
+def _optional_args(dr: Draft, family: str, allowed: bool = True) -> None:
+    """The draws of the arguments `family` may carry that draw where the optional inputs
+    are drawn (op/args: `families`, `draw`); `allowed` False where the path carries none."""
+    for a in args.ARGS.values():
+        if a.draw is not None and not a.own_step and a.families and family in a.families:
+            a.draw(dr, allowed)
 
 
 def _layout(dr: Draft, options: tuple[str, ...]) -> None:
@@ -306,20 +290,16 @@ def dense(dr: Draft) -> None:
     if empty != "none":
         ch.pick("sparse_mode", (0,))
         masks.band(dr, ("default",))
-        for name, value in (("mask", "none"), ("mask_shape", "none"), ("pse_batch", "none"),
-                            ("sink", False)):
+        for name, value in (("mask", "none"), ("mask_shape", "none"), ("pse_batch", "none")):
             ch.pick(name, (value,))
+        _optional_args(dr, "dense", allowed=False)
     else:
         if dr.decode:
             masks.decode_sparse(dr)
         else:
             masks.prefill_sparse(dr, (0, 1, 2, 4) if dr.int8_offset else (0, 1, 2, 3, 4))
-        masks.pse(dr)
-        sink_ok = "key_shared_prefix" not in dr.params and not dr.padded
-        if ch.pick("sink", (False, True) if sink_ok else (False,)):
-            ch.fixed("learnable_sink_form", dr.branch)
-            dr.set("learnable_sink", spec((dr.n,), "float32"))
-            dr.fills["learnable_sink"] = {"dist": "normal", "scale": ch.one((1.0, 4.0))}
+        pse.draw(dr)
+        _optional_args(dr, "dense")
     common_tail(dr, (1, 0) if dr.decode else (1, 0, 2, 3))
 
 
@@ -472,7 +452,7 @@ def _antiquant_decode(dr: Draft) -> None:
         km, vm = (int(x) for x in modes.split("/"))
         quant.separate_decode(dr, (km, vm), int8 and km == 0 and vm == 0, offset, block_num)
     masks.decode_sparse(dr)
-    masks.pse(dr)
+    pse.draw(dr)
     common_tail(dr, (1, 0))
 
 
@@ -510,7 +490,7 @@ def _antiquant_prefill(dr: Draft) -> None:
     else:
         quant.combined(dr, 0, offset)
     masks.prefill_sparse(dr)
-    masks.pse(dr)
+    pse.draw(dr)
     common_tail(dr, (1, 0, 2, 3))
 
 
@@ -533,7 +513,7 @@ def full_quant(dr: Draft) -> None:
     _optional_lengths(dr, "actual_kv", "actual_seq_lengths_kv", dr.s2, lo_len)
     _optional_lengths(dr, "actual_q", "actual_seq_lengths", dr.s1, lo_len)
     masks.prefill_sparse(dr, (0, 1, 2, 4) if dr.int8_offset else (0, 1, 2, 3, 4))
-    masks.pse(dr)
+    pse.draw(dr)
     common_tail(dr, (1, 0, 2, 3))
 
 
@@ -594,8 +574,9 @@ def packed(dr: Draft) -> None:
         dr.set("value", spec(packed_shape(dr.q_layout, t_kv, dr.kv_n, dr.dv), dr.kv_dtype))
         dr.set("actual_seq_lengths_kv", _cumulative(kv_lens))
         if rope:
-            dr.set("query_rope", spec(packed_shape(dr.q_layout, t_q, dr.n, 64), dr.q_dtype))
-            dr.set("key_rope", spec(packed_shape(dr.q_layout, t_kv, dr.kv_n, 64), dr.kv_dtype))
+            rd = rope_arg.ROPE_D
+            rope_arg.set_query(dr, packed_shape(dr.q_layout, t_q, dr.n, rd), dr.q_dtype)
+            rope_arg.set_key(dr, packed_shape(dr.q_layout, t_kv, dr.kv_n, rd), dr.kv_dtype)
     if mode == 3:
         dr.set("sparse_mode", 3)
         masks.optimized_mask(dr)
@@ -677,7 +658,7 @@ def mla(dr: Draft) -> None:
         t_q = sum(q_lens)
         dr.set("actual_seq_lengths", _cumulative(q_lens))
         dr.set("query", spec(packed_shape("TND", t_q, dr.n, 512), dr.q_dtype))
-        dr.set("query_rope", spec(packed_shape("TND", t_q, dr.n, 64), rope_dtype))
+        rope_arg.set_query(dr, packed_shape("TND", t_q, dr.n, rope_arg.ROPE_D), rope_dtype)
         kv: list[int] = kv_lens
     else:
         ch.pick("actual_q", ("absent",))
@@ -686,7 +667,8 @@ def mla(dr: Draft) -> None:
         kv = kv_opt
         kv_lens = effective(kv, dr.b, [])
         dr.set("query", spec(dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, 512), dr.q_dtype))
-        dr.set("query_rope", spec(dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, 64), rope_dtype))
+        rope_arg.set_query(dr, dense_shape(dr.q_layout, dr.b, dr.n, dr.s1, rope_arg.ROPE_D),
+                           rope_dtype)
     caches = ["BnBsH"]
     if dr.layout in ("BNSD", "TND"):
         caches.append("BnNBsD")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fia_fuzz.op.args import rope, with_role
 from fia_fuzz.op.values import FINFO_MAX
 from fia_fuzz.strategies.draft import Draft
 
@@ -97,9 +98,9 @@ def qkv(dr: Draft) -> None:
         dr.fills["key"] = _float(dr, "key", kd, dr.kv_dtype) if kf else _int(dr.kv_dtype)
     vd = ch.pick("v_dist", FLOAT_DISTS if kf else ("int",))
     dr.fills["value"] = _float(dr, "value", vd, dr.kv_dtype) if kf else _int(dr.kv_dtype)
-    if "query_rope" in dr.params:
-        dr.fills["query_rope"] = {"dist": "normal", "scale": ch.one(SCALES[:3])}
-        dr.fills["key_rope"] = {"dist": "normal", "scale": ch.one(SCALES[:3])}
+    for name in with_role("rope"):  # the rope halves of Q and K (op/args/rope.py)
+        if name in dr.params:
+            dr.fills[name] = {"dist": "normal", "scale": ch.one(SCALES[:3])}
     if "key_shared_prefix" in dr.params:
         dr.fills["key_shared_prefix"] = dict(dr.fills["key"])
         dr.fills["value_shared_prefix"] = dict(dr.fills["value"])
@@ -135,9 +136,7 @@ def bound_logits(dr: Draft) -> None:
     if "large" not in (q.get("dist"), k.get("dist")):
         return
     worst = dr.d * _fill_max(q, dr.q_dtype) * _fill_max(k, dr.kv_dtype)
-    if "query_rope" in dr.params:
-        worst += 64 * _fill_max(dr.fills["query_rope"], dr.q_dtype) * \
-            _fill_max(dr.fills["key_rope"], dr.kv_dtype)
+    worst += rope.worst_logit(dr, _fill_max)
     scale = float(dr.params["scale"])
     if scale * worst > LOGIT_BOUND:
         _, exp = math.frexp(LOGIT_BOUND / worst)  # exact: 2^(exp-1) <= bound / worst

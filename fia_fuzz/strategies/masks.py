@@ -1,4 +1,4 @@
-"""Sparse modes, attention masks, the pre/next band and pse_shift [V4 §Mask, §pseShift].
+"""Sparse modes, attention masks and the pre/next band [V4 §Mask] (the pse draw: op/args/pse.py).
 
 Modes 0/1 take a full mask (S1, S2) in five batch forms, possibly larger than
 S1 x S2 (alignment padding); modes 2-4 take the optimized 2048x2048 mask;
@@ -145,24 +145,3 @@ def decode_sparse(dr: Draft) -> None:
     else:
         no_mask(dr)
     band(dr)
-
-
-def pse(dr: Draft) -> None:
-    """pse_shift (B|1, N, S1, S2) in the query dtype (fp16 for int8 query), rows and columns
-    exact or larger; decode (B|1, N, 1, S2) [V4 §pseShift]."""
-    ch = dr.ch
-    form = ch.pick("pse_batch", ("none", "B", "1"))
-    if form == "none":
-        ch.fixed("pse_shift_form", "none")
-        ch.fixed("pse_shift_size", "none")
-        return
-    rows = "1" if dr.decode else "S1"
-    ch.fixed("pse_shift_form", f"{dr.branch}:{form},N,{rows},S2")
-    kinds = ("exact", "cols") if dr.decode else ("exact", "rows", "cols")
-    kind = dr.pick_form("pse_shift_size", {f"{dr.branch}:{k}": k for k in kinds})
-    rows_n = dr.s1 + (ch.int(1, 4) if kind == "rows" else 0)
-    cols = dr.s2_total + (ch.int(1, 4) if kind == "cols" else ch.int(0, 4) if kind == "rows"
-                          else 0)
-    dtype = "float16" if dr.q_dtype == "int8" else dr.q_dtype
-    dr.set("pse_shift", spec((dr.b if form == "B" else 1, dr.n, rows_n, cols), dtype))
-    dr.fills["pse_shift"] = {"dist": ch.one(("normal", "uniform")), "scale": 1.0}

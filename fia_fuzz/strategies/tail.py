@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from fia_fuzz.op.args import rope
 from fia_fuzz.strategies import fills
 from fia_fuzz.strategies.draft import Draft
 
@@ -22,7 +23,7 @@ def common_tail(dr: Draft, inner: tuple[int, ...], lse: tuple[bool, ...] = (Fals
     ip = ch.pick("inner_precise", inner)
     if ip != 1 or ch.coin():
         dr.set("inner_precise", ip)
-    d_total = dr.d + (64 if "query_rope" in dr.params else 0)
+    d_total = dr.d + rope.extra_d(dr.params)
     dr.set("scale", ch.one((1.0 / math.sqrt(d_total), 1.0, 0.0625)))
     dr.set("num_heads", dr.n)
     # KV_N explicit, or for MHA absent, N or 0 (0 means N) [V4 numKeyValueHeads]

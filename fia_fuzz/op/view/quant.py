@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from fia_fuzz.op.args import rope as rope_arg
 from fia_fuzz.op.view.arguments import Arguments
 
 
@@ -13,7 +14,7 @@ class QuantView(Arguments):
 
     @property
     def rope(self) -> bool:
-        return self.has("query_rope") or self.has("key_rope")
+        return rope_arg.present(self)
 
     @property
     def mla512(self) -> bool:
@@ -42,12 +43,12 @@ class QuantView(Arguments):
     def out_dtype(self) -> str:
         """attention_out dtype [V4 attentionOut, int8量化场景, MLA 全量化 (bf16)].
 
-        An int8 query's output takes query_rope's dtype when there is one (float16
+        An int8 query's output takes the rope tensors' dtype when there are (float16
         without), as torch_npu's meta functions do; rope.dtype makes that bfloat16.
         """
         q = self.need("query")
         if self.has("quant_scale2"):
             return "int8"
         if q.dtype == "int8":
-            return self.need("query_rope").dtype if self.has("query_rope") else "float16"
+            return rope_arg.int8_out_dtype(self)
         return q.dtype
