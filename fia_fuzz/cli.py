@@ -83,7 +83,13 @@ def _check_filters(profile: str, filters: dict[str, Any], rules: str) -> None:
     from hypothesis.errors import InvalidArgument
 
     from fia_fuzz.strategies import cases
+    from fia_fuzz.strategies.sequences import WORKLOADS
 
+    if "sequence" in filters:
+        if filters["sequence"] not in WORKLOADS or len(filters) > 1:
+            raise InputError(f"--filter sequence={filters['sequence']!r}: expected one of "
+                             f"{', '.join(WORKLOADS)}, alone (no other filter)")
+        return
     try:
         cases(profile=profile, rules=rules, **filters)
     except InvalidArgument as exc:
@@ -405,7 +411,26 @@ def cmd_coverage(args: argparse.Namespace) -> int:
           f"{dict(illegal) if illegal else 'none (all legal)'} ({bad} violations)")
     if not filters:   # the bars are set on unfiltered draws
         print("\n".join(measure(features, args.profile, broken).lines()))
+    _sequence_coverage(args.profile, args.seed, max(1, (args.cases or 1000) // 20))
     return 1 if missed or illegal else 0
+
+
+def _sequence_coverage(profile: str, seed: int, n: int) -> None:
+    """Shapes of `n` drawn call sequences: workloads, steps, block-boundary crossings,
+    steps at k*block_size and k*block_size+1, replays, rollbacks."""
+    from fia_fuzz.campaign.sequences import draw
+    from fia_fuzz.strategies.sequences import share
+
+    drawn = draw(seed, 0, n, profile, None)
+    shapes = [s.shape_summary() for s in drawn]
+    by = Counter(s.workload for s in drawn)
+    total = {k: sum(x[k] for x in shapes) for k in shapes[0]} if shapes else {}
+    print(f"sequences (campaign share under {profile}: {share(profile)}): {len(drawn)} drawn, "
+          f"workloads {dict(sorted(by.items()))}; steps {total.get('steps', 0)}, block "
+          f"crossings {total.get('block_crossings', 0)}, steps at k*block_size "
+          f"{total.get('block_full_steps', 0)} and k*block_size+1 "
+          f"{total.get('block_new_steps', 0)}, replays {total.get('replays', 0)}, rollbacks "
+          f"{total.get('rollbacks', 0)}")
 
 
 def _illegal_coverage(args: argparse.Namespace) -> int:

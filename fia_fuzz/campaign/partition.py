@@ -40,6 +40,7 @@ from hypothesis import seed as hseed
 from hypothesis import strategies as hst
 from hypothesis.errors import InvalidArgument
 
+from fia_fuzz.campaign import sequences as seqs
 from fia_fuzz.campaign.bundles import bundle_cases
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import repro_command
@@ -286,6 +287,13 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
     would make the partitions' streams drift apart.
     """
     cfg = st.cfg
+    every = 0 if cfg.negative or cfg.seed_cases else seqs.every(cfg.profile, cfg.filters)
+    if every == 1:
+        return seqs.sequence_round(st, rnd, lambda: _stop_exploring(st))
+    # one sequence in place of every `every`-th position (their own seeded draws, so the
+    # cases of the stream stay what they were, in the same order)
+    pending = seqs.draw(cfg.seed, rnd, cfg.round_size // max(1, every - 1) + 1, cfg.profile,
+                        None) if every else []
     strategy = stream_strategy(cfg)
     fresh = [0]
 
@@ -301,6 +309,11 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
             return
         if cfg.max_cases is not None and st.positions >= cfg.max_cases:
             raise StopExploring
+        if pending and (st.positions + 1) % every == 0:
+            if not seqs.stream_item(st, pending.pop(0)):
+                raise StopExploring
+            if cfg.max_cases is not None and st.positions >= cfg.max_cases:
+                raise StopExploring
         st.seen.add(cid)
         st.positions += 1
         fresh[0] += 1
@@ -414,7 +427,7 @@ def run_partition(job: PartitionJob, report: Report, claims: Claims | None = Non
             replay_corpus(st)
         explore(st)
         if cfg.shrink and not cfg.negative:
-            shrunk = shrink_failures(st)
+            shrunk = shrink_failures(st) + seqs.shrink_failures(st)
     finally:
         worker.close(grace=0.2)  # idle; nothing of ours lives in it
         results = st.writer.close()

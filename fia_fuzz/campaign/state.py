@@ -130,6 +130,8 @@ class PartitionState:
     harness_streak: int = 0
     harness_note: str = ""
     bundles: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    #: Failing call sequences by (workload, kind, diagnosis): the first one found of each.
+    seq_failing: dict[tuple[str, str, str], Any] = field(default_factory=dict)
     last_mark: float = field(default_factory=time.perf_counter)
 
     @property

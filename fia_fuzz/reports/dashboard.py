@@ -27,6 +27,7 @@ from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
 from fia_fuzz.diff.signature import is_wrong_result
 from fia_fuzz.reports import aggregate as agg
 from fia_fuzz.reports import charts
+from fia_fuzz.reports import sequences as seq_report
 from fia_fuzz.reports import signatures as sig
 
 POLICY_ABBR = {"ascend-thousandth": "thou", "ascend-threshold": "thr",
@@ -345,6 +346,9 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int,
     tr = trend_html(df)
     if tr is not None:
         parts.append("<h2>Pass rate over runs</h2>" + tr)
+    if seq_report.has_sequences(df) and key == "t0":
+        parts.append("<h2>Call sequences: pass rate per step position</h2>"
+                     + seq_report.position_table(df, policy))
     parts.append("<h2>Failure signatures</h2>" + signatures_table(
         df, "signatures" if key == "t0" else f"signatures-{key}"))
     parts.append(f"<h2>Worst cases (top {worst_n}, {html.escape(policy)})</h2>")
