@@ -70,16 +70,18 @@ def campaign(run: Path, workers: int, budget: float | None) -> dict[str, Any]:
     df = read_results(run)
     if df.empty:
         return {"cases": 0, "note": "no results"}
-    log = run.parent / f"{run.name}.log"
-    m = re.search(r"(\d+) cases in ([\d.]+)s", log.read_text(errors="replace")) \
-        if log.exists() else None
+    # The campaign's own summary (cases drawn, its wall time from start to end, the
+    # workers' busy share) where it finished; else the rows (a run cut off).
+    summary = run / "summary.json"
+    own = json.loads(summary.read_text()) if summary.exists() else {}
     start = float((df["timestamp"] - df["t_case"].fillna(0)).min())
-    wall = float(m.group(2)) if m else float(df["timestamp"].max()) - start
-    busy = float(df["t_case"].fillna(0).sum())
+    wall = float(own.get("elapsed_s") or float(df["timestamp"].max()) - start)
+    cases = int(own.get("cases") or len(df))
+    busy = float(own.get("busy_s") or df["t_case"].fillna(0).sum())
     res: dict[str, Any] = {
-        "cases": int(len(df)), "wall_s": round(wall, 1), "workers": workers,
+        "cases": cases, "rows": int(len(df)), "wall_s": round(wall, 1), "workers": workers,
         "budget_s": budget,
-        "cases_per_min": round(len(df) / wall * 60, 1) if wall > 0 else None,
+        "cases_per_min": round(cases / wall * 60, 1) if wall > 0 else None,
         "busy_share": round(busy / (workers * wall), 3) if wall > 0 else None,
         "outcomes": _counts(df, "outcome"), "verdicts": _counts(df, "verdict"),
         "device_names": sorted(str(x) for x in df["meta_device_name"].dropna().unique())
