@@ -55,6 +55,7 @@ AXES: args.DerivedDict = args.DerivedDict(
 LARGE_ONLY: frozenset[tuple[str, Any]] = frozenset({("cache_reach", "2^31"),
                                                     ("cache_reach", "2^32")})
 #: Axis values unfiltered smoke draws never take (strategies/values.py: only profiles with a
-#: values share draw them), though a smoke filter for one draws it.
+#: values share draw them; the arguments' documented special values, op/args `specials`:
+#: only profiles with `specials`), though a smoke filter for one draws it.
 FILTER_ONLY_IN_SMOKE: frozenset[tuple[str, Any]] = frozenset(
-    ("values", v) for v in VALUES if v != "finite")
+    ("values", v) for v in VALUES if v != "finite") | args.special_forms()

@@ -35,6 +35,10 @@ class Profile:
     values_share: an unfiltered draw takes a value of the `values` axis other than
     "finite" (NaN/Inf, overflow, subnormals, ties: strategies/values.py) once in
     values_share + 1 draws; 0 (smoke) never, and draws nothing for it.
+    specials: draw the documented special values of the arguments (a default spelled out
+    explicitly, a sentinel given, a zero meaning another argument's: each argument's
+    `special` draw, op/args); False (smoke) draws none unless a filter pins one, and
+    makes no decision for them, so smoke's stream stays as it was.
     """
 
     max_batch: int
@@ -48,6 +52,7 @@ class Profile:
     cache_reach: tuple[str, ...] = ("near",)
     workload_weight: int = 1
     values_share: int = 0
+    specials: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -56,11 +61,11 @@ PROFILES: dict[str, Profile] = {
     "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
                        cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=5,
-                       values_share=11),
+                       values_share=11, specials=True),
     "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536, long_kv=262144,
                       max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
                       cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6,
-                      values_share=11),
+                      values_share=11, specials=True),
 }
 
 #: The budget of a far draw (a lazy cache referenced past 2^31 / 2^32 elements): the
@@ -68,6 +73,9 @@ PROFILES: dict[str, Profile] = {
 #: device precision, torch-sdpa) stays under 1 GiB however large the stress profile's
 #: draws (benchmarks/bench_far_memory.py).
 FAR_BUDGET = PROFILES["nightly"]
+#: A documented special value is drawn once in SPECIAL_WEIGHT + 1 draws where it applies
+#: (Draft.pick_special).
+SPECIAL_WEIGHT = 3
 
 
 def far_profile(prof: Profile) -> Profile:
@@ -126,6 +134,16 @@ class Draft:
         if len(options) == 1:
             return options[self.ch.fixed(axis, next(iter(options)))]
         return options[self.ch.pick(axis, weighted(tuple(options), weights or {}))]
+
+    def pick_special(self, axis: str, usual: str, options: dict[str, Any],
+                     weight: int = SPECIAL_WEIGHT) -> Any:
+        """The value of form `usual` or of a documented special form of `axis` (`options`:
+        form -> value, the usual one among them): drawn where the profile draws specials
+        (the usual form `weight` times as often as each special one), or where a filter
+        pins `axis`; elsewhere the usual value, drawing nothing."""
+        if not self.prof.specials and axis not in self.ch.pins:
+            return options[usual]
+        return self.pick_form(axis, {usual: options[usual], **options}, {usual: weight})
 
     @property
     def s2_total(self) -> int:

@@ -62,7 +62,8 @@ __all__ = ["ARGS", "ATTR", "MODULES", "TENSOR", "VALUE", "Arg", "DerivedDict", "
            "Param", "argument_forms", "classify", "empty_features", "family_scope",
            "feature_axes", "form_axes", "form_implications", "keyword_of", "keywords", "notes",
            "of_param",
-           "params", "partners", "register", "unregister", "with_role"]
+           "params", "partners", "register", "special_forms", "specials", "unregister",
+           "with_role"]
 
 MODULES = (core, pse, mask, band, layout, kv_heads, sparse, precise, lengths, paging,
            full_quant, post_quant, antiquant, padding, lse, prefix, rope, mla_quant, sink)
@@ -81,6 +82,22 @@ def form_axes() -> dict[str, tuple[Any, ...]]:
 def form_implications() -> dict[str, Any]:
     """Form axis -> the features its values imply (a function of the value)."""
     return {axis: fn for a in ARGS.values() for axis, fn in a.implies.items()}
+
+
+def special_forms() -> frozenset[tuple[str, Any]]:
+    """(form axis, value) of every documented special value an argument's `special` draws:
+    drawn unfiltered by the profiles with `specials` only (strategies/axes.py
+    FILTER_ONLY_IN_SMOKE)."""
+    return frozenset((axis, v) for a in ARGS.values() for axis, vals in a.specials.items()
+                     for v in vals)
+
+
+def specials(dr: Any) -> None:
+    """Each argument's draw of its documented special values (`Arg.special`), in registry
+    order, on a drawn case (`dr`: the strategies' Draft)."""
+    for a in ARGS.values():
+        if a.special is not None:
+            a.special(dr)
 
 
 def feature_axes() -> dict[str, tuple[Any, ...]]:

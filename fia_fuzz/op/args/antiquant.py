@@ -3,7 +3,9 @@
 Combined antiquant_scale/offset (first dim 2 = key, value) per antiquant_mode,
 or separate key_/value_antiquant_scale/offset per key_/value_antiquant_mode:
 per-tensor, per-channel, per-token, per-head and PA-managed shapes per branch
-[V4 伪量化参数约束; SEM §7, §9]. Forms: the scale's shape per branch and mode.
+[V4 伪量化参数约束; SEM §7, §9]. Forms: the scale's shape per branch and mode; each
+mode attribute left out, its default 0 (per-channel / per-tensor) given explicitly
+[MS antiquant_mode / key_antiquant_mode / value_antiquant_mode 默认值为 0], or set.
 """
 
 from __future__ import annotations
@@ -11,7 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from fia_fuzz.op.args.registry import ATTR, TENSOR, Arg, Param, register
-from fia_fuzz.op.args.shapes import BRANCHES, matches, safe_feature, symbols
+from fia_fuzz.op.args.shapes import (
+    BRANCHES,
+    DEFAULT_FORMS,
+    default_form,
+    matches,
+    safe_feature,
+    symbols,
+)
 from fia_fuzz.op.tensors import TensorSpec
 
 #: Combined antiquant_scale/offset (first dim 2 = key, value) per antiquant_mode [SEM §7].
@@ -59,6 +68,23 @@ def form_of(case: Any, v: Any, branch: str) -> dict[str, str]:
         out[f"{side}_antiquant_scale_form"] = "none" if scale is None else _mode_form(
             scale.shape, branch, mode, SEPARATE_SHAPES, sym, "nz" if v.nz else branch)
     return out
+
+
+#: mode attribute -> the scale it belongs to, and its form axis.
+MODE_SCALES = {"antiquant_mode": "antiquant_scale", "key_antiquant_mode": "key_antiquant_scale",
+               "value_antiquant_mode": "value_antiquant_scale"}
+
+
+def mode_forms(case: Any, v: Any, branch: str) -> dict[str, str]:
+    return {f"{mode}_form": default_form(case, mode, 0) for mode in MODE_SCALES}
+
+
+def special(dr: Any) -> None:
+    """A mode 0 given explicitly where the draw left it out beside its scale."""
+    for mode, scale in MODE_SCALES.items():
+        if scale in dr.params and mode not in dr.params and dr.pick_special(
+                f"{mode}_form", "absent", {"absent": False, "explicit_default": True}):
+            dr.set(mode, 0)
 
 
 def _separate_modes(value: str, side: str) -> dict[str, Any]:
@@ -112,11 +138,17 @@ ARG = register(Arg(
             Param("value_antiquant_mode", ATTR, 0)),
     forms={"antiquant_scale_form": ("none", *_mode_values(COMBINED_SHAPES)),
            "key_antiquant_scale_form": ("none", *_mode_values(SEPARATE_SHAPES)),
-           "value_antiquant_scale_form": ("none", *_mode_values(SEPARATE_SHAPES))},
+           "value_antiquant_scale_form": ("none", *_mode_values(SEPARATE_SHAPES)),
+           **{f"{mode}_form": DEFAULT_FORMS for mode in MODE_SCALES}},
     implies={"antiquant_scale_form": lambda v: {"antiquant": f"combined:{v.split(':')[1][1]}"},
              "key_antiquant_scale_form": lambda v: _separate_modes(v, "key"),
-             "value_antiquant_scale_form": lambda v: _separate_modes(v, "value")},
-    form_of=form_of,
+             "value_antiquant_scale_form": lambda v: _separate_modes(v, "value"),
+             "antiquant_mode_form": lambda v: {"antiquant": "combined:0"}
+             if v == "explicit_default" else {}},
+    form_of=lambda case, v, branch: {**form_of(case, v, branch),
+                                     **mode_forms(case, v, branch)},
+    special=special,
+    specials={f"{mode}_form": ("explicit_default",) for mode in MODE_SCALES},
     features={"antiquant": ("none", "combined:0", "combined:1", "separate:0/0",
                             "separate:1/1", "separate:2/2", "separate:3/3", "separate:4/4",
                             "separate:5/5", "separate:0/1"),

@@ -4,7 +4,9 @@ Caches are (blocks, block_size, H) BnBsH, (blocks, KV_N, block_size, D)
 BnNBsD, or 5-D NZ; the table has one row per batch, at least as wide as the
 longest request needs (wider is allowed). Features: the cache form, block-size
 edge, where the referenced blocks sit (32-bit offset edges) and the table's
-irregularities; form `block_table_size` (exact or wider).
+irregularities; form `block_table_size` (exact or wider). Form `block_size_form`:
+block_size left out, its default 0 given explicitly without a block table [MS block_size
+默认值为 0], or a block size.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from fia_fuzz.op import edges
 from fia_fuzz.op.args.registry import ATTR, VALUE, Arg, Param, register
-from fia_fuzz.op.args.shapes import safe_feature, table_oversized
+from fia_fuzz.op.args.shapes import DEFAULT_FORMS, default_form, safe_feature, table_oversized
 from fia_fuzz.op.geometry import CACHE_FORM_OF_RANK, CACHE_FORMS, blocks_read
 
 BOOL = (False, True)
@@ -81,13 +83,25 @@ def classify(case: Any, v: Any) -> dict[str, Any]:
             "table_width": edges.table_width(len(table[0]) if table else None)}
 
 
+BLOCK_SIZE_FORM = "block_size_form"
+
+
 def form_of(case: Any, v: Any, branch: str) -> dict[str, str]:
     table = case.params.get("block_table")
+    size = default_form(case, "block_size", 0)
     if table is None:
-        return {"block_table_size": "none"}
+        return {"block_table_size": "none", BLOCK_SIZE_FORM: size}
     lens = case.params.get("actual_seq_lengths_kv") or [0]
     wider = table_oversized(table, lens, case.attr("block_size"))
-    return {"block_table_size": f"{branch}:{'wider' if wider else 'exact'}"}
+    return {"block_table_size": f"{branch}:{'wider' if wider else 'exact'}",
+            BLOCK_SIZE_FORM: size}
+
+
+def special(dr: Any) -> None:
+    """block_size 0 (its default: no paging) given explicitly without a block table."""
+    if "block_table" not in dr.params and "block_size" not in dr.params and dr.pick_special(
+            BLOCK_SIZE_FORM, "absent", {"absent": False, "explicit_default": True}):
+        dr.set("block_size", 0)
 
 
 _PAGED_ONLY = {"table_width": edges.TABLE_WIDTHS[1:]}
@@ -97,9 +111,13 @@ ARG = register(Arg(
     params=(Param("block_table", VALUE, alone=lambda c: [[0]] * c.b),
             Param("block_size", ATTR, 0)),
     forms={"block_table_size": ("none", "prefill:exact", "prefill:wider", "decode:exact",
-                                "decode:wider")},
-    implies={"block_table_size": lambda v: {"paged": True}},
+                                "decode:wider"),
+           BLOCK_SIZE_FORM: DEFAULT_FORMS},
+    implies={"block_table_size": lambda v: {"paged": True},
+             BLOCK_SIZE_FORM: lambda v: {"paged": v == "set"}},
     form_of=form_of,
+    special=special,
+    specials={BLOCK_SIZE_FORM: ("explicit_default",)},
     features={"paged": BOOL, "cache": ("none", *CACHE_FORMS),
               "block_edge": ("none", "mid", "min", "max"),
               "cache_reach": ("near", "2^31", "2^32"), "table_unused": BOOL,

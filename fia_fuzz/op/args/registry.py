@@ -77,6 +77,11 @@ class Arg:
       drawn, with allowed=False where the path cannot carry it; `own_step`: the
       families call `draw` at a step of their own instead (its sizes depend on
       earlier decisions);
+    - `special(dr)`: the draw of its documented special values (a default spelled out
+      explicitly, a value that means another argument's: `Draft.pick_special`), which every
+      family's last step (`strategies/tail.py`) calls once the case is drawn; `specials`:
+      form axis -> the values only that draw takes, which only the nightly and stress
+      profiles draw unfiltered (smoke's stream stays as it was);
     - `rules`: its rulebook modules (`fia_fuzz/rules/rulebook/<name>.py`, whose breakers
       are `fia_fuzz/strategies/illegal/<name>.py`); `golden`, `runners`: the modules
       holding its arithmetic in the golden and in the torch runners;
@@ -97,6 +102,8 @@ class Arg:
     empty: dict[str, Any] = field(default_factory=dict)
     draw: Callable[..., Any] | None = None
     own_step: bool = False
+    special: Callable[..., Any] | None = None
+    specials: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     rules: tuple[str, ...] = ()
     golden: tuple[str, ...] = ()
     runners: tuple[str, ...] = ()

@@ -92,3 +92,22 @@ def safe_feature(fn: Any, default: Any = None) -> Any:
         return fn()
     except (Undetermined, KeyError, ValueError, TypeError):
         return default
+
+
+#: The values of an attribute's form axis: left out, its default given explicitly, another.
+DEFAULT_FORMS = ("absent", "explicit_default", "set")
+
+
+def default_form(case: Any, name: str, default: Any) -> str:
+    """An attribute's DEFAULT_FORMS value in `case` (`default`: its documented default)."""
+    if name not in case.params:
+        return "absent"
+    return "explicit_default" if case.params[name] == default else "set"
+
+
+def leave_out_or_spell(dr: Any, axis: str, name: str, default: Any) -> None:
+    """The special draw of an attribute whose default means "none of it": where the draw
+    left `name` out, give its default explicitly once in a while (Draft.pick_special)."""
+    if name not in dr.params and dr.pick_special(
+            axis, "absent", {"absent": False, "explicit_default": True}):
+        dr.set(name, default)
