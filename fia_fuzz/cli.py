@@ -62,10 +62,21 @@ def _filters(items: list[str]) -> dict[str, Any]:
         if not sep:
             raise InputError(f"--filter {item!r}: expected FEATURE=VALUE")
         try:
-            out[key] = json.loads(value)
+            parsed = json.loads(value)
         except json.JSONDecodeError:
-            out[key] = value
+            parsed = value
+        # a form value spelled like a number (num_key_value_heads_form=0) stays a string
+        out[key] = value if _string_value(key, value, parsed) else parsed
     return out
+
+
+def _string_value(axis: str, value: str, parsed: Any) -> bool:
+    """Whether `axis` has the string `value` and not the value it parses as."""
+    from fia_fuzz.strategies.axes import AXES
+
+    values = AXES.get(axis, ())
+    return parsed != value and value in values and not any(
+        type(v) is type(parsed) and v == parsed for v in values)
 
 
 def _runner(name: str) -> Any:

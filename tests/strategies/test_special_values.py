@@ -88,3 +88,10 @@ def test_a_smoke_filter_draws_the_special_value(axis: str, value: str) -> None:
         assert case.features()[axis] == value and case_violations(case) == []
         return
     pytest.fail(f"no smoke walk drew {axis}={value}")
+
+
+def test_a_form_value_spelled_like_a_number_filters_as_the_string() -> None:
+    from fia_fuzz.cli import _filters
+
+    assert _filters(["num_key_value_heads_form=0", "sparse_mode=0", "lse=true"]) == {
+        "num_key_value_heads_form": "0", "sparse_mode": 0, "lse": True}
