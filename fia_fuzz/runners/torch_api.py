@@ -219,6 +219,9 @@ class TorchApiRunner(TorchComposition):
                 return f"head dim {view.Dk} > 256: CUDA flash attention's limit"
             if self._needs_mask(view):
                 return "an attention mask: CUDA flash attention takes is_causal only, no attn_mask"
+            if int(view.attrs["sparse_mode"]) == 2 and not view.decode and any(
+                    q != k for q, k in zip(view.act_q, view.act_kv, strict=False)):
+                return "is_causal over more keys than rows: CUDA flash attention needs as many"
         if self.backend in ("efficient", "cudnn") and view.KV_N != view.N:
             return (f"GQA ({view.N} query heads over {view.KV_N} KV heads): "
                     f"SDPBackend.{self._enum()} does not take enable_gqa")
@@ -295,6 +298,9 @@ class TorchApiRunner(TorchComposition):
                         enable_gqa=gqa)
             except RuntimeError as exc:
                 reasons = "; ".join(str(w.message).split(" (Triggered")[0] for w in caught)
+                if "No available kernel" in str(exc):   # the backend's own refusal
+                    raise NotImplementedError(f"{self.name}: torch has no {self._enum()} "
+                                              f"kernel for this call: {reasons}") from exc
                 raise RuntimeError(f"{exc} {reasons}".strip()) from exc
 
 
