@@ -53,6 +53,11 @@ def _files(d: Path) -> dict[str, str]:
     (d / "run" / "results").mkdir(parents=True)
     (d / "run" / "results" / "x.parquet").write_bytes(b"not parquet")
     out["bad_run"] = str(d / "run")
+    bundle = d / "bundle"
+    bundle.mkdir()
+    (bundle / "case.json").write_text(json.dumps(CASE))
+    (bundle / "outputs.npz").write_bytes(bytes(range(256)) * 4)
+    out["bad_npz_bundle"] = str(bundle)
     (d / "seeds").mkdir()
     out["empty_dir"] = str(d / "seeds")
     return out
@@ -112,6 +117,8 @@ TABLE = [
     ("repro-bad-seed", ["repro", "{bad_seed}"], "seed"),
     ("repro-runner", ["repro", "{missing}", "--runner", "nope-runner"], "nope-runner"),
     ("repro-big-int", ["repro", "{big_int}"], "does not fit the int64"),
+    ("repro-random-npz", ["repro", "{bad_npz_bundle}"], "outputs.npz: cannot read the stored "
+     "outputs (not an .npz archive (no zip header))"),
     ("repro-bogus-dist", ["repro", "{bogus_dist}"], "fills.query.dist: unknown fill 'bogus'"),
     ("repro-nan-fill", ["repro", "{nan_fill}"], "fills.query.high: nan is not a finite"),
     ("repro-version", ["repro", "{future}"], "version: 999"),

@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +164,8 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
     outputs = None
     if (p / "outputs.npz").exists():
         try:
+            if not zipfile.is_zipfile(p / "outputs.npz"):
+                raise ValueError("not an .npz archive (no zip header)")
             with np.load(p / "outputs.npz", allow_pickle=False) as npz:
                 outputs = _unpack(npz)
         except (OSError, ValueError, KeyError) as exc:

@@ -106,6 +106,9 @@ def measure(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = 
         actual = runner.run(call)
     except MemoryError:
         raise  # over the worker's memory cap: the isolation layer records it as `oom`
+    except NotImplementedError as exc:  # the backend refused the call only when it met it
+        row.update(outcome="unsupported", error=str(exc)[:2000])
+        return row
     except Exception as exc:  # the backend's failure is a result, not a crash of ours
         row.update(outcome="error", error=f"{type(exc).__name__}: {exc}"[:2000],
                    t_materialise=t1 - t0, t_golden=t2 - t1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fia_fuzz.op import args, edges
-from fia_fuzz.op.args import DerivedTuple
+from fia_fuzz.op.args import DerivedTuple, pse
 from fia_fuzz.op.call import CallView
 from fia_fuzz.op.params import ALL_ARGS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.op.tensors import TensorSpec
@@ -167,7 +167,7 @@ def _empty(q: TensorSpec | None, s1: int | None, v: CallView) -> str:
 
 
 #: The `values` axis: where arithmetic breaks (docs/values.md). "finite" first (the shrink
-#: order); NaN/Inf placed by region (op/specials.py); pse_shift specials; a fully masked
+#: order); NaN/Inf placed by region (op/specials.py); position-bias specials; a fully masked
 #: row; and regimes of finite fills (magnitudes that overflow fp16 Q.K^T and an unshifted
 #: exp, subnormals, exact ties and rows of equal scores).
 VALUES = ("finite", "nan_attended", "nan_masked", "nan_padding", "inf_attended",
@@ -184,7 +184,7 @@ def values_class(fills: dict[str, dict[str, Any]]) -> str:
         special = f.get("special")
         if special in ("nan", "inf", "-inf"):
             return f"{'nan' if special == 'nan' else 'inf'}_{f.get('where', 'attended')}"
-    special = fills.get("pse_shift", {}).get("special")
+    special = fills.get(pse.NAME, {}).get("special")
     if special in ("nan", "-inf"):
         return "pse_nan" if special == "nan" else "pse_neg_inf"
     if fills.get("atten_mask", {}).get("special") == "full_row":

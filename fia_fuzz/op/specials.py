@@ -1,5 +1,5 @@
 """Special values placed into a materialised call: NaN and +-Inf in query, key, value and
-pse_shift, and fully masked rows in atten_mask (the `values` feature axis).
+the position bias, and fully masked rows in atten_mask (the `values` feature axis).
 
 A fill recipe may carry, beside its dist, a placement (docs/values.md):
 
@@ -10,7 +10,7 @@ column of a row masked); `where` names the region of the call the positions are 
 from, by the op's own geometry and masks [SEM §3-4]:
 
 - attended: a valid query row that attends some key; a key/value column inside its
-  batch's valid window that some valid row attends; a pse_shift element of an
+  batch's valid window that some valid row attends; a position-bias element of an
   attended (row, column) pair;
 - masked: a key/value column inside the valid window that some valid row masks (the
   band or atten_mask excludes it); for the query, a valid row every key of which is
@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.op.args import pse, rope
 from fia_fuzz.op.call import CallView
 from fia_fuzz.op.geometry import (
     band_window,
@@ -54,7 +55,7 @@ FLOAT_SPECIALS = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf}
 FULL_ROW = "full_row"
 WHERES = ("attended", "masked", "padding")
 #: Tensors a float special may sit in (antiquant parameters are not placed by region).
-FLOAT_TARGETS = ("query", "key", "value", "pse_shift")
+FLOAT_TARGETS = ("query", "key", "value", pse.NAME)
 #: Raw words per placed position (batch/row/column choice, head, dim, spare).
 WORDS = 4
 
@@ -80,7 +81,7 @@ def apply_specials(fills: dict[str, dict[str, Any]], seed: int, call: dict[str, 
                 regions.full_rows(raw)
             continue
         value = FLOAT_SPECIALS[str(fill[SPECIAL])]
-        if name == "pse_shift":
+        if name == pse.NAME:
             regions.place_pse(raw, value)
         else:
             regions.place(name, where, raw, value)
@@ -102,7 +103,7 @@ class _Regions:
         self.s2b = self.kv_len + self.prefix
         self.band = band_window(view, call, self.q_len, self.s2b)
         mode = view.attr_int("sparse_mode")
-        self.uses_mask = (view.decode and call.get("query_rope") is None) or mode in (0, 1)
+        self.uses_mask = (view.decode and call.get(rope.QUERY) is None) or mode in (0, 1)
         mask = call.get("atten_mask")
         self.mask = user_mask(mask, view.B, view.decode) if mask is not None and \
             self.uses_mask else None
@@ -206,17 +207,17 @@ class _Regions:
             target[_pick(dword, target.shape[-1])] = value
 
     def place_pse(self, raw: np.ndarray, value: float) -> None:
-        """`value` at attended (row, column) pairs of pse_shift (absolute positions)."""
-        pse = self.call["pse_shift"]
+        """`value` at attended (row, column) pairs of the position bias (absolute positions)."""
+        bias = self.call[pse.NAME]
         pairs: list[tuple[int, int, int]] = []
-        for b in range(self.B if pse.shape[0] > 1 else 1):
-            ex = self.excluded(b)[:pse.shape[2], :pse.shape[3]]
+        for b in range(self.B if bias.shape[0] > 1 else 1):
+            ex = self.excluded(b)[:bias.shape[2], :bias.shape[3]]
             pairs += [(b, int(r), int(c)) for r, c in zip(*np.nonzero(~ex), strict=True)]
         if not pairs:
             return
         for words in raw:
             b, r, c = pairs[_pick(words[0], len(pairs))]
-            pse[b, _pick(words[1], pse.shape[1]), r, c] = value
+            bias[b, _pick(words[1], bias.shape[1]), r, c] = value
 
     def full_rows(self, raw: np.ndarray) -> None:
         """Mask every column of valid rows of atten_mask (a row of no attended key)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,10 @@ def save(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> Path
 
 
 def load(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """The arrays of an .npz written by `save` (pickle refused)."""
+    """The arrays of an .npz written by `save` (pickle refused; ValueError for a file that
+    is no .npz archive, instead of NumPy's guess that it holds pickled data)."""
+    if not zipfile.is_zipfile(path):
+        raise ValueError("not an .npz archive (no zip header)")
     with np.load(path, allow_pickle=False) as npz:
         return unpack({k: npz[k] for k in npz.files})
 

@@ -4,6 +4,7 @@ from fia_fuzz.runners import (  # noqa: F401  (registration)
     aclnn,
     golden_runner,
     npu,
+    torch_api,
     torch_math,
     torch_sdpa,
 )

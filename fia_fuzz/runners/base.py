@@ -34,7 +34,10 @@ class Runner(ABC):
 
     @abstractmethod
     def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-        """(attention_out, softmax_lse) of a canonical call, as NumPy arrays."""
+        """(attention_out, softmax_lse) of a canonical call, as NumPy arrays.
+
+        NotImplementedError (with the reason) where the backend itself refuses the call
+        only when it meets it: a campaign records the case as unsupported, not an error."""
 
     def metadata(self) -> dict[str, str]:
         """Backend versions and device name, recorded in every result row."""

@@ -1,8 +1,8 @@
 """The `values` axis: fills that reach where arithmetic breaks (docs/values.md).
 
 Drawn after the family has built the whole case, so the choice sees what the case can
-carry (a mask, padding, pse_shift, float tensors): NaN or +-Inf placed by region in
-query, key or value (op/specials.py), -inf or NaN in pse_shift, fully masked rows of
+carry (a mask, padding, a position bias, float tensors): NaN or +-Inf placed by region
+in query, key or value (op/specials.py), -inf or NaN in the bias, fully masked rows of
 atten_mask, and three finite regimes (fp16 Q.K^T and unshifted-exp overflow, subnormals,
 exact ties / rows of equal scores). Only profiles with a `values_share` draw it unfiltered
 (smoke has none, so its draws and their choice sequences are those of before); a
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fia_fuzz.op.args import pse, rope
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.features import REGIME
 from fia_fuzz.op.geometry import kv_window, query_window
@@ -22,7 +23,7 @@ from fia_fuzz.strategies.draft import Draft, weighted
 
 FLOAT = ("float16", "bfloat16")
 #: Draw weight of a value among those a case can carry: the ones few cases can carry
-#: (pse_shift, a used mask) come up about as often as the others.
+#: (a position bias, a used mask) come up about as often as the others.
 WEIGHTS = {"pse_neg_inf": 3, "pse_nan": 3, "masked_row": 3, "nan_masked": 2, "inf_masked": 2,
            "nan_padding": 2, "inf_padding": 2}
 #: fp16 query/key magnitude of the overflow regime: q.k of two of them is 2^20, past the
@@ -62,7 +63,7 @@ def _float_qkv(dr: Draft) -> tuple[bool, bool]:
 
 def _uses_mask(dr: Draft) -> bool:
     mode = dr.params.get("sparse_mode", 0)
-    rope_decode = dr.decode and "query_rope" in dr.params
+    rope_decode = dr.decode and rope.QUERY in dr.params
     return dr.params.get("atten_mask") is not None and (dr.decode and not rope_decode
                                                         or mode in (0, 1))
 
@@ -72,7 +73,7 @@ def _masks_something(dr: Draft) -> bool:
     (mode 4's band may mask nothing: the region then places nothing)."""
     mode = dr.params.get("sparse_mode", 0)
     rows = int(query_window(_view(dr))[0].max(initial=0))
-    band = mode in (2, 3, 4) and (not dr.decode or "query_rope" in dr.params) and rows > 1
+    band = mode in (2, 3, 4) and (not dr.decode or rope.QUERY in dr.params) and rows > 1
     mask = _uses_mask(dr) and dr.fills.get("atten_mask", {}).get("dist") != "zeros"
     return mask or band
 
@@ -114,11 +115,11 @@ def _carried(dr: Draft) -> tuple[str, ...]:
     out += ["inf_attended"]
     out += ["inf_masked"] if masked else []
     out += ["inf_padding"] if padding else []
-    if p.get("pse_shift") is not None:
+    if p.get(pse.NAME) is not None:
         out += ["pse_neg_inf", "pse_nan"]
     if _uses_mask(dr):
         out += ["masked_row"]
-    if qf and kvf and p.get("pse_shift") is None and "query_rope" not in p:
+    if qf and kvf and p.get(pse.NAME) is None and rope.QUERY not in p:
         out += ["overflow"]
     out += ["subnormal"]
     if kvf:
@@ -144,7 +145,7 @@ def _apply(dr: Draft, value: str) -> None:
         dr.fills[name] = {**dr.fills[name], SPECIAL: special, WHERE: where,
                           COUNT: ch.int(1, 3)}
     elif value in ("pse_neg_inf", "pse_nan"):
-        dr.fills["pse_shift"] = {**dr.fills.get("pse_shift", {"dist": "normal", "scale": 1.0}),
+        dr.fills[pse.NAME] = {**dr.fills.get(pse.NAME, {"dist": "normal", "scale": 1.0}),
                                  SPECIAL: "-inf" if value == "pse_neg_inf" else "nan",
                                  WHERE: "attended", COUNT: ch.int(1, 3)}
     elif value == "masked_row":

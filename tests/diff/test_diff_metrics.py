@@ -184,3 +184,22 @@ def test_nonfinite_elements_are_compared_exactly_and_classed(truth, actual, cls)
     same = compare(np.array([[0.5, truth, 0.25]], np.float16), g, "float16", invalid=none)
     assert same["nonfinite_mismatch"] == 0 and "nonfinite_class" not in same
     assert not functional_failure(same) and same["max_abs"] == 0.0
+
+
+def test_a_nonfinite_result_the_device_flow_gives_too_is_no_failure() -> None:
+    """fp64 keeps an underflowing probability times an Inf value at Inf; the device flow
+    (fp32) gives 0 * Inf = NaN. A kernel with that NaN matches the device-precision golden:
+    explained, judged on the rest. One that also loses a NaN the baseline keeps is not."""
+    from fia_fuzz.diff import judge
+
+    truth_out = np.array([[np.inf, 1.0], [2.0, 3.0]])
+    base_out = np.array([[np.nan, 1.0], [2.0, 3.0]], np.float16)
+    lse = np.zeros(0, np.float32)
+    row = judge((base_out.copy(), lse), (truth_out, lse), (base_out, lse), "float16",
+                lse=False)
+    assert row["out_nonfinite_explained"] == 1 and row["out_nonfinite_mismatch"] == 0
+    assert row["verdict"] != "fail" and not row["functional"]
+    lost = base_out.copy()
+    lost[0, 0] = 0.0
+    row = judge((lost, lse), (truth_out, lse), (base_out, lse), "float16", lse=False)
+    assert row["out_nonfinite_class"] == "inf_to_finite" and row["verdict"] == "fail"
