@@ -34,6 +34,12 @@ CELLS: dict[tuple[str, str], Callable[[Feats], bool]] = {
     ("value_antiquant_mode_form", "explicit_default"):
         lambda f: f["antiquant"] == "separate:0/0",
     ("num_key_value_heads_form", "0"): lambda f: f["gqa"] == "mha",
+    # given, yet the full S: the absent call spelled out (classified, drawn by `lengths`)
+    ("actual_seq_lengths_form", "full"):
+        lambda f: f["actual_q"] != "absent" and "TND" not in f["layout"],
+    ("actual_seq_lengths_kv_form", "full"):
+        lambda f: f["actual_kv"] != "absent" and "TND" not in f["layout"] and not f["paged"]
+        and not f["kv_list"],
 }
 
 

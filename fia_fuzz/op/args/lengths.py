@@ -2,7 +2,11 @@
 
 [V4 actualSeqLengths(Kv)] One value (broadcast), one per batch, or longer
 (the first B read); packed layouts take cumulative values. Features: each
-list's form and whether a batch has length 0.
+list's form and whether a batch has length 0. Forms `actual_seq_lengths_form` /
+`actual_seq_lengths_kv_form`: absent (the full S), given with every batch's length the
+full S (the same call spelled out), or set (packed cumulative lengths, paged and
+tensor-list KV, any shorter batch); strategies/draft.py `lengths` draws the full S often
+(a free length shrinks toward it).
 """
 
 from __future__ import annotations
@@ -23,6 +27,27 @@ def _length_form(values: list[int] | None, batch: int | None) -> str:
     if batch is not None and len(values) == batch:
         return "per_batch"
     return "longer"
+
+
+def _full(case: Any, v: Any, name: str) -> bool:
+    """Whether `name` gives every batch the full S of its padded tensor (non-packed,
+    contiguous KV)."""
+    if v.packed or (name.endswith("_kv") and (v.paged or isinstance(case.params["key"], list))):
+        return False
+    b, full = v.B, (v.S2 if name.endswith("_kv") else v.S1)
+    vals = case.params[name]
+    return all(x == full for x in (vals if len(vals) == 1 else vals[:b]))
+
+
+def form_of(case: Any, v: Any, branch: str) -> dict[str, str]:
+    out = {}
+    for name in ("actual_seq_lengths", "actual_seq_lengths_kv"):
+        if case.params.get(name) is None:
+            out[f"{name}_form"] = "absent"
+        else:
+            out[f"{name}_form"] = "full" if safe_feature(lambda n=name: _full(case, v, n),
+                                                          False) else "set"
+    return out
 
 
 def _act_zero(v: Any) -> bool:
@@ -47,6 +72,9 @@ ARG = register(Arg(
     name="lengths",
     params=(Param("actual_seq_lengths", VALUE, alone=lambda c: [c.s1]),
             Param("actual_seq_lengths_kv", VALUE, alone=lambda c: [c.s2])),
+    forms={"actual_seq_lengths_form": ("absent", "full", "set"),
+           "actual_seq_lengths_kv_form": ("absent", "full", "set")},
+    form_of=form_of,
     features={"actual_q": FORMS, "actual_kv": FORMS, "act_zero": (False, True)},
     classify=classify,
     empty={"actual_q": "absent", "actual_kv": "absent", "act_zero": False},
