@@ -20,7 +20,6 @@ import os
 import shutil
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,11 +46,6 @@ def _plain(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return repr(x)
     return x
-
-
-def _unpack(npz: Any) -> tuple[np.ndarray, np.ndarray]:
-    arrays = stored.unpack(npz)
-    return arrays[OUTPUT_NAMES[0]], arrays[OUTPUT_NAMES[1]]
 
 
 def repro_lines(bundle: Path, case: Case, runner: str) -> list[str]:
@@ -164,10 +158,8 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
     outputs = None
     if (p / "outputs.npz").exists():
         try:
-            if not zipfile.is_zipfile(p / "outputs.npz"):
-                raise ValueError("not an .npz archive (no zip header)")
-            with np.load(p / "outputs.npz", allow_pickle=False) as npz:
-                outputs = _unpack(npz)
+            arrays = stored.load(p / "outputs.npz")
+            outputs = arrays[OUTPUT_NAMES[0]], arrays[OUTPUT_NAMES[1]]
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(f"{p / 'outputs.npz'}: cannot read the stored outputs "
                              f"({exc})") from None
