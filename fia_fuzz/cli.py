@@ -549,9 +549,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a case running longer is killed and recorded as timeout")
     c.add_argument("--memory-limit", help="address-space cap per worker, e.g. 32G")
     c.add_argument("--device-memory",
-                   help="memory of one device, e.g. 64GiB: cases needing more (device_bytes) "
-                        "are recorded as skipped, not run; default the runner's device (NPU "
-                        "runners: 64GiB, Atlas A2), none for host runners; 'none' skips nothing")
+                   help="memory of one device, e.g. 64GiB: cases needing more (device_bytes plus "
+                        "the runner's working memory) are recorded as skipped, not run; "
+                        "default the runner's device (NPU runners: 64GiB, Atlas A2), none "
+                        "for host runners; 'none' skips nothing")
     c.add_argument("--no-shrink", action="store_true",
                    help="skip shrinking failing cells to minimal cases")
     c.add_argument("--metamorphic", action="store_true",

@@ -101,20 +101,24 @@ SKIPPED = "skipped"
 _UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
 
-def device_shortfall(case: Case, device_memory: int | None, sharing: int = 1) -> str:
+def device_shortfall(case: Case, device_memory: int | None, sharing: int = 1,
+                     working: int = 0) -> str:
     """Why a worker cannot hold `case` on a device of `device_memory` bytes that `sharing`
-    workers use at once, each with an even share ("" when it can)."""
+    workers use at once, each with an even share ("" when it can); `working` is what the
+    runner allocates beyond the case's inputs and outputs (`Runner.working_bytes`)."""
     if device_memory is None:
         return ""
     share = device_memory // max(1, sharing)
     need = case.device_bytes()
-    if need <= share:
+    if need + working <= share:
         return ""
     held = f"the device holds {_size(device_memory)} (--device-memory)"
     if sharing > 1:
         held = (f"this worker's share holds {_size(share)} (1/{sharing} of a device of "
                 f"{_size(device_memory)} (--device-memory) that {sharing} workers use)")
-    return f"device memory: the case needs {_size(need)} (device_bytes {need}), {held}"
+    plus = f" + the runner's working memory {working}" if working else ""
+    return (f"device memory: the case needs {_size(need + working)} (device_bytes {need}"
+            f"{plus}), {held}")
 
 
 def size_text(n: int) -> str:

@@ -26,7 +26,7 @@ from fia_fuzz.campaign.evaluate import base_row
 from fia_fuzz.campaign.state import PartitionState
 from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.op.case import Case
-from fia_fuzz.runners.isolation import HARNESS, TaskResult
+from fia_fuzz.runners.isolation import HARNESS, TaskResult, resolve_runner
 
 #: When a case gets a bundle: when it fails (and its cell has room), always (a shrink's
 #: minimal case, beside its steps), or never (a shrink's candidates).
@@ -55,7 +55,8 @@ def evaluate_case(st: PartitionState, case: Case, tags: dict[str, Any], *, timeo
     cfg = st.cfg
     row = base_row(case, cfg.runner)
     hold = bundle != BUNDLE_NEVER and not cfg.negative
-    too_big = device_shortfall(case, cfg.device_memory, cfg.sharing(st.job.worker))
+    working = 0 if cfg.device_memory is None else resolve_runner(st.ref).working_bytes(case)
+    too_big = device_shortfall(case, cfg.device_memory, cfg.sharing(st.job.worker), working)
     if too_big:  # never sent to the device; a row all the same, so nothing is lost
         res = TaskResult(SKIPPED, message=too_big)
     elif cfg.negative:

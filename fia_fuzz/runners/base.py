@@ -39,6 +39,12 @@ class Runner(ABC):
         NotImplementedError (with the reason) where the backend itself refuses the call
         only when it meets it: a campaign records the case as unsupported, not an error."""
 
+    def working_bytes(self, case: Case) -> int:
+        """Device memory the backend allocates for the case beyond its inputs and outputs
+        (`Case.device_bytes`): what a campaign adds before comparing with a worker's share
+        of the device. 0 for a backend that states none."""
+        return 0
+
     def metadata(self) -> dict[str, str]:
         """Backend versions and device name, recorded in every result row."""
         return {"runner": self.name}

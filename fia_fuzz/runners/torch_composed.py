@@ -14,7 +14,7 @@ import numpy as np
 
 from fia_fuzz.op.case import Case
 from fia_fuzz.runners.base import Runner, bound_device
-from fia_fuzz.runners.composition.limits import refusal
+from fia_fuzz.runners.composition.limits import refusal, working_bytes
 
 
 def default_device() -> str:
@@ -57,22 +57,31 @@ class TorchComposition(Runner):
         why = refusal(case.view()) or self._too_big(case)
         return (False, f"{self.name}: {why}") if why else (True, "")
 
+    def working_bytes(self, case: Case) -> int:
+        """The composition's gathered tensors and scores (composition/limits.py); 0 where
+        the call's shapes are undetermined (it is refused before it runs)."""
+        try:
+            return working_bytes(case.view())
+        except (LookupError, ValueError, TypeError):
+            return 0
+
     def _too_big(self, case: Case) -> str:
         """Why the device cannot take the case now ("" when it can): its inputs and outputs
-        (`device_bytes`: whole caches, however few blocks are read) over the device memory
-        free to this process (the driver's free memory plus what torch holds cached)."""
+        (`device_bytes`: whole caches, however few blocks are read) and the composition's
+        working memory over the device memory free to this process (the driver's free
+        memory plus what torch holds cached)."""
         import torch
 
         dev = torch.device(self.device)
         if dev.type != "cuda":
             return ""
-        need = case.device_bytes()
+        need, work = case.device_bytes(), self.working_bytes(case)
         free, _ = torch.cuda.mem_get_info(dev)
         free += torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)
-        if need <= free:
+        if need + work <= free:
             return ""
-        return (f"device memory: the case needs {need / 2**30:.2f} GiB (device_bytes {need}), "
-                f"{self.device} has {free / 2**30:.2f} GiB free")
+        return (f"device memory: the case needs {(need + work) / 2**30:.2f} GiB (device_bytes "
+                f"{need} + working {work}), {self.device} has {free / 2**30:.2f} GiB free")
 
     def metadata(self) -> dict[str, str]:
         import torch

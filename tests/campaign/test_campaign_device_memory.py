@@ -108,3 +108,46 @@ def test_a_campaign_of_two_workers_on_one_device_halves_its_memory(tmp_path) -> 
     assert len(df) == N and big.any() and (~big).any()
     assert set(df[big]["outcome"]) == {"skipped"}
     assert all("1/2 of a device of 128.00 KiB" in e for e in df[big]["error"])
+
+
+def _decode(s2: int) -> Case:
+    """A BNSD fp16 decode, 32 query heads on 8 KV heads, over `s2` keys."""
+    return Case(params={"query": TensorSpec((1, 32, 1, 128), "float16"),
+                        "key": TensorSpec((1, 8, s2, 128), "float16"),
+                        "value": TensorSpec((1, 8, s2, 128), "float16"),
+                        "num_heads": 32, "num_key_value_heads": 8, "input_layout": "BNSD"})
+
+
+def test_the_torch_runners_working_memory_counts_against_the_share() -> None:
+    # the composition gathers K/V per batch and holds score-sized fp32 tensors: a case
+    # whose inputs fit a worker's share can need more than it
+    case = _decode(1 << 22)
+    working = get_runner("torch-sdpa").working_bytes(case)
+    assert working > case.device_bytes()
+    share = 80 << 30
+    assert case.device_bytes() < share // 4 < case.device_bytes() + working
+    assert device_shortfall(case, share, 4) == ""
+    why = device_shortfall(case, share, 4, working)
+    assert f"device_bytes {case.device_bytes()} + the runner's working memory {working}" in why
+    assert get_runner("golden").working_bytes(case) == 0
+    # the bound grows with the keys and the query rows, not with nothing
+    assert get_runner("torch-sdpa").working_bytes(_decode(1 << 12)) < working
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d.id == "cuda"])
+def test_the_working_memory_bounds_what_the_composition_allocates(device) -> None:
+    import torch
+
+    from fia_fuzz.strategies.sample import draw_cases
+
+    runner = torch_runner("torch-sdpa", device)
+    for case in [_decode(1 << 16), *draw_cases(12, 0, profile="nightly")]:
+        if not runner.supports(case)[0]:
+            continue
+        call = case.call()
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        runner.run(call)
+        peak = torch.cuda.max_memory_allocated() - base
+        assert peak <= case.device_bytes() + runner.working_bytes(case), case.case_id

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from fia_fuzz.op.call import CallView
 from fia_fuzz.rules.profiles.atlas_a2 import TREE_SPARSE
+from fia_fuzz.runners.composition.geometry import windows
+
+#: Bytes of a working element: the gathered q/k/v, the bias and the scores are at most fp32.
+_ITEM = 4
+#: Score-sized fp32 tensors alive at once: the bias, its rows-attend test and where-copy, and
+#: a math kernel's scores and softmax (a fused kernel holds fewer).
+_SCORE_COPIES = 4
 
 
 def refusal(view: CallView) -> str | None:
@@ -22,3 +29,19 @@ def refusal(view: CallView) -> str | None:
         return "sparse_mode 9 (the A2 tree mask, device-a2.md row 3): no documented arithmetic"
     return None
 
+
+
+def working_bytes(view: CallView) -> int:
+    """Device memory the composition allocates beyond the call's inputs and outputs (an upper
+    bound): every batch's query rows and KV tokens gathered into (B, heads, rows|keys, D)
+    tensors, plus _SCORE_COPIES tensors of (B, N, rows, keys) scores. A far case's K/V
+    gathered per batch, or its scores, can outgrow the cache it was read from."""
+    wins = windows(view)
+    rows = max((w.rows for w in wins), default=0)
+    keys = max((w.keys for w in wins), default=0) + (1 if view.has("learnable_sink") else 0)
+    if not rows or not keys:
+        return 0
+    rope = view.spec("query_rope")
+    dq = view.D + (rope.shape[-1] if rope is not None else 0)
+    gathered = view.N * rows * dq + view.KV_N * keys * (dq + view.Dv)
+    return len(wins) * _ITEM * (gathered + _SCORE_COPIES * view.N * rows * keys)
