@@ -122,8 +122,6 @@ UNDRAWN: dict[str, dict[str, str]] = {
         ('antiquant', 'full_quant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
     "dtype.mask": dict.fromkeys(('antiquant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
     "dtype.query": dict.fromkeys(('dense',), NOT_YET),
-    "gqa.divisible": dict.fromkeys(('full_quant',), NOT_YET),
-    "gqa.ratio_max_64": dict.fromkeys(('full_quant',), NOT_YET),
     "kvlist.not_paged": dict.fromkeys(('gqa_nz',), NOT_YET),
     "lengths.kv_count": dict.fromkeys(('full_quant',), NOT_YET),
     "lengths.kv_nonnegative": dict.fromkeys(('full_quant', 'gqa_nz', 'packed_mla'), NOT_YET),

@@ -27,6 +27,10 @@ PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
 PAGED = {"paged": True, "rope": False}
 #: A paged BNSD decode without antiquant: the common base of paged, length and rope breakers.
 PAGED_DECODE = {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"}
+#: Contiguous BNSD full-quant bases, for changes written on BNSD shapes (`edits.bnsd`): without
+#: pse or post-quant, whose shapes would have to follow a changed N or value D.
+FULL_QUANT_BNSD = {"full_quant": True, "rope": False, "layout": "BNSD", "paged": False,
+                   "pse": False, "post_quant": False}
 #: One base per family and layout kind (dense plain, paged and BSH; antiquant combined,
 #: separate and paged; full quant; packed, paged or not; packed MLA; MLA; NZ caches), for the
 #: breakers of rules every call carries (an attribute's range), whose change holds anywhere.

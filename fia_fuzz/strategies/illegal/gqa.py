@@ -14,7 +14,7 @@ from fia_fuzz.strategies.edits import (
     bnsd,
     bnsd_qkv,
 )
-from fia_fuzz.strategies.illegal.breaker import EVERY_FAMILY, PLAIN_BNSD, Breaker
+from fia_fuzz.strategies.illegal.breaker import EVERY_FAMILY, FULL_QUANT_BNSD, PLAIN_BNSD, Breaker
 
 
 def _num_heads_positive(draw: st.DrawFn, case: Case) -> Change:
@@ -40,6 +40,6 @@ def _gqa_ratio(draw: st.DrawFn, case: Case) -> Change:
 BREAKERS: dict[str, Breaker] = {
     "gqa.num_heads_positive": Breaker(_num_heads_positive, PLAIN_BNSD, alt=EVERY_FAMILY),
     "gqa.kv_heads_nonnegative": Breaker(_kv_heads_nonneg, PLAIN_BNSD, alt=EVERY_FAMILY),
-    "gqa.divisible": Breaker(_gqa_divisible, PLAIN_BNSD),
-    "gqa.ratio_max_64": Breaker(_gqa_ratio, PLAIN_BNSD),
+    "gqa.divisible": Breaker(_gqa_divisible, PLAIN_BNSD, alt=(FULL_QUANT_BNSD,)),
+    "gqa.ratio_max_64": Breaker(_gqa_ratio, PLAIN_BNSD, alt=(FULL_QUANT_BNSD,)),
 }

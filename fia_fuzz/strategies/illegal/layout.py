@@ -18,13 +18,10 @@ from fia_fuzz.strategies.edits import (
     layout,
     query_seq,
 )
-from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker
+from fia_fuzz.strategies.illegal.breaker import FULL_QUANT_BNSD, PLAIN_BNSD, Breaker
 
-#: Contiguous BNSD bases of the antiquant and full-quant families, for the changes written on
-#: BNSD shapes (`bnsd`); full quant without pse or post-quant, whose shapes follow N and Dv.
+#: Contiguous BNSD antiquant bases, for the changes written on BNSD shapes (`bnsd`).
 ANTIQUANT_BNSD = {"antiquant": "combined:0", "layout": "BNSD", "paged": False}
-FULL_QUANT_BNSD = {"full_quant": True, "rope": False, "layout": "BNSD", "paged": False,
-                   "pse": False, "post_quant": False}
 
 #: A base of each family but gqa_nz, whose 5-D caches' own rule (nz.layout) also names a
 #: layout they do not take.
