@@ -78,7 +78,6 @@ def test_bounds_name_sides_of_rules_with_breakers() -> None:
 #: without breaking a second rule, or one its breaker does not draw yet.
 ONE_SIDED: dict[str, str] = {
     "dims.d_max": "D 0 not drawn yet: the breaker moves D past 512 only",
-    "kvlist.uniform": "a list tensor's axis is only grown yet",
     "mla.block_size_128": "block sizes under 128 (64, 32) not drawn yet",
     "mla.dequant_scale_query_shape":
         "an axis past the expected (T, N, 1) not drawn yet (only fewer tokens or another rank)",
@@ -122,7 +121,6 @@ UNDRAWN: dict[str, dict[str, str]] = {
         ('antiquant', 'full_quant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
     "dtype.mask": dict.fromkeys(('antiquant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
     "dtype.query": dict.fromkeys(('dense',), NOT_YET),
-    "kvlist.not_paged": dict.fromkeys(('gqa_nz',), NOT_YET),
     "lengths.kv_count": dict.fromkeys(('full_quant',), NOT_YET),
     "lengths.kv_nonnegative": dict.fromkeys(('full_quant', 'gqa_nz', 'packed_mla'), NOT_YET),
     "lengths.q_max": dict.fromkeys(('full_quant',), NOT_YET),
