@@ -134,12 +134,9 @@ UNDRAWN: dict[str, dict[str, str]] = {
     "paged.kv_lengths_required": dict.fromkeys(('gqa_nz',), NOT_YET),
     "paged.kv_shape_match": dict.fromkeys(('gqa_nz',), NOT_YET),
     "paged.mask_last_dim": dict.fromkeys(('antiquant',), NOT_YET),
-    "precise.range": dict.fromkeys(('packed_mla',), NOT_YET),
-    "prefix.both_or_neither": dict.fromkeys(('full_quant',), NOT_YET),
     "quant.dequant_scale_query": dict.fromkeys(('gqa_nz',), NOT_YET),
     "quant.float_query_forbids_dequant": dict.fromkeys(('gqa_nz',), NOT_YET),
     "quant.offset2_needs_scale2": dict.fromkeys(('full_quant', 'mla'), NOT_YET),
-    "rope.both_or_neither": dict.fromkeys(('full_quant', 'gqa_nz', 'packed'), NOT_YET),
 }
 
 
