@@ -18,7 +18,7 @@ from fia_fuzz.strategies.edits import (
     layout,
     query_seq,
 )
-from fia_fuzz.strategies.illegal.breaker import FULL_QUANT_BNSD, PLAIN_BNSD, Breaker
+from fia_fuzz.strategies.illegal.breaker import FULL_QUANT_BNSD, PLAIN_BNSD, Breaker, follow_heads
 
 #: Contiguous BNSD antiquant bases, for the changes written on BNSD shapes (`bnsd`).
 ANTIQUANT_BNSD = {"antiquant": "combined:0", "layout": "BNSD", "paged": False}
@@ -94,10 +94,11 @@ def _qk_d(draw: st.DrawFn, case: Case) -> Change:
 
 def _v_d(draw: st.DrawFn, case: Case) -> Change:
     """Value D a step or two off the query's: 16, or 32 where an int8 value keeps prefill D
-    32-aligned (dims.d_align_int8)."""
+    32-aligned (dims.d_align_int8); a per-channel post-quant scale follows it."""
     b, n, s1, d, kv_n, s2, dt = bnsd(case)
     step = 32 if dt == "int8" else 16
-    return {"value": TensorSpec((b, kv_n, s2, off(draw, d, step, step, 512)), dt)}
+    dv = off(draw, d, step, step, 512)
+    return {"value": TensorSpec((b, kv_n, s2, dv), dt), **follow_heads(case, dv=dv)}
 
 
 def _bnsd_bsnd(draw: st.DrawFn, case: Case) -> Change:
@@ -121,7 +122,7 @@ def _nbsd_rope(draw: st.DrawFn, case: Case) -> Change:
 
 BREAKERS: dict[str, Breaker] = {
     "layout.known": Breaker(_layout_known, PLAIN_BNSD, alt=NOT_NZ),
-    "layout.query_rank": Breaker(_query_rank, PLAIN_BNSD, alt=(ANTIQUANT_BNSD, FULL_QUANT_BNSD)),
+    "layout.query_rank": Breaker(_query_rank, PLAIN_BNSD, alt=(FULL_QUANT_BNSD, ANTIQUANT_BNSD)),
     "layout.bsh_h_divisible": Breaker(_bsh_h_divisible, {"plain": True, "layout": "BSH",
                                                           "gqa": "gqa"},
                                       alt=({"antiquant": "combined:0", "layout": "BSH"},
