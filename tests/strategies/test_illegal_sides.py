@@ -77,9 +77,7 @@ def test_bounds_name_sides_of_rules_with_breakers() -> None:
 #: Bound rules whose breaker reaches only some sides, and why: a side no legal base reaches
 #: without breaking a second rule, or one its breaker does not draw yet.
 ONE_SIDED: dict[str, str] = {
-    "layout.nbsd_seq": "Q_S past 16 breaks mla.q_seq too (the NBSD layouts are MLA's)",
     "dims.d_max": "D 0 not drawn yet: the breaker moves D past 512 only",
-    "kvlist.uniform": "a list tensor's axis is only grown yet",
     "mla.block_size_128": "block sizes under 128 (64, 32) not drawn yet",
     "mla.dequant_scale_query_shape":
         "an axis past the expected (T, N, 1) not drawn yet (only fewer tokens or another rank)",
@@ -123,22 +121,6 @@ UNDRAWN: dict[str, dict[str, str]] = {
         ('antiquant', 'full_quant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
     "dtype.mask": dict.fromkeys(('antiquant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
     "dtype.query": dict.fromkeys(('dense',), NOT_YET),
-    "gqa.divisible": dict.fromkeys(('full_quant',), NOT_YET),
-    "gqa.ratio_max_64": dict.fromkeys(('full_quant',), NOT_YET),
-    "kvlist.not_paged": dict.fromkeys(('gqa_nz',), NOT_YET),
-    "layout.bnsd_bsnd_prefill": dict.fromkeys(('antiquant',), NOT_YET),
-    "layout.bsh_h_divisible": dict.fromkeys(('antiquant', 'full_quant', 'gqa_nz'), NOT_YET),
-    "layout.known": dict.fromkeys(
-        ('antiquant', 'full_quant', 'mla', 'packed', 'packed_mla'), NOT_YET),
-    "layout.kv_batch": dict.fromkeys(('full_quant',), NOT_YET),
-    "layout.kv_heads": dict.fromkeys(('full_quant',), NOT_YET),
-    "layout.kv_rank": dict.fromkeys(('full_quant',), NOT_YET),
-    "layout.kv_seq_match": dict.fromkeys(('full_quant',), NOT_YET),
-    "layout.nbsd_rope": dict.fromkeys(('full_quant',), NOT_YET),
-    "layout.qk_head_dim": dict.fromkeys(('full_quant',), NOT_YET),
-    "layout.query_heads": dict.fromkeys(('antiquant', 'full_quant'), NOT_YET),
-    "layout.query_rank": dict.fromkeys(('antiquant', 'full_quant'), NOT_YET),
-    "layout.value_head_dim": dict.fromkeys(('full_quant',), NOT_YET),
     "lengths.kv_count": dict.fromkeys(('full_quant',), NOT_YET),
     "lengths.kv_nonnegative": dict.fromkeys(('full_quant', 'gqa_nz', 'packed_mla'), NOT_YET),
     "lengths.q_max": dict.fromkeys(('full_quant',), NOT_YET),
@@ -152,12 +134,9 @@ UNDRAWN: dict[str, dict[str, str]] = {
     "paged.kv_lengths_required": dict.fromkeys(('gqa_nz',), NOT_YET),
     "paged.kv_shape_match": dict.fromkeys(('gqa_nz',), NOT_YET),
     "paged.mask_last_dim": dict.fromkeys(('antiquant',), NOT_YET),
-    "precise.range": dict.fromkeys(('packed_mla',), NOT_YET),
-    "prefix.both_or_neither": dict.fromkeys(('full_quant',), NOT_YET),
     "quant.dequant_scale_query": dict.fromkeys(('gqa_nz',), NOT_YET),
     "quant.float_query_forbids_dequant": dict.fromkeys(('gqa_nz',), NOT_YET),
     "quant.offset2_needs_scale2": dict.fromkeys(('full_quant', 'mla'), NOT_YET),
-    "rope.both_or_neither": dict.fromkeys(('full_quant', 'gqa_nz', 'packed'), NOT_YET),
 }
 
 

@@ -166,7 +166,6 @@ NARROW: dict[str, str] = {
     "dtype.kv_float_match_query": "float16 against bfloat16 either way is the whole range; "
                                   "MLA's key_rope follows the query (rope.dtype fires too)",
     "kvlist.no_left_padding": PRESENCE,
-    "layout.bnsd_bsnd_prefill": ONE_FORM + " (Q_S = 1)",
     "mla.actual_seq_lengths": PRESENCE,
     "mla.full_quant_nz": ONE_FORM + " (a 3-D or 4-D cache)",
     "mla.paged_required": PRESENCE,

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from fia_fuzz.op.case import Case
 from fia_fuzz.strategies.cases import cases
 from fia_fuzz.strategies.choices import HypothesisChooser
-from fia_fuzz.strategies.edits import MUTATIONS, Change
+from fia_fuzz.strategies.edits import MUTATIONS, Change, with_axis
 
 #: Base filters shared by several prefixes' breakers.
 PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
@@ -27,6 +27,9 @@ PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
 PAGED = {"paged": True, "rope": False}
 #: A paged BNSD decode without antiquant: the common base of paged, length and rope breakers.
 PAGED_DECODE = {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"}
+#: Contiguous BNSD full-quant bases, for changes written on BNSD shapes (`edits.bnsd`; with
+#: `follow_heads` where they move N or the value's D).
+FULL_QUANT_BNSD = {"full_quant": True, "rope": False, "layout": "BNSD", "paged": False}
 #: One base per family and layout kind (dense plain, paged and BSH; antiquant combined,
 #: separate and paged; full quant; packed, paged or not; packed MLA; MLA; NZ caches), for the
 #: breakers of rules every call carries (an attribute's range), whose change holds anywhere.
@@ -41,6 +44,26 @@ EVERY_FAMILY = ({"plain": True, "layout": "BSH"},
 #: 1 GiB (DEVELOPERS.md, Determinism), and a negative run must not allocate more. A change
 #: that grows a tensor (mask.full_form's mask batch of 2048) can land past it from a large base.
 HOST_SIZED = 1 << 30
+
+
+def follow_heads(case: Case, n: int | None = None, dv: int | None = None) -> Change:
+    """What follows query heads `n` or value head dim `dv` in a BNSD case (None: unchanged):
+    pse_shift (B|1, N, S1, S2), and a per-channel quant_scale2/quant_offset2, (1, N, 1, Dv)
+    or (N, Dv) for a BNSD output (strategies/quant.py post_quant)."""
+    out: Change = {}
+    pse = case.params.get("pse_shift")
+    if pse is not None and n is not None:
+        out["pse_shift"] = with_axis(pse, 1, n)
+    for name in ("quant_scale2", "quant_offset2"):
+        t = case.params.get(name)
+        if t is None or t.numel == 1:
+            continue
+        if n is not None:
+            t = with_axis(t, -3 if t.ndim == 4 else 0, n)
+        if dv is not None:
+            t = with_axis(t, -1, dv)
+        out[name] = t
+    return out
 
 
 def host_sized(case: Case) -> bool:

@@ -14,7 +14,13 @@ from fia_fuzz.strategies.edits import (
     bnsd,
     bnsd_qkv,
 )
-from fia_fuzz.strategies.illegal.breaker import EVERY_FAMILY, PLAIN_BNSD, Breaker
+from fia_fuzz.strategies.illegal.breaker import (
+    EVERY_FAMILY,
+    FULL_QUANT_BNSD,
+    PLAIN_BNSD,
+    Breaker,
+    follow_heads,
+)
 
 
 def _num_heads_positive(draw: st.DrawFn, case: Case) -> Change:
@@ -28,18 +34,20 @@ def _kv_heads_nonneg(draw: st.DrawFn, case: Case) -> Change:
 def _gqa_divisible(draw: st.DrawFn, case: Case) -> Change:
     b, _, s1, d, _, s2, dt = bnsd(case)
     kv_n = draw(st.sampled_from([3, 5, 7]))
-    return bnsd_qkv(b, kv_n * 2 + 1, s1, d, kv_n, s2, dt)
+    n = kv_n * 2 + 1
+    return {**bnsd_qkv(b, n, s1, d, kv_n, s2, dt), **follow_heads(case, n=n)}
 
 
 def _gqa_ratio(draw: st.DrawFn, case: Case) -> Change:
     """One KV head shared by more than 64 query heads."""
     b, _, s1, d, _, s2, dt = bnsd(case)
-    return bnsd_qkv(b, draw(st.sampled_from([65, 96, 128, 256])), s1, d, 1, s2, dt)
+    n = draw(st.sampled_from([65, 96, 128, 256]))
+    return {**bnsd_qkv(b, n, s1, d, 1, s2, dt), **follow_heads(case, n=n)}
 
 
 BREAKERS: dict[str, Breaker] = {
     "gqa.num_heads_positive": Breaker(_num_heads_positive, PLAIN_BNSD, alt=EVERY_FAMILY),
     "gqa.kv_heads_nonnegative": Breaker(_kv_heads_nonneg, PLAIN_BNSD, alt=EVERY_FAMILY),
-    "gqa.divisible": Breaker(_gqa_divisible, PLAIN_BNSD),
-    "gqa.ratio_max_64": Breaker(_gqa_ratio, PLAIN_BNSD),
+    "gqa.divisible": Breaker(_gqa_divisible, PLAIN_BNSD, alt=(FULL_QUANT_BNSD,)),
+    "gqa.ratio_max_64": Breaker(_gqa_ratio, PLAIN_BNSD, alt=(FULL_QUANT_BNSD,)),
 }

@@ -28,11 +28,13 @@ def _batch_one(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _uniform(draw: st.DrawFn, case: Case) -> Change:
-    """value[i] one token longer than key[i]."""
+    """value[i] a token or two longer or shorter than key[i] (shorter down to one token)."""
     vals = list(case.params["value"])
     i = draw(st.integers(0, len(vals) - 1))
     ax = SEQ_AXIS[q_layout(case)]
-    vals[i] = with_axis(vals[i], ax, vals[i].shape[ax] + 1)
+    s = vals[i].shape[ax]
+    vals[i] = with_axis(vals[i], ax, draw(st.sampled_from(
+        [x for x in (s + 1, s + 2, s - 1, s - 2) if x >= 1])))
     return {"value": vals}
 
 
@@ -57,8 +59,11 @@ BREAKERS: dict[str, Breaker] = {
     "kvlist.batch_one": Breaker(_batch_one, {"kv_list": True}),
     "kvlist.uniform": Breaker(_uniform, {"kv_list": True}),
     "kvlist.b_max_256": Breaker(_list_b_max, {"kv_list": True, **LIST_FREE}),
-    "kvlist.not_paged": Breaker(_not_paged, {**PAGED, "cache": "BnBsH",
-                                             "layout": "BNSD"}),
+    # NZ in decode: a prefill separate antiquant refuses lists itself
+    # (antiquant.sep_prefill_features)
+    "kvlist.not_paged": Breaker(_not_paged, {**PAGED, "cache": "BnBsH", "layout": "BNSD"},
+                                alt=({"cache": "NZ", "rope": False, "layout": "BNSD",
+                                      "branch": "decode"},)),
     "kvlist.count": searched(
         {"kv_list": True}, "kv_list:drop",
         also=("kv_list:extra",)),

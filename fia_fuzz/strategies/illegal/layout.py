@@ -6,6 +6,7 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
+from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.op.case import Case
@@ -17,7 +18,15 @@ from fia_fuzz.strategies.edits import (
     layout,
     query_seq,
 )
-from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker
+from fia_fuzz.strategies.illegal.breaker import FULL_QUANT_BNSD, PLAIN_BNSD, Breaker, follow_heads
+
+#: Contiguous BNSD antiquant bases, for the changes written on BNSD shapes (`bnsd`).
+ANTIQUANT_BNSD = {"antiquant": "combined:0", "layout": "BNSD", "paged": False}
+
+#: A base of each family but gqa_nz, whose 5-D caches' own rule (nz.layout) also names a
+#: layout they do not take.
+NOT_NZ = ({"rope_d": "128"}, {"full_quant": True, "rope": False}, {"antiquant": "combined:0"},
+          {"layout": "TND", "rope": False}, {"rope_d": "512", "cache": "BnBsH"})
 
 
 def _layout_known(draw: st.DrawFn, case: Case) -> Change:
@@ -42,6 +51,8 @@ def _query_rank(draw: st.DrawFn, case: Case) -> Change:
 def _bsh_h_divisible(draw: st.DrawFn, case: Case) -> Change:
     b, s1, h = case.params["query"].shape
     n = case.params["num_heads"]
+    if n < 2:       # every H is a multiple of one head
+        reject()
     return {"query": TensorSpec((b, s1, h + draw(st.integers(1, n - 1))),
                                 case.params["query"].dtype)}
 
@@ -82,8 +93,12 @@ def _qk_d(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _v_d(draw: st.DrawFn, case: Case) -> Change:
+    """Value D a step or two off the query's: 16, or 32 where an int8 value keeps prefill D
+    32-aligned (dims.d_align_int8); a per-channel post-quant scale follows it."""
     b, n, s1, d, kv_n, s2, dt = bnsd(case)
-    return {"value": TensorSpec((b, kv_n, s2, off(draw, d, 16, 16, 512)), dt)}
+    step = 32 if dt == "int8" else 16
+    dv = off(draw, d, step, step, 512)
+    return {"value": TensorSpec((b, kv_n, s2, dv), dt), **follow_heads(case, dv=dv)}
 
 
 def _bnsd_bsnd(draw: st.DrawFn, case: Case) -> Change:
@@ -100,26 +115,33 @@ def _nbsd_seq(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _nbsd_rope(draw: st.DrawFn, case: Case) -> Change:
+    if layout(case) not in ("BSH", "BSND", "BNSD"):     # no NBSD form of it: layout.known
+        reject()
     return {"input_layout": f"{layout(case)}_NBSD"}
 
 
 BREAKERS: dict[str, Breaker] = {
-    "layout.known": Breaker(_layout_known, PLAIN_BNSD),
-    "layout.query_rank": Breaker(_query_rank, PLAIN_BNSD),
+    "layout.known": Breaker(_layout_known, PLAIN_BNSD, alt=NOT_NZ),
+    "layout.query_rank": Breaker(_query_rank, PLAIN_BNSD, alt=(FULL_QUANT_BNSD, ANTIQUANT_BNSD)),
     "layout.bsh_h_divisible": Breaker(_bsh_h_divisible, {"plain": True, "layout": "BSH",
-                                                          "gqa": "gqa"}),
-    "layout.query_heads": Breaker(_query_heads, PLAIN_BNSD),
-    "layout.kv_rank": Breaker(_kv_rank, PLAIN_BNSD),
-    "layout.kv_batch": Breaker(_kv_batch, PLAIN_BNSD),
-    "layout.kv_heads": Breaker(_kv_heads, PLAIN_BNSD),
-    "layout.kv_seq_match": Breaker(_kv_seq, PLAIN_BNSD),
-    "layout.qk_head_dim": Breaker(_qk_d, PLAIN_BNSD),
-    "layout.value_head_dim": Breaker(_v_d, PLAIN_BNSD),
+                                                          "gqa": "gqa"},
+                                      alt=({"antiquant": "combined:0", "layout": "BSH"},
+                                           {"full_quant": True, "rope": False, "layout": "BSH"},
+                                           {"cache": "NZ", "rope": False, "layout": "BSH"})),
+    "layout.query_heads": Breaker(_query_heads, PLAIN_BNSD, alt=(ANTIQUANT_BNSD, FULL_QUANT_BNSD)),
+    "layout.kv_rank": Breaker(_kv_rank, PLAIN_BNSD, alt=(FULL_QUANT_BNSD,)),
+    "layout.kv_batch": Breaker(_kv_batch, PLAIN_BNSD, alt=(FULL_QUANT_BNSD,)),
+    "layout.kv_heads": Breaker(_kv_heads, PLAIN_BNSD, alt=(FULL_QUANT_BNSD,)),
+    "layout.kv_seq_match": Breaker(_kv_seq, PLAIN_BNSD, alt=(FULL_QUANT_BNSD,)),
+    "layout.qk_head_dim": Breaker(_qk_d, PLAIN_BNSD, alt=(FULL_QUANT_BNSD,)),
+    "layout.value_head_dim": Breaker(_v_d, PLAIN_BNSD, alt=(FULL_QUANT_BNSD,)),
     "layout.bnsd_bsnd_prefill": Breaker(_bnsd_bsnd, {"plain": True, "layout": "BNSD",
-                                                     "branch": "decode"}),
+                                                     "branch": "decode"},
+                                        alt=({**ANTIQUANT_BNSD, "branch": "decode"},)),
     "layout.nbsd_seq": Breaker(_nbsd_seq, {"layout": "BSND_NBSD"},
                                alt=({"layout": "BSH_NBSD"}, {"layout": "BNSD_NBSD"})),
-    "layout.nbsd_rope": Breaker(_nbsd_rope, {"plain": True, "q_seq": "2-16"}),
+    "layout.nbsd_rope": Breaker(_nbsd_rope, {"plain": True, "q_seq": "2-16"},
+                                alt=({"full_quant": True, "rope": False, "q_seq": "2-16"},)),
 }
 
 #: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
@@ -132,5 +154,7 @@ BOUNDS: dict[str, tuple[str, ...]] = {
     "layout.query_heads": ("below", "above"),
     "layout.query_rank": ("shorter", "longer"),
     "layout.value_head_dim": ("below", "above"),
-    "layout.nbsd_seq": ("below", "above"),
+    # Q_S past 16 is shadowed: an NBSD layout needs rope (layout.nbsd_rope), rope outside
+    # TND needs query D 512 (rope.query_d), and MLA D 512 caps Q_S at 16 too (mla.q_seq)
+    "layout.nbsd_seq": ("below",),
 }

@@ -23,7 +23,8 @@ BREAKERS: dict[str, Breaker] = {
     "precise.range": Breaker(_precise_range, {"antiquant": "separate:0/0", "branch": "prefill",
                                               "cache": "none"},
                              alt=({"plain": True}, {"full_quant": True},
-                                  {"layout": "TND", "rope": False}, {"rope_d": "512"})),
+                                  {"layout": "TND", "rope": False}, {"rope_d": "512"},
+                                  {"rope_d": "128"})),
     "precise.decode_01": searched({"plain": True, "branch": "decode"}, "attr:inner_precise"),
 }
 

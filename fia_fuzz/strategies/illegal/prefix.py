@@ -44,9 +44,12 @@ BREAKERS: dict[str, Breaker] = {
              {"antiquant": "combined:1", **PER_TOKEN})),
     "prefix.both_or_neither": searched(
         {"plain": True, "layout": "BNSD"}, "add:value_shared_prefix",
-        alt=({"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
+        alt=({"rope_d": "512"},
+             {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
+             {"full_quant": True, "rope": False},
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
              {"layout": "NTD_TND"},
+             {"cache": "NZ", "rope": False},
              PAGED_DECODE,
              {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "prefix.rank_dtype": searched(

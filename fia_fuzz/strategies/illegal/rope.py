@@ -11,9 +11,14 @@ from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
 BREAKERS: dict[str, Breaker] = {
     "rope.both_or_neither": searched(
         {"plain": True, "layout": "BNSD"}, "add:key_rope",
-        alt=({"prefix": True, "branch": "prefill"},
+        alt=({"full_quant": True, "rope": False},
              {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
-             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
+             {"prefix": True, "branch": "prefill"},
+             # a lone rope half makes TND's head dims rope's: 128 only (tnd.head_dims); paged
+             # TND takes no rope (tnd.rope_not_paged)
+             {"layout": "TND", "rope": False, "paged": False, "d_class": "64-128"},
+             {"cache": "NZ", "rope": False})),
     "rope.dim_64": searched(
         PAGED_DECODE,
         "axis:query_rope:-1:+1",
