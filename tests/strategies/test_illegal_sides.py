@@ -109,18 +109,9 @@ NOT_YET = "the change lands from this family's bases in the probe, not yet drawn
 UNDRAWN: dict[str, dict[str, str]] = {
     "antiquant.sep_scale_pair": dict.fromkeys(('gqa_nz',), NOT_YET),
     "antiquant.sep_shapes_match": dict.fromkeys(('gqa_nz',), NOT_YET),
-    "args.attr_type": dict.fromkeys(
-        ('antiquant', 'full_quant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
-    "args.dtype_known": dict.fromkeys(('full_quant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
-    "args.memory": dict.fromkeys(('full_quant',), NOT_YET),
-    "args.required": dict.fromkeys(('full_quant', 'packed', 'packed_mla'), NOT_YET),
-    "args.shape_sane": dict.fromkeys(('antiquant', 'full_quant'), NOT_YET),
-    "args.strides_sane": dict.fromkeys(('antiquant',), NOT_YET),
     "dtype.block_table": dict.fromkeys(('gqa_nz', 'packed'), NOT_YET),
     "dtype.int64_values": dict.fromkeys(
         ('full_quant', 'gqa_nz', 'mla', 'packed', 'packed_mla'), NOT_YET),
-    "dtype.kv_match": dict.fromkeys(
-        ('antiquant', 'full_quant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
     "dtype.mask": dict.fromkeys(('antiquant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
     "dtype.query": dict.fromkeys(('dense',), NOT_YET),
     "gqa.divisible": dict.fromkeys(('full_quant',), NOT_YET),
