@@ -109,11 +109,6 @@ NOT_YET = "the change lands from this family's bases in the probe, not yet drawn
 UNDRAWN: dict[str, dict[str, str]] = {
     "antiquant.sep_scale_pair": dict.fromkeys(('gqa_nz',), NOT_YET),
     "antiquant.sep_shapes_match": dict.fromkeys(('gqa_nz',), NOT_YET),
-    "dtype.block_table": dict.fromkeys(('gqa_nz', 'packed'), NOT_YET),
-    "dtype.int64_values": dict.fromkeys(
-        ('full_quant', 'gqa_nz', 'mla', 'packed', 'packed_mla'), NOT_YET),
-    "dtype.mask": dict.fromkeys(('antiquant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
-    "dtype.query": dict.fromkeys(('dense',), NOT_YET),
     "gqa.divisible": dict.fromkeys(('full_quant',), NOT_YET),
     "gqa.ratio_max_64": dict.fromkeys(('full_quant',), NOT_YET),
     "kvlist.not_paged": dict.fromkeys(('gqa_nz',), NOT_YET),
