@@ -78,7 +78,6 @@ def test_bounds_name_sides_of_rules_with_breakers() -> None:
 #: without breaking a second rule, or one its breaker does not draw yet.
 ONE_SIDED: dict[str, str] = {
     "layout.nbsd_seq": "Q_S past 16 breaks mla.q_seq too (the NBSD layouts are MLA's)",
-    "dims.d_max": "D 0 not drawn yet: the breaker moves D past 512 only",
     "kvlist.uniform": "a list tensor's axis is only grown yet",
     "mla.block_size_128": "block sizes under 128 (64, 32) not drawn yet",
     "mla.dequant_scale_query_shape":

@@ -21,7 +21,13 @@ from fia_fuzz.strategies.edits import (
     bnsd_qkv,
     with_dtype,
 )
-from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker, over_families
+from fia_fuzz.strategies.illegal.breaker import (
+    AQ_BNSD,
+    FQ_BNSD,
+    PLAIN_BNSD,
+    Breaker,
+    over_families,
+)
 
 
 def _required(draw: st.DrawFn, case: Case) -> Change:
@@ -107,14 +113,6 @@ NOT_MATERIALISABLE = {
     "args.shape_sane",  # no array has a negative dimension
     "args.memory",  # host-sized by definition: above 2^34 elements
 }
-
-#: Contiguous BNSD bases of the int-KV families without the inputs sized by B or S
-#: (lengths, mask, pse, post-quant), for changes rewritten on bnsd() like the plain base's:
-#: per-tensor antiquant, and full quant (dense int8).
-BARE = {"layout": "BNSD", "paged": False, "kv_list": False, "pse": False, "mask": "none",
-        "actual_q": "absent", "actual_kv": "absent", "prefix": False}
-AQ_BNSD = {**BARE, "antiquant": "separate:0/0"}
-FQ_BNSD = {**BARE, "full_quant": True, "rope": False, "post_quant": False}
 
 BREAKERS: dict[str, Breaker] = {
     "args.required": over_families(_required, "gqa_nz", "packed", "mla", "dense", "antiquant",

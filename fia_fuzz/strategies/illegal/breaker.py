@@ -37,6 +37,14 @@ EVERY_FAMILY = ({"plain": True, "layout": "BSH"},
                 {"full_quant": True, "rope": False},
                 {"layout": "TND", "rope": False}, {"layout": "NTD_TND"},
                 {"rope_d": "128"}, {"rope_d": "512"}, {"cache": "NZ", "rope": False})
+#: Contiguous BNSD bases of the int-KV families without the inputs sized by B, S or D
+#: (lengths, mask, pse, prefix, post-quant), for changes that rewrite query, key and value
+#: through edits.bnsd_qkv like those of the plain base: per-tensor antiquant, and full
+#: quant (dense int8).
+BARE_BNSD = {"layout": "BNSD", "paged": False, "kv_list": False, "pse": False, "mask": "none",
+             "actual_q": "absent", "actual_kv": "absent", "prefix": False}
+AQ_BNSD = {**BARE_BNSD, "antiquant": "separate:0/0"}
+FQ_BNSD = {**BARE_BNSD, "full_quant": True, "rope": False, "post_quant": False}
 #: One base per family, by its name in width.family, for breakers whose change holds in
 #: every family (see `over_families`).
 FAMILY_BASE: dict[str, dict[str, Any]] = {
