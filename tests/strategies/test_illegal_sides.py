@@ -82,7 +82,6 @@ ONE_SIDED: dict[str, str] = {
     "mla.block_size_128": "block sizes under 128 (64, 32) not drawn yet",
     "mla.dequant_scale_query_shape":
         "an axis past the expected (T, N, 1) not drawn yet (only fewer tokens or another rank)",
-    "mla.q_seq": "Q_S 0 (an empty MLA query) not drawn yet",
     "nz.block_size": "NZ block sizes under 128 (64) not drawn yet",
     "paged.cache_rank": "a rank-2 cache not drawn yet (only trailing unit axes)",
     "quant.scale2_shape": "a per-channel scale past N * D values not drawn yet",

@@ -20,6 +20,7 @@ from fia_fuzz.strategies.edits import (
     layout,
     q_layout,
     query_seq,
+    sided,
     split_blocks,
     with_axis,
 )
@@ -58,10 +59,14 @@ def _mla_num_heads(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _mla_q_seq(draw: st.DrawFn, case: Case) -> Change:
-    """MLA prefill with Q_S just past 16 (17..32) or far (64 to 1024), BSH/BSND/BNSD,
-    non-NBSD output."""
-    s = draw(st.sampled_from([draw(st.integers(17, 32)), 64, 256, 1024]))
-    return {**query_seq(case, s), **follow_dsq(case, tokens=case.params["query"].shape[0] * s)}
+    """MLA prefill with Q_S 0 (an empty query), just past 16 (17..32) or far (64 to 1024),
+    BSH/BSND/BNSD, non-NBSD output; a full-quant dequant_scale_query follows the tokens."""
+    s = draw(st.sampled_from([0, draw(st.integers(17, 32)), 64, 256, 1024]))
+    out = query_seq(case, s)
+    dsq = case.params.get("dequant_scale_query")
+    if dsq is not None:     # follow_dsq reads tokens=0 as "unchanged"
+        out["dequant_scale_query"] = with_axis(dsq, 0, case.params["query"].shape[0] * s)
+    return sided(out, "below" if s == 0 else "above")
 
 
 def _mla_layout(draw: st.DrawFn, case: Case) -> Change:
