@@ -132,11 +132,15 @@ def _mla_extras(draw: st.DrawFn, case: Case) -> Change:
 
 def _mla_block_size(draw: st.DrawFn, case: Case) -> Change:
     """Larger blocks (256, 512; past 512 paged.block_size_max fires too), or in decode, where
-    the general paged rules ask only 16 (int8: 32) alignment, smaller ones (64 down to 16)."""
-    if case.view().decode and draw(st.booleans()):
-        small = [64, 32] if case.params["key"].dtype == "int8" else [64, 32, 16]
-        return split_blocks(case, 128 // draw(st.sampled_from(small)))
-    return grow_blocks(case, draw(st.sampled_from([256, 512])))
+    the general paged rules ask only 16 (int8: 32) alignment, smaller ones too (64 down to
+    16)."""
+    sizes = [256, 512]
+    if case.view().decode:
+        sizes = [64, 32, *sizes] if case.params["key"].dtype == "int8" else [64, 32, 16, *sizes]
+    bs = draw(st.sampled_from(sizes))
+    if bs < 128:
+        return sided(split_blocks(case, 128 // bs), "below")
+    return sided(grow_blocks(case, bs), "above")
 
 
 def _not_nz(draw: st.DrawFn, case: Case) -> Change:
@@ -185,7 +189,8 @@ BREAKERS: dict[str, Breaker] = {
                           alt=({"rope_d": "512", "cache": "NZ", "layout": "BSND_NBSD"},
                                {"rope_d": "512", "cache": "NZ", "layout": "BSH"},
                                {"rope_d": "512", "layout": "BNSD", "q_seq": "2-16"})),
-    "mla.block_size_128": Breaker(_mla_block_size, {"rope_d": "512"}),
+    "mla.block_size_128": Breaker(_mla_block_size, {"rope_d": "512"},
+                                  alt=({"rope_d": "512", "q_seq": "1"},)),
     "mla.full_quant_nz": Breaker(_not_nz, MLA_FULL_QUANT),
     "mla.full_quant_scales": Breaker(_bad_scales, MLA_FULL_QUANT),
     "mla.dequant_scale_query_shape": Breaker(_dsq_shape, MLA_FULL_QUANT),
