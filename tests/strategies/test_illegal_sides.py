@@ -79,8 +79,6 @@ def test_bounds_name_sides_of_rules_with_breakers() -> None:
 ONE_SIDED: dict[str, str] = {
     "layout.nbsd_seq": "Q_S past 16 breaks mla.q_seq too (the NBSD layouts are MLA's)",
     "kvlist.uniform": "a list tensor's axis is only grown yet",
-    "mla.dequant_scale_query_shape":
-        "an axis past the expected (T, N, 1) not drawn yet (only fewer tokens or another rank)",
     "paged.cache_rank": "a rank-2 cache not drawn yet (only trailing unit axes)",
     "quant.scale2_shape": "a per-channel scale past N * D values not drawn yet",
 }

@@ -171,11 +171,14 @@ def _bad_scales(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _dsq_shape(draw: st.DrawFn, case: Case) -> Change:
+    """Another rank ((T, N), (T*N,), (B, S, N, 1)), one scale for every head (T, 1, 1), or
+    an axis past the expected (T, N, 1): a token more, or two scales per token and head."""
     tokens, n, _ = case.params["dequant_scale_query"].shape
     b = case.params["query"].shape[0]
     # (tokens, 1, 1) is the legal shape itself when N = 1
     shp = draw(st.sampled_from([x for x in ((tokens, n), (tokens * n,), (b, tokens // b, n, 1),
-                                            (tokens, 1, 1)) if x != (tokens, n, 1)]))
+                                            (tokens, 1, 1), (tokens + 1, n, 1), (tokens, n, 2))
+                                if x != (tokens, n, 1)]))
     return {"dequant_scale_query": TensorSpec(shp, "float32")}
 
 
