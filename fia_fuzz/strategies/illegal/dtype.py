@@ -107,8 +107,8 @@ BREAKERS: dict[str, Breaker] = {
     "dtype.query": Breaker(_dtype_query, {**AQ_DECODE, "cache": "none"},
                            alt=({**AQ_DECODE, "cache": "BnBsH"}, {**AQ_DECODE, "cache": "BnNBsD"},
                                 PLAIN_BNSD, {"plain": True, "layout": "BSH"})),
-    "dtype.kv_match": over_families(_kv_match, "dense", "antiquant", "full_quant", "packed",
-                                    "packed_mla", "mla", "gqa_nz"),
+    "dtype.kv_match": over_families(_kv_match, "packed", "dense", "packed_mla", "gqa_nz",
+                                    "antiquant", "mla", "full_quant"),
     # not MLA: its key_rope follows the query dtype (rope.dtype)
     "dtype.kv_float_match_query": Breaker(_kv_float_match, PLAIN_BNSD, alt=FLOAT_KV[:1]),
     # not paged: a paged cache's own dtype rule (paged.kv_dtype) would fire too
