@@ -46,7 +46,8 @@ BARE_BNSD = {"layout": "BNSD", "paged": False, "kv_list": False, "pse": False, "
 AQ_BNSD = {**BARE_BNSD, "antiquant": "separate:0/0"}
 FQ_BNSD = {**BARE_BNSD, "full_quant": True, "rope": False, "post_quant": False}
 #: One base per family, by its name in width.family, for breakers whose change holds in
-#: every family (see `over_families`).
+#: every family (see `over_families`; EVERY_FAMILY adds layout kinds and forms, at the cost
+#: of fewer draws per family).
 FAMILY_BASE: dict[str, dict[str, Any]] = {
     "dense": PLAIN_BNSD, "antiquant": {"antiquant": "separate:1/1"},
     "full_quant": {"full_quant": True, "rope": False}, "packed": {"layout": "TND", "rope": False},

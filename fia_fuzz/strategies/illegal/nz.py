@@ -114,9 +114,8 @@ def _nz_block_size(draw: st.DrawFn, case: Case) -> Change:
     """Blocks split (512 into 256; in decode, where int8 KV asks only 32 alignment, into 64
     or 32) or grown from 128 to 256 or 384 (prefill asks multiples of 128)."""
     bs = block_size(case)
-    if bs == 512:
-        return sided(split_blocks(case, 2), "below")
-    new = draw(st.sampled_from([64, 32, 256, 384] if case.view().decode else [256, 384]))
+    small = [64, 32] if case.view().decode else []
+    new = draw(st.sampled_from([*small, *([256] if bs == 512 else [256, 384])]))
     if new < bs:
         return sided(split_blocks(case, bs // new), "below")
     out = grow_blocks(case, new)
