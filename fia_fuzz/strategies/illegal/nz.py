@@ -102,11 +102,16 @@ def _nz_antiquant(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _nz_scale_shape(draw: st.DrawFn, case: Case) -> Change:
+    """Per-token (B, >= S2): a batch more, or a token fewer than S2; per-channel: its values
+    in another rank, half of them, or twice the last axis."""
     s = case.params["key_antiquant_scale"]
     if case.params.get("key_antiquant_mode"):
-        bad = TensorSpec((s.shape[0] + 1, s.shape[1]), s.dtype)
+        s2 = len(case.params["block_table"][0]) * block_size(case)
+        bad = TensorSpec(draw(st.sampled_from([(s.shape[0] + 1, s.shape[1]),
+                                               (s.shape[0], s2 - 1)])), s.dtype)
     else:
-        bad = TensorSpec(draw(st.sampled_from([(s.numel, 1), (s.numel // 2,)])), s.dtype)
+        bad = TensorSpec(draw(st.sampled_from([(s.numel, 1), (s.numel // 2,),
+                                               (*s.shape[:-1], s.shape[-1] * 2)])), s.dtype)
     return {"key_antiquant_scale": bad, "value_antiquant_scale": bad}
 
 
