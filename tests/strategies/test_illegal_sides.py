@@ -77,12 +77,6 @@ def test_bounds_name_sides_of_rules_with_breakers() -> None:
 #: Bound rules whose breaker reaches only some sides, and why: a side no legal base reaches
 #: without breaking a second rule, or one its breaker does not draw yet.
 ONE_SIDED: dict[str, str] = {
-    "dims.d_max": "D 0 not drawn yet: the breaker moves D past 512 only",
-    "mla.block_size_128": "block sizes under 128 (64, 32) not drawn yet",
-    "mla.dequant_scale_query_shape":
-        "an axis past the expected (T, N, 1) not drawn yet (only fewer tokens or another rank)",
-    "mla.q_seq": "Q_S 0 (an empty MLA query) not drawn yet",
-    "nz.block_size": "NZ block sizes under 128 (64) not drawn yet",
     "paged.cache_rank": "a rank-2 cache not drawn yet (only trailing unit axes)",
     "quant.scale2_shape": "a per-channel scale past N * D values not drawn yet",
 }
@@ -107,20 +101,6 @@ NOT_YET = "the change lands from this family's bases in the probe, not yet drawn
 UNDRAWN: dict[str, dict[str, str]] = {
     "antiquant.sep_scale_pair": dict.fromkeys(('gqa_nz',), NOT_YET),
     "antiquant.sep_shapes_match": dict.fromkeys(('gqa_nz',), NOT_YET),
-    "args.attr_type": dict.fromkeys(
-        ('antiquant', 'full_quant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
-    "args.dtype_known": dict.fromkeys(('full_quant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
-    "args.memory": dict.fromkeys(('full_quant',), NOT_YET),
-    "args.required": dict.fromkeys(('full_quant', 'packed', 'packed_mla'), NOT_YET),
-    "args.shape_sane": dict.fromkeys(('antiquant', 'full_quant'), NOT_YET),
-    "args.strides_sane": dict.fromkeys(('antiquant',), NOT_YET),
-    "dtype.block_table": dict.fromkeys(('gqa_nz', 'packed'), NOT_YET),
-    "dtype.int64_values": dict.fromkeys(
-        ('full_quant', 'gqa_nz', 'mla', 'packed', 'packed_mla'), NOT_YET),
-    "dtype.kv_match": dict.fromkeys(
-        ('antiquant', 'full_quant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
-    "dtype.mask": dict.fromkeys(('antiquant', 'gqa_nz', 'packed', 'packed_mla'), NOT_YET),
-    "dtype.query": dict.fromkeys(('dense',), NOT_YET),
     "lengths.kv_count": dict.fromkeys(('full_quant',), NOT_YET),
     "lengths.kv_nonnegative": dict.fromkeys(('full_quant', 'gqa_nz', 'packed_mla'), NOT_YET),
     "lengths.q_max": dict.fromkeys(('full_quant',), NOT_YET),

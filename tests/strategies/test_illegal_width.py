@@ -159,7 +159,6 @@ NARROW: dict[str, str] = {
     "antiquant.scale_needed": PRESENCE,
     "antiquant.sep_offset_pair": PRESENCE,
     "antiquant.sep_scale_pair": PRESENCE,
-    "args.memory": "a rule on total size alone: any family, one kind of value (past the cap)",
     "dims.d_align_int4": ONE_FORM + " (int4 or int32 KV over the base's D < 64)",
     "dtype.all_int8_decode": ONE_FORM + " (Q_S = 1 in full quant)",
     "dtype.int8_query_kv": ONE_FORM + " (float16 or bfloat16 KV)",

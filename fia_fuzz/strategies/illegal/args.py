@@ -21,16 +21,25 @@ from fia_fuzz.strategies.edits import (
     bnsd_qkv,
     with_dtype,
 )
-from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker
+from fia_fuzz.strategies.illegal.breaker import (
+    AQ_BNSD,
+    FQ_BNSD,
+    PLAIN_BNSD,
+    Breaker,
+    over_families,
+)
 
 
 def _required(draw: st.DrawFn, case: Case) -> Change:
-    """value or key dropped (BNSD and TND, where no head count is read off a missing H)."""
+    """value or key dropped, from a base of any family."""
     return {draw(st.sampled_from(["value", "key"])): DELETE}
 
 
 def _attr_type(draw: st.DrawFn, case: Case) -> Change:
-    return {"softmax_lse_flag": draw(st.sampled_from([1, 0, "yes"]))}
+    """softmax_lse_flag as an int or a string; a falsy one under MLA D 512, which refuses the
+    lse (mla.no_extras reads a truthy flag as asked for)."""
+    return {"softmax_lse_flag": draw(st.sampled_from([0, ""] if case.view().mla512
+                                                     else [1, 0, "yes"]))}
 
 
 #: dtypes no tensor of the op takes (op.tensors.DTYPES lists the known ones) that an array
@@ -106,15 +115,15 @@ NOT_MATERIALISABLE = {
 }
 
 BREAKERS: dict[str, Breaker] = {
-    "args.required": Breaker(_required, PLAIN_BNSD,
-                             alt=({"layout": "TND"}, {"rope_d": "512", "layout": "BNSD"},
-                                  {"antiquant": "separate:1/1", "layout": "BNSD",
-                                   "kv_dtype": "int8"},
-                                  {"full_quant": True, "layout": "BNSD"})),
-    "args.attr_type": Breaker(_attr_type, PLAIN_BNSD),
-    "args.dtype_known": Breaker(_dtype_known),
-    "args.shape_sane": Breaker(_shape_sane, PLAIN_BNSD),
-    "args.strides_sane": Breaker(_overlapping_view, {"kv_list": False}),
+    "args.required": over_families(_required, "gqa_nz", "packed", "mla", "dense", "antiquant",
+                                   "full_quant", "packed_mla"),
+    "args.attr_type": over_families(_attr_type, "gqa_nz", "packed", "mla", "dense",
+                                    "antiquant", "full_quant", "packed_mla"),
+    "args.dtype_known": over_families(_dtype_known, "dense", "antiquant", "full_quant",
+                                      "packed", "packed_mla", "mla", "gqa_nz"),
+    "args.shape_sane": Breaker(_shape_sane, PLAIN_BNSD, alt=(AQ_BNSD, FQ_BNSD)),
+    "args.strides_sane": over_families(_overlapping_view, "dense", "antiquant", "full_quant",
+                                       "packed", "packed_mla", "mla", "gqa_nz"),
     "args.values_integral": Breaker(_values_integral),
-    "args.memory": Breaker(_memory, PLAIN_BNSD),
+    "args.memory": Breaker(_memory, PLAIN_BNSD, alt=(FQ_BNSD,)),
 }

@@ -40,6 +40,22 @@ EVERY_FAMILY = ({"plain": True, "layout": "BSH"},
                 {"full_quant": True, "rope": False},
                 {"layout": "TND", "rope": False}, {"layout": "NTD_TND"},
                 {"rope_d": "128"}, {"rope_d": "512"}, {"cache": "NZ", "rope": False})
+#: Contiguous BNSD bases of the int-KV families without the inputs sized by B, S or D
+#: (lengths, mask, pse, prefix, post-quant), for changes that rewrite query, key and value
+#: through edits.bnsd_qkv like those of the plain base: per-tensor antiquant, and full
+#: quant (dense int8).
+BARE_BNSD = {"layout": "BNSD", "paged": False, "kv_list": False, "pse": False, "mask": "none",
+             "actual_q": "absent", "actual_kv": "absent", "prefix": False}
+AQ_BNSD = {**BARE_BNSD, "antiquant": "separate:0/0"}
+FQ_BNSD = {**BARE_BNSD, "full_quant": True, "rope": False, "post_quant": False}
+#: One base per family, by its name in width.family, for breakers whose change holds in
+#: every family (see `over_families`; EVERY_FAMILY adds layout kinds and forms, at the cost
+#: of fewer draws per family).
+FAMILY_BASE: dict[str, dict[str, Any]] = {
+    "dense": PLAIN_BNSD, "antiquant": {"antiquant": "separate:1/1"},
+    "full_quant": {"full_quant": True, "rope": False}, "packed": {"layout": "TND", "rope": False},
+    "packed_mla": {"rope_d": "128"}, "mla": {"rope_d": "512"},
+    "gqa_nz": {"cache": "NZ", "rope": False}}
 #: Host memory past which a broken case is host-sized: legal draws keep the golden pair under
 #: 1 GiB (DEVELOPERS.md, Determinism), and a negative run must not allocate more. A change
 #: that grows a tensor (mask.full_form's mask batch of 2048) can land past it from a large base.
@@ -105,3 +121,12 @@ def searched(base: dict[str, Any], mutation: str,
             reject()
         return out
     return Breaker(change, base, alt, mutation=mutation)
+
+
+def over_families(change: Callable[[st.DrawFn, Case], Change], *order: str) -> Breaker:
+    """A written breaker drawing a base of each family in `order` (FAMILY_BASE names).
+    Hypothesis spreads a one_of's draws unevenly (it repeats earlier choices), so which
+    families a few derandomised draws reach depends on the order: a breaker lists them in
+    one whose draws in the width tests (tests/strategies/test_illegal_sides.py) reach each."""
+    first, *rest = (FAMILY_BASE[f] for f in order)
+    return Breaker(change, first, tuple(rest))

@@ -16,8 +16,9 @@ from fia_fuzz.strategies.edits import (
     bnsd,
     bnsd_qkv,
     kv_dtype,
+    sided,
 )
-from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import FQ_BNSD, PLAIN_BNSD, Breaker, searched
 
 
 def _d_align(draw: st.DrawFn, case: Case) -> Change:
@@ -26,9 +27,14 @@ def _d_align(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _d_max(draw: st.DrawFn, case: Case) -> Change:
+    """D 0 (empty heads, the base's other sizes kept), or just past 512 to far past (one head
+    of S 2 at most, so the case stays small); int8 just past at 544, aligned to its 32
+    (dims.d_align_int8)."""
     b, n, s1, _, kv_n, s2, dt = bnsd(case)
-    d = draw(st.sampled_from([528, 1024, 2048, 4096]))     # just past 512 to far past
-    return bnsd_qkv(1, 1, min(s1, 2), d, 1, min(s2, 2), dt)
+    d = draw(st.sampled_from([0, 544 if dt == "int8" else 528, 1024, 2048, 4096]))
+    if d == 0:
+        return sided(bnsd_qkv(b, n, s1, 0, kv_n, s2, dt), "below")
+    return sided(bnsd_qkv(1, 1, min(s1, 2), d, 1, min(s2, 2), dt), "above")
 
 
 def _n_max(draw: st.DrawFn, case: Case) -> Change:
@@ -64,7 +70,7 @@ NOT_MATERIALISABLE = {"dims.s_max"}
 
 BREAKERS: dict[str, Breaker] = {
     "dims.d_align_float": Breaker(_d_align, {**PLAIN_BNSD, "branch": "prefill"}),
-    "dims.d_max": Breaker(_d_max, PLAIN_BNSD),
+    "dims.d_max": Breaker(_d_max, PLAIN_BNSD, alt=(FQ_BNSD,)),
     "dims.n_max": Breaker(_n_max, PLAIN_BNSD),
     "dims.b_max": Breaker(_b_max, PLAIN_BNSD),
     "dims.d_align_int4": Breaker(_d_align_int4, {"antiquant": "separate:1/1", "paged": False,

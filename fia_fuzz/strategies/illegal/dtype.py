@@ -6,6 +6,7 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
+from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.op.case import VALUE_DTYPE_KEY, Case
@@ -18,7 +19,7 @@ from fia_fuzz.strategies.edits import (
     query_seq,
     with_dtype,
 )
-from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import PLAIN_BNSD, Breaker, over_families, searched
 
 #: Float KV behind a float query beyond plain BNSD: paged BSH, MLA float (D 512, rope).
 FLOAT_KV = ({"layout": "BSH", "paged": True, "rope": False, "antiquant": "none"},
@@ -28,8 +29,9 @@ AQ_DECODE = {"antiquant": "separate:1/1", "kv_dtype": "int8", "branch": "decode"
 
 
 def _dtype_query(draw: st.DrawFn, case: Case) -> Change:
-    """An int-KV (antiquant) case, so no float-KV-matches-query rule fires alongside; an
-    integer or bool query gets integer data (a float fill does not materialise as one)."""
+    """query in a dtype the op does not take, over int KV (antiquant) or float KV (plain: the
+    float-KV-matches-query rule judges float queries only); an integer or bool query gets
+    integer data (a float fill does not materialise as one)."""
     dt = draw(st.sampled_from(["float32", "uint8", "int64", "bool"]))
     out: Change = {"query": TensorSpec(case.params["query"].shape, dt)}
     if dt in INT_FILLS:
@@ -38,6 +40,7 @@ def _dtype_query(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _kv_match(draw: st.DrawFn, case: Case) -> Change:
+    """value in the other float dtype (int8 value: bfloat16), key as it was."""
     v = case.params["value"]
     other = "bfloat16" if v.dtype == "float16" else "float16"
     return {"value": TensorSpec(v.shape, other)}
@@ -92,15 +95,20 @@ def _block_table_dtype(draw: st.DrawFn, case: Case) -> Change:
 
 def _int64_values(draw: st.DrawFn, case: Case) -> Change:
     """One length or padding argument passed as an int32 array (the op takes int64)."""
-    name = draw(st.sampled_from([n for n in VALUE_ARGS_INT if case.params.get(n) is not None]))
+    names = [n for n in VALUE_ARGS_INT if case.params.get(n) is not None]
+    if not names:
+        reject()
+    name = draw(st.sampled_from(names))
     return {FILLS: {name: {VALUE_DTYPE_KEY: "int32"}}}
 
 
 BREAKERS: dict[str, Breaker] = {
     # not over 5-D NZ caches, whose own nz.dtypes rule would fire too
     "dtype.query": Breaker(_dtype_query, {**AQ_DECODE, "cache": "none"},
-                           alt=({**AQ_DECODE, "cache": "BnBsH"}, {**AQ_DECODE, "cache": "BnNBsD"})),
-    "dtype.kv_match": Breaker(_kv_match, PLAIN_BNSD, alt=FLOAT_KV),
+                           alt=({**AQ_DECODE, "cache": "BnBsH"}, {**AQ_DECODE, "cache": "BnNBsD"},
+                                PLAIN_BNSD, {"plain": True, "layout": "BSH"})),
+    "dtype.kv_match": over_families(_kv_match, "packed", "dense", "packed_mla", "gqa_nz",
+                                    "antiquant", "mla", "full_quant"),
     # not MLA: its key_rope follows the query dtype (rope.dtype)
     "dtype.kv_float_match_query": Breaker(_kv_float_match, PLAIN_BNSD, alt=FLOAT_KV[:1]),
     # not paged: a paged cache's own dtype rule (paged.kv_dtype) would fire too
@@ -110,15 +118,27 @@ BREAKERS: dict[str, Breaker] = {
     "dtype.all_int8_decode": Breaker(_all_int8_decode, {"full_quant": True, "mask": "none",
                                                         "pse": False, "actual_q": "absent",
                                                         "rope": False}),
-    "dtype.block_table": Breaker(_block_table_dtype, {"paged": True}),
-    "dtype.int64_values": Breaker(_int64_values, {"actual_kv": "per_batch"},
-                                  alt=({"q_padding": True}, {"prefix_len": "given"})),
+    # a paged base of each family that pages (packed MLA does not)
+    "dtype.block_table": Breaker(_block_table_dtype, {"cache": "NZ", "rope": False},
+                                 alt=({"rope_d": "512"},
+                                      {"antiquant": "separate:0/0", "paged": True},
+                                      {"layout": "TND", "rope": False, "paged": True},
+                                      {"antiquant": "none", "full_quant": False, "rope": False,
+                                       "layout": "BSND", "paged": True})),
+    # every family: paged and packed calls carry lengths, dense and quant ones pin them
+    "dtype.int64_values": Breaker(_int64_values, {"prefix_len": "given"},
+                                  alt=({"rope_d": "512"}, {"layout": "TND", "rope": False},
+                                       {"full_quant": True, "rope": False,
+                                        "actual_kv": "per_batch"},
+                                       {"actual_kv": "per_batch"}, {"rope_d": "128"},
+                                       {"q_padding": True}, {"cache": "NZ", "rope": False})),
     "dtype.mask": searched(
-        {"prefix": True, "branch": "decode"}, "dtype:atten_mask",
-        alt=({"kv_padding": True, "branch": "decode"},
-             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
-             {"q_seq": ">2048"},
-             {"layout": "BSH_NBSD"})),
+        {"kv_padding": True, "branch": "decode"}, "dtype:atten_mask",
+        alt=({"rope_d": "128", "mask": "bool"}, {"antiquant": "separate:1/1", "mask": "bool"},
+             {"layout": "TND", "rope": False, "mask": "bool"},
+             {"cache": "NZ", "rope": False, "mask": "bool"},
+             {"prefix": True, "branch": "decode"}, {"q_seq": ">2048"}, {"layout": "BSH_NBSD"},
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "dtype.pse": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "dtype:pse_shift",
         alt=({"prefix": True, "branch": "decode"},

@@ -20,6 +20,7 @@ from fia_fuzz.strategies.edits import (
     layout,
     q_layout,
     query_seq,
+    sided,
     split_blocks,
     with_axis,
 )
@@ -58,10 +59,14 @@ def _mla_num_heads(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _mla_q_seq(draw: st.DrawFn, case: Case) -> Change:
-    """MLA prefill with Q_S just past 16 (17..32) or far (64 to 1024), BSH/BSND/BNSD,
-    non-NBSD output."""
-    s = draw(st.sampled_from([draw(st.integers(17, 32)), 64, 256, 1024]))
-    return {**query_seq(case, s), **follow_dsq(case, tokens=case.params["query"].shape[0] * s)}
+    """MLA prefill with Q_S 0 (an empty query), just past 16 (17..32) or far (64 to 1024),
+    BSH/BSND/BNSD, non-NBSD output; a full-quant dequant_scale_query follows the tokens."""
+    s = draw(st.sampled_from([0, draw(st.integers(17, 32)), 64, 256, 1024]))
+    out = query_seq(case, s)
+    dsq = case.params.get("dequant_scale_query")
+    if dsq is not None:     # follow_dsq reads tokens=0 as "unchanged"
+        out["dequant_scale_query"] = with_axis(dsq, 0, case.params["query"].shape[0] * s)
+    return sided(out, "below" if s == 0 else "above")
 
 
 def _mla_layout(draw: st.DrawFn, case: Case) -> Change:
@@ -127,11 +132,15 @@ def _mla_extras(draw: st.DrawFn, case: Case) -> Change:
 
 def _mla_block_size(draw: st.DrawFn, case: Case) -> Change:
     """Larger blocks (256, 512; past 512 paged.block_size_max fires too), or in decode, where
-    the general paged rules ask only 16 (int8: 32) alignment, smaller ones (64 down to 16)."""
-    if case.view().decode and draw(st.booleans()):
-        small = [64, 32] if case.params["key"].dtype == "int8" else [64, 32, 16]
-        return split_blocks(case, 128 // draw(st.sampled_from(small)))
-    return grow_blocks(case, draw(st.sampled_from([256, 512])))
+    the general paged rules ask only 16 (int8: 32) alignment, smaller ones too (64 down to
+    16)."""
+    sizes = [256, 512]
+    if case.view().decode:
+        sizes = [64, 32, *sizes] if case.params["key"].dtype == "int8" else [64, 32, 16, *sizes]
+    bs = draw(st.sampled_from(sizes))
+    if bs < 128:
+        return sided(split_blocks(case, 128 // bs), "below")
+    return sided(grow_blocks(case, bs), "above")
 
 
 def _not_nz(draw: st.DrawFn, case: Case) -> Change:
@@ -162,11 +171,14 @@ def _bad_scales(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _dsq_shape(draw: st.DrawFn, case: Case) -> Change:
+    """Another rank ((T, N), (T*N,), (B, S, N, 1)), one scale for every head (T, 1, 1), or
+    an axis past the expected (T, N, 1): a token more, or two scales per token and head."""
     tokens, n, _ = case.params["dequant_scale_query"].shape
     b = case.params["query"].shape[0]
     # (tokens, 1, 1) is the legal shape itself when N = 1
     shp = draw(st.sampled_from([x for x in ((tokens, n), (tokens * n,), (b, tokens // b, n, 1),
-                                            (tokens, 1, 1)) if x != (tokens, n, 1)]))
+                                            (tokens, 1, 1), (tokens + 1, n, 1), (tokens, n, 2))
+                                if x != (tokens, n, 1)]))
     return {"dequant_scale_query": TensorSpec(shp, "float32")}
 
 
@@ -180,7 +192,8 @@ BREAKERS: dict[str, Breaker] = {
                           alt=({"rope_d": "512", "cache": "NZ", "layout": "BSND_NBSD"},
                                {"rope_d": "512", "cache": "NZ", "layout": "BSH"},
                                {"rope_d": "512", "layout": "BNSD", "q_seq": "2-16"})),
-    "mla.block_size_128": Breaker(_mla_block_size, {"rope_d": "512"}),
+    "mla.block_size_128": Breaker(_mla_block_size, {"rope_d": "512"},
+                                  alt=({"rope_d": "512", "q_seq": "1"},)),
     "mla.full_quant_nz": Breaker(_not_nz, MLA_FULL_QUANT),
     "mla.full_quant_scales": Breaker(_bad_scales, MLA_FULL_QUANT),
     "mla.dequant_scale_query_shape": Breaker(_dsq_shape, MLA_FULL_QUANT),

@@ -20,6 +20,7 @@ from fia_fuzz.strategies.edits import (
     head_dim,
     layout,
     modes,
+    sided,
     split_blocks,
     with_axis,
     with_dtype,
@@ -101,11 +102,16 @@ def _nz_antiquant(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _nz_scale_shape(draw: st.DrawFn, case: Case) -> Change:
+    """Per-token (B, >= S2): a batch more, or a token fewer than S2; per-channel: its values
+    in another rank, half of them, or twice the last axis."""
     s = case.params["key_antiquant_scale"]
     if case.params.get("key_antiquant_mode"):
-        bad = TensorSpec((s.shape[0] + 1, s.shape[1]), s.dtype)
+        s2 = len(case.params["block_table"][0]) * block_size(case)
+        bad = TensorSpec(draw(st.sampled_from([(s.shape[0] + 1, s.shape[1]),
+                                               (s.shape[0], s2 - 1)])), s.dtype)
     else:
-        bad = TensorSpec(draw(st.sampled_from([(s.numel, 1), (s.numel // 2,)])), s.dtype)
+        bad = TensorSpec(draw(st.sampled_from([(s.numel, 1), (s.numel // 2,),
+                                               (*s.shape[:-1], s.shape[-1] * 2)])), s.dtype)
     return {"key_antiquant_scale": bad, "value_antiquant_scale": bad}
 
 
@@ -113,17 +119,16 @@ def _nz_block_size(draw: st.DrawFn, case: Case) -> Change:
     """Blocks split (512 into 256; in decode, where int8 KV asks only 32 alignment, into 64
     or 32) or grown from 128 to 256 or 384 (prefill asks multiples of 128)."""
     bs = block_size(case)
-    if case.view().decode and draw(st.booleans()):
-        return split_blocks(case, bs // draw(st.sampled_from([64, 32])))
-    if bs == 512:
-        return split_blocks(case, 2)
-    new = draw(st.sampled_from([256, 384]))
+    small = [64, 32] if case.view().decode else []
+    new = draw(st.sampled_from([*small, *([256] if bs == 512 else [256, 384])]))
+    if new < bs:
+        return sided(split_blocks(case, bs // new), "below")
     out = grow_blocks(case, new)
     if case.params.get("key_antiquant_mode"):    # per-token scales span the grown S2
         s = case.params["key_antiquant_scale"]
         s = with_axis(s, 1, len(case.params["block_table"][0]) * new)
         out.update(key_antiquant_scale=s, value_antiquant_scale=s)
-    return out
+    return sided(out, "above")
 
 
 def _nz_extras(draw: st.DrawFn, case: Case) -> Change:
