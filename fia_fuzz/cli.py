@@ -452,7 +452,7 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
 
     from fia_fuzz.rules.profiles import DEFAULT
     from fia_fuzz.strategies.illegal import BOUNDS, BREAKERS
-    from fia_fuzz.strategies.illegal.width import breaks, covered, family_pool, table, width
+    from fia_fuzz.strategies.illegal.width import by_base, covered, family_pool, table, width
 
     if args.rules != DEFAULT or args.filter:
         raise InputError("--illegal measures the documented rules' breakers; it takes no "
@@ -462,7 +462,7 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
         raise InputError(f"--illegal {args.illegal!r}: no rule id starts with it")
     n = args.cases or 20
     t0 = time.perf_counter()
-    widths = {rid: width(breaks(rid, BREAKERS[rid], n, args.seed)) for rid in ids}
+    widths = {rid: width(by_base(rid, BREAKERS[rid], n, args.seed)) for rid in ids}
     pool = family_pool(seed=args.seed)
     missed = {rid: sorted(f for f, how in covered(rid, BREAKERS[rid], pool, seed=args.seed)
                           .items() if how == "lands" and f not in widths[rid].families)

@@ -2,7 +2,7 @@
 
 A bound rule's illegal range has sides (`illegal.BOUNDS`: below and above a
 range, both of an equality, a list shorter and longer, the first and the last
-element of a per-element limit); `width.breaks` labels each draw with the
+element of a per-element limit); `width.by_base` labels each draw with the
 sides it reached (the change's `edits.SIDE`, else inferred from base to
 broken case). A rule covers a family when its breaker's change, applied to
 legal bases of that family (`width.family_pool`), breaks it alone there
@@ -19,15 +19,16 @@ from fia_fuzz.op.case import Case
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.edits import SIDE, SIDES, apply, sided
 from fia_fuzz.strategies.illegal import BOUNDS, BREAKERS
-from fia_fuzz.strategies.illegal.width import breaks, covered, family_pool, infer_sides, width
+from fia_fuzz.strategies.illegal.width import by_base, covered, family_pool, infer_sides, width
 
-#: Draws per rule: derandomised, so the same in every CI run.
+#: Draws per rule, spread over its breaker's bases (`width.by_base`): derandomised, so the
+#: same in every CI run.
 DRAWS = 24
 
 
 @cache
 def _width(rule: str):
-    return width(breaks(rule, BREAKERS[rule], DRAWS))
+    return width(by_base(rule, BREAKERS[rule], DRAWS))
 
 
 @cache

@@ -137,6 +137,7 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"rope_d": "128", "mask": "bool"}, {"antiquant": "separate:1/1", "mask": "bool"},
              {"layout": "TND", "rope": False, "mask": "bool"},
              {"cache": "NZ", "rope": False, "mask": "bool"},
+             {"full_quant": True, "rope": False, "mask": "bool"},
              {"prefix": True, "branch": "decode"}, {"q_seq": ">2048"}, {"layout": "BSH_NBSD"},
              {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
     "dtype.pse": searched(

@@ -34,7 +34,7 @@ BREAKERS: dict[str, Breaker] = {
     "pse.shape": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "rank_down:pse_shift",
         alt=({"prefix": True, "branch": "prefill"},
-             {"sparse_mode": 1}),
+             {"sparse_mode": 1}, {"full_quant": True, "rope": False, "pse": True}),
         also=("axis:pse_shift:1:+1", "axis:pse_shift:1:-1", "axis:pse_shift:0:+1")),
 }
 

@@ -3,7 +3,8 @@
 A breaker that always moves one value the same way from one kind of base
 tests one corner of its rule. `breaks(rule, breaker, n)` draws `n` breaks per rule
 (the same draws as `illegal_cases(rule)`: a base from the breaker, its change,
-kept only when `validate` reports exactly that rule); `width` counts, per rule,
+kept only when `validate` reports exactly that rule), `by_base` the same from each of
+the breaker's bases in turn; `width` counts, per rule,
 the distinct broken values (`broken_value`: what the violation names, numbers
 bucketed), the sides of the rule's bound they broke (`sides`: the labels the
 change carries, `edits.SIDE`, else inferred from base to broken case) and the
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -147,6 +148,21 @@ def breaks(rule: str, breaker: Breaker, n: int, seed: int = 0) -> list[Break]:
     with fixed_constants():
         collect()
     return out
+
+
+#: Draws each base of a breaker gets at least in `by_base`.
+MIN_PER_BASE = 4
+
+
+def by_base(rule: str, breaker: Breaker, n: int, seed: int = 0) -> list[Break]:
+    """`breaks` from each of the breaker's bases in turn, `n` draws spread over them (at
+    least MIN_PER_BASE each): a base listed last is measured as surely as the first. Drawn
+    as one `one_of`, a few dozen Hypothesis examples fall unevenly on the alternatives (it
+    repeats earlier choices), so a family's bases could go unmeasured by chance of order."""
+    bases = (breaker.base, *breaker.alt)
+    each = max(MIN_PER_BASE, -(-n // len(bases)))
+    return [b for base in bases
+            for b in breaks(rule, replace(breaker, base=base, alt=()), each, seed)]
 
 
 @dataclass
