@@ -158,7 +158,6 @@ NARROW: dict[str, str] = {
     "antiquant.paged_modes": ONE_FORM + " (modes 4 and 5)",
     "antiquant.scale_needed": PRESENCE,
     "antiquant.sep_offset_pair": PRESENCE,
-    "antiquant.sep_scale_pair": PRESENCE,
     "dims.d_align_int4": ONE_FORM + " (int4 or int32 KV over the base's D < 64)",
     "dtype.all_int8_decode": ONE_FORM + " (Q_S = 1 in full quant)",
     "dtype.int8_query_kv": ONE_FORM + " (float16 or bfloat16 KV)",

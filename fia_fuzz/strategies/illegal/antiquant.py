@@ -19,7 +19,7 @@ from fia_fuzz.strategies.edits import (
     query_seq,
     with_dtype,
 )
-from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import FAMILY_BASE, Breaker, searched
 
 
 def _int4_kv(draw: st.DrawFn, case: Case) -> Change:
@@ -131,7 +131,8 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"sparse_mode": 4, "full_quant": False},)),
     "antiquant.sep_scale_pair": searched(
         {"mask": "bool", "branch": "decode"}, "drop:key_antiquant_scale",
-        alt=({"sparse_mode": 1, "antiquant": "separate:0/0", "cache": "none"},)),
+        alt=({"sparse_mode": 1, "antiquant": "separate:0/0", "cache": "none"},
+             {"antiquant": "separate:1/1", "kv_quant_sym": "sym"}, FAMILY_BASE["gqa_nz"])),
     "antiquant.sep_offset_pair": searched(
         {"pse": True, "branch": "decode"}, "drop:key_antiquant_offset"),
     "antiquant.sep_mode_pair": searched(
@@ -143,8 +144,10 @@ BREAKERS: dict[str, Breaker] = {
     "antiquant.sep_dtype": searched(
         {"mask": "bool", "branch": "decode"}, "dtype:key_antiquant_scale",
         alt=({"sparse_mode": 1, "antiquant": "separate:0/0", "cache": "none"},)),
+    # NZ caches' per-channel scales have one shape per layout (nz.scale_shape): per-token there
     "antiquant.sep_shapes_match": searched(
-        {"antiquant": "separate:3/3"}, "axis:key_antiquant_scale:-1:+1"),
+        {"antiquant": "separate:3/3"}, "axis:key_antiquant_scale:-1:+1",
+        alt=({**FAMILY_BASE["gqa_nz"], "antiquant": "separate:1/1"},)),
     "antiquant.mixed_query_fp16": Breaker(_mixed_query_fp16, {"antiquant": "separate:0/1",
                                                               "kv_dtype": "int8"}),
     "antiquant.sep_prefill_dtypes": searched(
