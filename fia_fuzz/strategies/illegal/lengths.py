@@ -7,6 +7,8 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import reject
 from hypothesis import strategies as st
 
@@ -21,21 +23,20 @@ from fia_fuzz.strategies.edits import (
     sided,
     with_axis,
 )
-from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import FAMILY_BASE, PAGED_DECODE, Breaker, searched
 
 
 def _kv_count(draw: st.DrawFn, case: Case) -> Change:
-    """Fewer KV lengths than batches: packed calls keep 1..B-1 (a contiguous packed KV its
-    last cumulative ends, so its total holds), others 2..B-1 (one applies to every batch).
-    A packed paged call's one length is read for every batch too: the shortest, or in a
-    causal call the longest query's (tnd.causal_lengths), and the cache must hold B of it
-    (paged.block_count)."""
+    """Fewer KV lengths than batches: none, or packed calls 1..B-1 (a contiguous packed KV
+    its last cumulative ends, so its total holds), others 2..B-1 (one applies to every
+    batch). A packed paged call's one length is read for every batch too: the shortest, or
+    in a causal call the longest query's (tnd.causal_lengths), and the cache must hold B of
+    it (paged.block_count)."""
     v = case.view()
     vals = list(case.params["actual_seq_lengths_kv"])
-    lo = 1 if v.packed else 2
-    if v.B <= lo:
-        reject()
-    k = draw(st.integers(lo, v.B - 1))
+    k = draw(st.sampled_from([0, *range(1 if v.packed else 2, v.B)]))
+    if k == 0:
+        return {"actual_seq_lengths_kv": []}
     if v.packed and not v.paged:
         return {"actual_seq_lengths_kv": vals[-k:]}
     if k > 1:
@@ -44,6 +45,26 @@ def _kv_count(draw: st.DrawFn, case: Case) -> Change:
     if v.B * blocks_needed(one, block_size(case)) > case.params["key"].shape[0]:
         reject()
     return {"actual_seq_lengths_kv": [one]}
+
+
+def _negative(name: str) -> Callable[[st.DrawFn, Case], Change]:
+    """A change of `name` (actual_seq_lengths or _kv) to hold a negative length: -1 to -4 at
+    any batch, or in a cumulative (packed, not paged KV) list at the first end only, where
+    the ends still increase to the total (a later one breaks lengths.packed_monotonic or,
+    the last, lengths.packed_total)."""
+    def change(draw: st.DrawFn, case: Case) -> Change:
+        vals = case.params.get(name)
+        v = case.view()
+        if not vals or (name == "actual_seq_lengths" and v.decode):
+            reject()    # absent, or query lengths in decode (ignored there: not this rule's)
+        vals = list(vals)
+        cumulative = v.packed and (name == "actual_seq_lengths" or not v.paged)
+        if cumulative and len(vals) < 2:
+            reject()
+        i = 0 if cumulative else draw(st.integers(0, len(vals) - 1))
+        vals[i] = -draw(st.integers(1, 4))
+        return sided({name: vals}, "below", *position(i, len(vals)))
+    return change
 
 
 def _packed_monotonic(draw: st.DrawFn, case: Case) -> Change:
@@ -89,8 +110,9 @@ KV_LENGTHS = (PAGED_DECODE,
               {"layout": "TND", "paged": True, "rope_d": "none"},
               {"layout": "NTD_TND", "paged": False},
               {"actual_kv": "per_batch", "antiquant": "separate:1/1"},
-              {"actual_kv": "per_batch", "full_quant": True},
-              {"rope_d": "512", "layout": "BSND"})
+              {"actual_kv": "per_batch", "full_quant": True, "rope": False},
+              {"rope_d": "512", "layout": "BSND"},
+              FAMILY_BASE["gqa_nz"])
 #: Packed bases: TND and NTD_TND, paged or not, MLA rope D 128 and D 512.
 PACKED = ({"layout": "TND", "paged": True, "rope_d": "none"},
           {"layout": "TND", "paged": False},
@@ -104,21 +126,23 @@ BREAKERS: dict[str, Breaker] = {
         alt=({"sparse_mode": 1},
              {"antiquant": "separate:1/1", "branch": "prefill"})),
     "lengths.kv_count": Breaker(_kv_count, KV_LENGTHS[0], alt=KV_LENGTHS[1:]),
-    "lengths.q_nonnegative": searched(
-        {"prefix": True, "branch": "prefill"}, "values:actual_seq_lengths:neg",
-        alt=({"sparse_mode": 1},
-             {"antiquant": "separate:1/1", "branch": "prefill"})),
-    "lengths.kv_nonnegative": searched(
-        PAGED_DECODE,
-        "values:actual_seq_lengths_kv:neg",
-        alt=({"prefix": True, "branch": "prefill"},
-             {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},
-             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
+    "lengths.q_nonnegative": Breaker(_negative("actual_seq_lengths"),
+                                     {"prefix": True, "branch": "prefill"},
+                                     alt=({"sparse_mode": 1},
+                                          {"antiquant": "separate:1/1", "branch": "prefill"},
+                                          {**FAMILY_BASE["gqa_nz"], "branch": "prefill",
+                                           "actual_q": "per_batch"},
+                                          {"full_quant": True, "rope": False,
+                                           "actual_q": "per_batch"},
+                                          *PACKED)),
+    "lengths.kv_nonnegative": Breaker(_negative("actual_seq_lengths_kv"), KV_LENGTHS[0],
+                                      alt=KV_LENGTHS[1:]),
     "lengths.q_max": searched(
         {"antiquant": "combined:0", "branch": "prefill"}, "values:actual_seq_lengths:big",
         alt=({"post_quant_offset": True, "sparse_mode": 4},
-             {"antiquant": "separate:1/1", "branch": "prefill"})),
+             {"antiquant": "separate:1/1", "branch": "prefill"},
+             {**FAMILY_BASE["gqa_nz"], "branch": "prefill", "actual_q": "per_batch"},
+             {"full_quant": True, "rope": False, "actual_q": "per_batch"})),
     "lengths.kv_max": searched(
         {"prefix": True, "branch": "decode"}, "values:actual_seq_lengths_kv:big",
         alt=({"post_quant_offset": True, "sparse_mode": 4},)),
