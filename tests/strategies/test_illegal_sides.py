@@ -78,7 +78,6 @@ def test_bounds_name_sides_of_rules_with_breakers() -> None:
 #: Bound rules whose breaker reaches only some sides, and why: a side no legal base reaches
 #: without breaking a second rule, or one its breaker does not draw yet.
 ONE_SIDED: dict[str, str] = {
-    "paged.cache_rank": "a rank-2 cache not drawn yet (only trailing unit axes)",
     "quant.scale2_shape": "a per-channel scale past N * D values not drawn yet",
 }
 
@@ -100,15 +99,6 @@ def test_bound_rule_breaker_reaches_every_side(rule: str) -> None:
 #: breakers must, test_illegal_meta), so these wait on that check.
 NOT_YET = "the change lands from this family's bases in the probe, not yet drawn"
 UNDRAWN: dict[str, dict[str, str]] = {
-    "paged.block_count": dict.fromkeys(('gqa_nz', 'packed'), NOT_YET),
-    "paged.block_table_batch": dict.fromkeys(('gqa_nz', 'mla'), NOT_YET),
-    "paged.block_table_rank": dict.fromkeys(('mla', 'packed'), NOT_YET),
-    "paged.block_table_width": dict.fromkeys(('antiquant', 'mla'), NOT_YET),
-    "paged.cache_block_size": dict.fromkeys(('gqa_nz',), NOT_YET),
-    "paged.cache_heads": dict.fromkeys(('gqa_nz', 'mla'), NOT_YET),
-    "paged.kv_lengths_required": dict.fromkeys(('gqa_nz',), NOT_YET),
-    "paged.kv_shape_match": dict.fromkeys(('gqa_nz',), NOT_YET),
-    "paged.mask_last_dim": dict.fromkeys(('antiquant',), NOT_YET),
     "quant.dequant_scale_query": dict.fromkeys(('gqa_nz',), NOT_YET),
     "quant.float_query_forbids_dequant": dict.fromkeys(('gqa_nz',), NOT_YET),
     "quant.offset2_needs_scale2": dict.fromkeys(('full_quant', 'mla'), NOT_YET),

@@ -6,6 +6,8 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import reject
 from hypothesis import strategies as st
 
@@ -26,7 +28,13 @@ from fia_fuzz.strategies.edits import (
     with_axis,
     with_dtype,
 )
-from fia_fuzz.strategies.illegal.breaker import PAGED, PAGED_DECODE, Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import (
+    FAMILY_BASE,
+    PAGED,
+    PAGED_DECODE,
+    Breaker,
+    searched,
+)
 
 NO_FULL_MASK = {"mask": "none", "pse": False}
 #: Data of a tensor a breaker turns int8 (float fills do not materialise as int8).
@@ -83,10 +91,19 @@ def _int8_query(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _cache_rank(draw: st.DrawFn, case: Case) -> Change:
-    """Rank 6 or 7: trailing unit axes."""
-    rank = draw(st.sampled_from([6, 7]))
-    return {n: TensorSpec((*case.params[n].shape, *[1] * (rank - case.params[n].ndim)),
-                          case.params[n].dtype) for n in ("key", "value")}
+    """Rank 1 or 2 (the cache flattened, whole or per block) or 6 or 7 (trailing unit axes)."""
+    rank = draw(st.sampled_from([1, 2, 6, 7]))
+    out: Change = {}
+    for n in ("key", "value"):
+        shape = case.params[n].shape
+        if rank == 1:
+            shape = (math.prod(shape),)
+        elif rank == 2:
+            shape = (shape[0], math.prod(shape[1:]))
+        else:
+            shape = (*shape, *[1] * (rank - len(shape)))
+        out[n] = TensorSpec(shape, case.params[n].dtype)
+    return out
 
 
 def _cache_layout_query(draw: st.DrawFn, case: Case) -> Change:
@@ -136,10 +153,11 @@ def _bsh_kvn_d_max(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _mask_last_dim(draw: st.DrawFn, case: Case) -> Change:
-    """Prefill: a full mask covering the KV lengths but not maxBlockNumPerSeq * blockSize."""
+    """A full mask covering the KV lengths but not what the table spans: maxBlockNumPerSeq *
+    blockSize in prefill, the table's width * blockSize in decode."""
     view = case.view()
     top = max(view.act_kv)
-    need = view.max_blocks_per_seq * block_size(case)
+    need = view.S2 if view.decode else view.max_blocks_per_seq * block_size(case)
     if not 0 < top < need:
         reject()
     return {"atten_mask": with_axis(case.params["atten_mask"], -1, draw(st.integers(top,
@@ -150,7 +168,10 @@ def _mask_last_dim(draw: st.DrawFn, case: Case) -> Change:
 NOT_MATERIALISABLE = {"paged.block_table_rank"}
 
 BREAKERS: dict[str, Breaker] = {
-    "paged.block_table_rank": Breaker(_block_table_rank, {**PAGED, "branch": "decode"}),
+    "paged.block_table_rank": Breaker(_block_table_rank, {**PAGED, "branch": "decode"},
+                                      alt=(FAMILY_BASE["mla"],
+                                           {"layout": "TND", "rope": False, "paged": True},
+                                           FAMILY_BASE["gqa_nz"])),
     "paged.block_size_max": Breaker(_block_size_max, {**PAGED, **NO_FULL_MASK,
                                                       "antiquant": "none"},
                                     alt=({"layout": "TND", "paged": True, "rope": False},
@@ -182,23 +203,29 @@ BREAKERS: dict[str, Breaker] = {
     "paged.bsh_kvn_d_max": Breaker(_bsh_kvn_d_max, {**BSH_DECODE_SMALL, "antiquant": "none"},
                                    alt=({**BSH_DECODE_SMALL, "antiquant": "separate:1/1"},)),
     "paged.mask_last_dim": Breaker(_mask_last_dim, {**PAGED, "mask": "bool", "sparse_mode": 0,
-                                                    "branch": "prefill"}),
+                                                    "branch": "prefill"},
+                                   alt=({**PAGED, "mask": "bool", "branch": "decode"},)),
     "paged.kv_lengths_required": searched(
         PAGED_DECODE,
         "drop:actual_seq_lengths_kv",
-        alt=({"antiquant": "separate:4/4"},)),
+        alt=({"antiquant": "separate:4/4"}, FAMILY_BASE["gqa_nz"])),
     "paged.block_table_batch": searched(
         PAGED_DECODE,
         "table:extra_row",
         alt=({"pse": True, "branch": "decode"},
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
-             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"}),
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
+             FAMILY_BASE["gqa_nz"], FAMILY_BASE["mla"]),
         also=("table:drop_row",)),
     "paged.block_table_width": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "table:narrow",
         alt=({"mask": "bool", "branch": "decode", "paged": True},
              {"layout": "NTD_TND", "paged": True},
-             {"antiquant": "separate:1/1", "branch": "prefill", "paged": True})),
+             {"antiquant": "separate:1/1", "branch": "prefill", "paged": True},
+             {"antiquant": "separate:0/0", "paged": True, "cache": "BnBsH"},
+             FAMILY_BASE["mla"],
+             # one column fewer only breaks a table without spare columns
+             {**FAMILY_BASE["gqa_nz"], "block_table_size": "decode:exact"})),
     # packed layouts list their sizes (tnd.block_size), MLA and NZ caches theirs: not here
     "paged.block_size_positive": Breaker(_block_size_positive,
                                          {**PAGED, "cache": "BnNBsD", "layout": "BNSD"},
@@ -207,21 +234,25 @@ BREAKERS: dict[str, Breaker] = {
     "paged.kv_shape_match": searched(
         PAGED_DECODE, "rank_up:value",
         alt=({"antiquant": "separate:4/4"},
-             {"paged": True, "branch": "prefill", "mask": "none", "pse": False}),
+             {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
+             FAMILY_BASE["gqa_nz"]),
         also=("axis:value:0:+1", "axis:value:0:-1", "axis:value:-1:+16")),
     "paged.cache_block_size": searched(
         {"paged": True, "branch": "prefill", "mask": "none", "pse": False}, "pair_axis:key:1:+1",
         alt=({"sink": True, "paged": True},
-             {"antiquant": "combined:1", "paged": True}),
+             {"antiquant": "combined:1", "paged": True}, FAMILY_BASE["gqa_nz"]),
         also=("pair_axis:key:1:/8", "pair_axis:key:-2:/8", "pair_axis:key:-2:+1")),
     "paged.cache_heads": searched(
         PAGED_DECODE,
         "pair_axis:key:-1:=1",
-        alt=({"antiquant": "separate:4/4"},),
+        alt=({"antiquant": "separate:4/4"}, FAMILY_BASE["gqa_nz"],
+             {"rope_d": "512", "cache": "NZ"}),
         also=("pair_axis:key:-1:x2",)),
     "paged.block_count": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "pair_axis:key:0:=1",
-        alt=({"antiquant": "combined:1", "paged": True},)),
+        alt=({"antiquant": "combined:1", "paged": True},
+             {**FAMILY_BASE["gqa_nz"], "actual_kv": "per_batch"},
+             {"layout": "TND", "rope": False, "paged": True})),
     "paged.pse_last_dim": searched(
         {"cache": "BnNBsD", "antiquant": "none", "rope": False}, "axis:pse_shift:-1:=1",
         alt=({"antiquant": "separate:4/4"},)),
