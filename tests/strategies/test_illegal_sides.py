@@ -78,7 +78,6 @@ def test_bounds_name_sides_of_rules_with_breakers() -> None:
 #: Bound rules whose breaker reaches only some sides, and why: a side no legal base reaches
 #: without breaking a second rule, or one its breaker does not draw yet.
 ONE_SIDED: dict[str, str] = {
-    "quant.scale2_shape": "a per-channel scale past N * D values not drawn yet",
 }
 
 
@@ -99,9 +98,6 @@ def test_bound_rule_breaker_reaches_every_side(rule: str) -> None:
 #: breakers must, test_illegal_meta), so these wait on that check.
 NOT_YET = "the change lands from this family's bases in the probe, not yet drawn"
 UNDRAWN: dict[str, dict[str, str]] = {
-    "quant.dequant_scale_query": dict.fromkeys(('gqa_nz',), NOT_YET),
-    "quant.float_query_forbids_dequant": dict.fromkeys(('gqa_nz',), NOT_YET),
-    "quant.offset2_needs_scale2": dict.fromkeys(('full_quant', 'mla'), NOT_YET),
 }
 
 

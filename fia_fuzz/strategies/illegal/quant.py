@@ -14,11 +14,14 @@ from fia_fuzz.rules.rulebook.quant import DEQUANT
 from fia_fuzz.strategies.edits import (
     FILLS,
     Change,
+    sided,
     with_axis,
     with_dtype,
 )
-from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import FAMILY_BASE, PAGED_DECODE, Breaker, searched
 
+#: MLA with a float query: full-quant MLA carries its own scales (mla.full_quant_scales).
+MLA_FLOAT = {"rope_d": "512", "full_quant": False}
 #: Data for a scale a breaker gives an integer dtype.
 INT_SCALE_FILLS = {"int32": {"dist": "int", "low": 1, "high": 4},
                    "uint64": {"dist": "u64_scale", "value": 1.0}}
@@ -43,13 +46,21 @@ def _dequant_per_tensor(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _scale2_shape(draw: st.DrawFn, case: Case) -> Change:
-    """Per-channel scale (and offset) covering half the channels."""
+    """A per-channel scale (and offset) short of N * D values (half the last axis, or one
+    fewer) or past them (one more, twice the last axis, or a leading axis of 2)."""
+    how = draw(st.sampled_from(["half", "-1", "+1", "x2", "lead2"]))
     out: Change = {}
     for n in ("quant_scale2", "quant_offset2"):
         t = case.params.get(n)
-        if t is not None:
-            out[n] = with_axis(t, -1, t.shape[-1] // 2)
-    return out
+        if t is None:
+            continue
+        last = t.shape[-1]
+        if how == "lead2":
+            out[n] = TensorSpec((2, *t.shape), t.dtype)
+        else:
+            out[n] = with_axis(t, -1, {"half": last // 2, "-1": last - 1, "+1": last + 1,
+                                       "x2": last * 2}[how])
+    return sided(out, "below" if how in ("half", "-1") else "above")
 
 
 def _band_negative(draw: st.DrawFn, case: Case) -> Change:
@@ -80,7 +91,8 @@ BREAKERS: dict[str, Breaker] = {
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
              {"layout": "NTD_TND"},
              PAGED_DECODE,
-             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
+             MLA_FLOAT, FAMILY_BASE["gqa_nz"])),
     "quant.dequant_dtype": searched(
         {"full_quant": True, "post_quant": True}, "dtype:dequant_scale1",
         alt=({"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD"},)),
@@ -94,7 +106,9 @@ BREAKERS: dict[str, Breaker] = {
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
              {"layout": "NTD_TND"},
              {"sparse_mode": 4, "full_quant": False},
-             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
+             {"full_quant": True, "rope": False, "post_quant": False},
+             MLA_FLOAT, FAMILY_BASE["gqa_nz"])),
     "quant.offset2_matches": searched(
         {"kv_list": True}, "rank_up:quant_offset2",
         alt=({"full_quant": True, "post_quant": True},)),
@@ -108,7 +122,8 @@ BREAKERS: dict[str, Breaker] = {
              {"paged": True, "branch": "prefill", "mask": "none", "pse": False},
              {"layout": "NTD_TND"},
              PAGED_DECODE,
-             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"})),
+             {"antiquant": "separate:0/0", "branch": "decode", "kv_dtype": "int8"},
+             FAMILY_BASE["full_quant"], FAMILY_BASE["gqa_nz"], MLA_FLOAT)),
 }
 
 #: The sides of each bound rule's illegal range its breaker reaches (illegal.BOUNDS).
