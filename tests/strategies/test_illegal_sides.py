@@ -75,30 +75,11 @@ def test_bounds_name_sides_of_rules_with_breakers() -> None:
         assert sides and set(sides) <= set(SIDES), (rule, sides)
 
 
-#: Bound rules whose breaker reaches only some sides, and why: a side no legal base reaches
-#: without breaking a second rule, or one its breaker does not draw yet.
-ONE_SIDED: dict[str, str] = {
-}
-
-
 @pytest.mark.parametrize("rule", sorted(BOUNDS))
 def test_bound_rule_breaker_reaches_every_side(rule: str) -> None:
     w = _width(rule)
     missing = [s for s in BOUNDS[rule] if s not in w.sides]
-    if rule in ONE_SIDED:
-        assert missing, f"{rule} is listed ONE_SIDED ({ONE_SIDED[rule]}) but reaches every " \
-                        f"side {dict(w.sides)}: drop it from ONE_SIDED"
-    else:
-        assert not missing, f"{rule}: its breaker reaches {dict(w.sides)}, never {missing}"
-
-
-#: Families a rule's change breaks it from that its breaker does not draw yet, and why.
-#: Each is a base of that family where the change lands alone in the probe's draws: the
-#: breaker takes such bases once its change is shown to land in every one of them (written
-#: breakers must, test_illegal_meta), so these wait on that check.
-NOT_YET = "the change lands from this family's bases in the probe, not yet drawn"
-UNDRAWN: dict[str, dict[str, str]] = {
-}
+    assert not missing, f"{rule}: its breaker reaches {dict(w.sides)}, never {missing}"
 
 
 @pytest.mark.parametrize("rule", sorted(BREAKERS))
@@ -106,9 +87,6 @@ def test_breaker_lands_on_every_family_it_covers(rule: str) -> None:
     found = covered(rule, BREAKERS[rule], _pool(), n=3)
     reached = set(_width(rule).families)
     missed = sorted(f for f, how in found.items() if how == "lands" and f not in reached)
-    listed = UNDRAWN.get(rule, {})
-    assert set(missed) <= set(listed), \
+    assert not missed, \
         f"{rule}: its change breaks it alone from {missed} bases, its breaker draws only " \
-        f"{sorted(reached)}: add such bases (or list them in UNDRAWN with why)"
-    stale = sorted(set(listed) - set(missed))
-    assert not stale, f"{rule}: UNDRAWN lists {stale}, which it now reaches or cannot break"
+        f"{sorted(reached)}: add such bases"
