@@ -178,7 +178,6 @@ NARROW: dict[str, str] = {
     "paged.int8_query": ONE_FORM + " (int8 query, key and value)",
     "paged.kv_dtype": ONE_FORM + " (int4; int32-packed int4 also breaks paged.cache_heads, "
                                  "which reads the packed D)",
-    "precise.decode_01": ONE_FORM + " (2 and 3, the rest of 0..3)",
     "prefix.not_all_int8": PRESENCE,
     "prefix.not_kv_list": PRESENCE,
     "prefix.not_paged": PRESENCE,
