@@ -25,10 +25,10 @@ from fia_fuzz.strategies.edits import (
     with_axis,
     with_dtype,
 )
-from fia_fuzz.strategies.illegal.breaker import Breaker
+from fia_fuzz.strategies.illegal.breaker import FAMILY_BASE, Breaker
 
 #: Legal GQA int8-antiquant NZ calls: the gqa_nz family of cases().
-GQA_NZ = {"cache": "NZ", "rope": False}
+GQA_NZ = FAMILY_BASE["gqa_nz"]
 #: Its decodes, where post-quant and combined params are in range: most of its draws prefill.
 NZ_DECODE = {**GQA_NZ, "q_seq": "1"}
 
