@@ -17,8 +17,8 @@ from fia_fuzz.op.args import pse, rope
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.features import REGIME
 from fia_fuzz.op.geometry import kv_window, query_window
-from fia_fuzz.op.specials import COUNT, FULL_ROW, SPECIAL, WHERE
-from fia_fuzz.op.values import ROUND
+from fia_fuzz.op.specials import COUNT, FULL_ROW, SPECIAL, WHERE, has_specials, unplaced
+from fia_fuzz.op.values import ROUND, materialise
 from fia_fuzz.strategies.draft import Draft, weighted
 
 FLOAT = ("float16", "bfloat16")
@@ -70,7 +70,8 @@ def _uses_mask(dr: Draft) -> bool:
 
 def _masks_something(dr: Draft) -> bool:
     """A used atten_mask that is not all zeros, or a causal band over several query rows
-    (mode 4's band may mask nothing: the region then places nothing)."""
+    (a bernoulli mask or mode 4's band may still mask nothing: `settle` then drops the
+    special)."""
     mode = dr.params.get("sparse_mode", 0)
     rows = int(query_window(_view(dr))[0].max(initial=0))
     band = mode in (2, 3, 4) and (not dr.decode or rope.QUERY in dr.params) and rows > 1
@@ -170,6 +171,25 @@ def _apply(dr: Draft, value: str) -> None:
         dr.fills["key"] = {"dist": "uniform", "scale": scale,
                            ROUND: 4 * scale if equal else scale, REGIME: "ties"}
         _prefix_follows(dr)
+
+
+def settle(case: Case) -> Case:
+    """The drawn case with each special whose region turned out empty once the seed fixed the
+    mask's values (a bernoulli mask masking no key of the valid window, a band masking
+    nothing: op/specials.py `unplaced`) dropped, so its `values` label names what the call
+    holds (such a case is "finite"); a case without specials is returned as it is."""
+    if not has_specials(case.fills):
+        return case
+    call = case.call(data=False)
+    mask = case.params.get("atten_mask")
+    if mask is not None:
+        call["atten_mask"] = materialise(mask, case.fill("atten_mask"), case.seed, "atten_mask")
+    empty = unplaced(case.fills, call)
+    if not empty:
+        return case
+    fills = {n: {k: v for k, v in f.items() if k not in (SPECIAL, WHERE, COUNT)}
+             if n in empty else f for n, f in case.fills.items()}
+    return Case(params=case.params, fills=fills, seed=case.seed, rules=case.rules)
 
 
 def _prefix_follows(dr: Draft) -> None:
