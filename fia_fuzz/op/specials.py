@@ -1,5 +1,6 @@
-"""Special values placed into a materialised call: NaN and +-Inf in query, key, value and
-the position bias, and fully masked rows in atten_mask (the `values` feature axis).
+"""Special values placed into a materialised call: NaN and +-Inf in query, key, value, the
+position bias and the antiquant scales and offsets, and fully masked rows in atten_mask
+(the `values` feature axis).
 
 A fill recipe may carry, beside its dist, a placement (docs/values.md):
 
@@ -7,7 +8,9 @@ A fill recipe may carry, beside its dist, a placement (docs/values.md):
 
 `special` is "nan", "inf" or "-inf" (a float tensor) or "full_row" (atten_mask: every
 column of a row masked); `where` names the region of the call the positions are drawn
-from, by the op's own geometry and masks [SEM §3-4]:
+from, by the op's own geometry and masks [SEM §3-4] (an antiquant scale or offset has no
+region: any of its elements, each of which scales some keys' or values' channels or
+tokens):
 
 - attended: a valid query row that attends some key; a key/value column inside its
   batch's valid window that some valid row attends; a position-bias element of an
@@ -38,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.op.args import pse, rope
+from fia_fuzz.op.args import antiquant, pse, rope
 from fia_fuzz.op.call import CallView
 from fia_fuzz.op.geometry import (
     band_window,
@@ -56,8 +59,9 @@ FLOAT_SPECIALS = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf}
 #: The mask special: every column of a row masked.
 FULL_ROW = "full_row"
 WHERES = ("attended", "masked", "padding")
-#: Tensors a float special may sit in (antiquant parameters are not placed by region).
-FLOAT_TARGETS = ("query", "key", "value", pse.NAME)
+#: Tensors a float special may sit in: by region, the position bias's attended pairs, or
+#: anywhere in an antiquant scale or offset.
+FLOAT_TARGETS = ("query", "key", "value", pse.NAME, *antiquant.TENSORS)
 #: Raw words per placed position (batch/row/column choice, head, dim, spare).
 WORDS = 4
 
@@ -85,6 +89,8 @@ def apply_specials(fills: dict[str, dict[str, Any]], seed: int, call: dict[str, 
         value = FLOAT_SPECIALS[str(fill[SPECIAL])]
         if name == pse.NAME:
             regions.place_pse(raw, value)
+        elif name in antiquant.TENSORS:
+            _place_anywhere(call[name], raw, value)
         else:
             regions.place(name, where, raw, value)
 
@@ -100,6 +106,14 @@ def unplaced(fills: dict[str, dict[str, Any]], call: dict[str, Any]) -> list[str
         return []
     regions = _Regions(CallView(call), call)
     return [n for n in names if not regions.positions(n, str(fills[n].get(WHERE, "attended")))]
+
+
+def _place_anywhere(x: np.ndarray, raw: np.ndarray, value: float) -> None:
+    """`value` at elements of `x` (flat positions)."""
+    flat = x.reshape(-1)  # a view: the materialised tensors are contiguous
+    if flat.size and np.shares_memory(flat, x):
+        for words in raw:
+            flat[_pick(words[0], flat.size)] = value
 
 
 def _pick(raw: np.ndarray, n: int) -> int:
@@ -205,6 +219,8 @@ class _Regions:
             return self._pse_pairs()
         if name == "atten_mask":
             return self._mask_rows()
+        if name in antiquant.TENSORS:
+            return list(range(int(np.size(self.call[name]))))
         return self._candidates(name, where)
 
     # ---- placement -------------------------------------------------------------

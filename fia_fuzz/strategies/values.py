@@ -2,18 +2,19 @@
 
 Drawn after the family has built the whole case, so the choice sees what the case can
 carry (a mask, padding, a position bias, float tensors): NaN or +-Inf placed by region
-in query, key or value (op/specials.py), -inf or NaN in the bias, fully masked rows of
-atten_mask, and three finite regimes (fp16 Q.K^T and unshifted-exp overflow, subnormals,
-exact ties / rows of equal scores). Only profiles with a `values_share` draw it unfiltered
-(smoke has none, so its draws and their choice sequences are those of before); a
-`values=...` filter draws it in any profile.
+in query, key or value (op/specials.py), -inf or NaN in the bias, NaN or +-Inf in a float
+antiquant scale or offset, fully masked rows of atten_mask, and three finite regimes
+(fp16 Q.K^T and unshifted-exp overflow, subnormals, exact ties / rows of equal scores).
+Only profiles with a `values_share` draw it unfiltered (smoke has none, so its draws and
+their choice sequences are those of before); a `values=...` filter draws it in any
+profile.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args import pse, rope
+from fia_fuzz.op.args import antiquant, pse, rope
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.features import REGIME
 from fia_fuzz.op.geometry import kv_window, query_window
@@ -24,8 +25,9 @@ from fia_fuzz.strategies.draft import Draft, weighted
 FLOAT = ("float16", "bfloat16")
 #: Draw weight of a value among those a case can carry: the ones few cases can carry
 #: (a position bias, a used mask) come up about as often as the others.
-WEIGHTS = {"pse_neg_inf": 3, "pse_nan": 3, "masked_row": 3, "nan_masked": 2, "inf_masked": 2,
-           "nan_padding": 2, "inf_padding": 2}
+WEIGHTS = {"pse_neg_inf": 3, "pse_nan": 3, "antiquant_nan": 3, "antiquant_inf": 3,
+           "masked_row": 3, "nan_masked": 2, "inf_masked": 2, "nan_padding": 2,
+           "inf_padding": 2}
 #: fp16 query/key magnitude of the overflow regime: q.k of two of them is 2^20, past the
 #: fp16 maximum, while every score stays an exact multiple of one fp32 number.
 OVERFLOW_MAGNITUDE = 2.0 ** 10
@@ -118,6 +120,8 @@ def _carried(dr: Draft) -> tuple[str, ...]:
     out += ["inf_padding"] if padding else []
     if p.get(pse.NAME) is not None:
         out += ["pse_neg_inf", "pse_nan"]
+    if _antiquant_floats(dr):
+        out += ["antiquant_nan", "antiquant_inf"]
     if _uses_mask(dr):
         out += ["masked_row"]
     if qf and kvf and p.get(pse.NAME) is None and rope.QUERY not in p:
@@ -126,6 +130,14 @@ def _carried(dr: Draft) -> tuple[str, ...]:
     if kvf:
         out += ["ties"]
     return tuple(out)
+
+
+def _antiquant_floats(dr: Draft) -> tuple[str, ...]:
+    """The float antiquant scales and offsets of the case, scales first (the value's first
+    choice, the simplest to shrink to)."""
+    names = sorted((n for n in antiquant.TENSORS if dr.params.get(n) is not None),
+                   key=lambda n: "offset" in n)
+    return tuple(n for n in names if dr.params[n].dtype in (*FLOAT, "float32"))
 
 
 def _apply(dr: Draft, value: str) -> None:
@@ -149,6 +161,10 @@ def _apply(dr: Draft, value: str) -> None:
         dr.fills[pse.NAME] = {**dr.fills.get(pse.NAME, {"dist": "normal", "scale": 1.0}),
                                  SPECIAL: "-inf" if value == "pse_neg_inf" else "nan",
                                  WHERE: "attended", COUNT: ch.int(1, 3)}
+    elif value in ("antiquant_nan", "antiquant_inf"):
+        name = ch.one(_antiquant_floats(dr))
+        special = "nan" if value == "antiquant_nan" else ch.one(("inf", "-inf"))
+        dr.fills[name] = {**dr.fills[name], SPECIAL: special, COUNT: ch.int(1, 3)}
     elif value == "masked_row":
         dr.fills["atten_mask"] = {**dr.fills.get("atten_mask", {"dist": "bernoulli", "p": 0.2}),
                                   SPECIAL: FULL_ROW, COUNT: ch.int(1, 2)}

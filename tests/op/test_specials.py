@@ -177,7 +177,8 @@ def test_a_masked_special_whose_mask_masks_nothing_is_dropped_not_labelled() -> 
 
 
 @pytest.mark.parametrize("value", ["nan_masked", "inf_masked", "nan_padding", "inf_padding",
-                                   "nan_attended", "pse_nan", "masked_row"])
+                                   "nan_attended", "pse_nan", "masked_row", "antiquant_nan",
+                                   "antiquant_inf"])
 def test_a_drawn_special_value_is_in_the_call_it_labels(value: str) -> None:
     """Every filtered draw labelled with a placed value holds it (a bernoulli mask or a
     sliding band may mask nothing once the seed fixes it: such a draw is not labelled so)."""
