@@ -20,7 +20,8 @@ hill-climbs from the worst cases it has seen; see `_steer_round`.
 Order inside a partition: take the failures of a resumed run's earlier attempts (to
 shrink them too), replay the seed cases (`--seed-cases`) and the failure corpus
 (bundles of earlier runs in OUT), split among workers by case id, explore, then shrink
-each failing feature cell of the whole run not yet shrunk (`shrink.py`). With seed
+each failing feature cell of the whole run not yet shrunk (`shrink.py`; under --negative
+each broken rule and side with a finding). With seed
 cases the stream draws from their feature cells only. A partition whose cases the
 harness cannot run (outcome `harness`: the device process does not start)
 stops exploring after HARNESS_STREAK of them in a row.
@@ -172,7 +173,7 @@ def earlier_failures(st: PartitionState) -> int:
     shrunk in this run is skipped by its claim, `shrink.shrink_cell`); returns how many
     failing cells that added."""
     job = st.job
-    if job.attempt <= 1 or st.cfg.negative:
+    if job.attempt <= 1:
         return 0
     added = 0
     for f in run_files(Path(st.cfg.out), job.run_id):
@@ -187,10 +188,12 @@ def earlier_failures(st: PartitionState) -> int:
             if not job.owns(case.case_id):
                 continue
             text, xor = row.get("draw_choices"), row.get("draw_xor")
+            cell = negative_cell(row) if st.cfg.negative else cell_of(case.features())
             found = Found(case, choices_from_hex(text) if isinstance(text, str) and text
                           else None, int(xor) if isinstance(xor, (int, float)) and xor == xor
-                          else 0)
-            key = cell_of(case.features()) + (kind,)
+                          else 0, {"broken_side": dict(cell)["broken_side"]}
+                          if st.cfg.negative else {})
+            key = cell + (kind,)
             if key not in st.failing:
                 st.failing[key] = found
                 added += 1
