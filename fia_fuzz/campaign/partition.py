@@ -112,7 +112,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     tags = {**st.meta, "run_id": st.job.run_id, "shard": f"{cfg.shard}/{cfg.shards}",
             "worker": st.job.worker, "device": st.job.device, "seed": cfg.seed,
             "attempt": st.job.attempt, "origin": origin,
-            "mode": "negative" if cfg.negative else "precision",
+            "mode": cfg.mode,
             "repro": repro_command(case, cfg.runner, str(cfg.out)), **found.tags}
     drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
              {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})

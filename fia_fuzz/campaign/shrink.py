@@ -112,10 +112,6 @@ def _negative_cases(rules: str, rule: str | None = None) -> Any:
                       docs_illegal.map(lambda c: (c, frozenset())))
 
 
-def _mode(cfg: CampaignConfig) -> str:
-    return "negative" if cfg.negative else "precision"
-
-
 def _cell(cfg: CampaignConfig, row: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """What a candidate must keep to fail "the same way": its feature cell, or under
     --negative the broken rule and side (`signature.negative_cell`)."""
@@ -167,7 +163,7 @@ def _search(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str, fo
         if cid not in memo:
             if time.time() >= stop_at:
                 return False  # out of time: report passes so the shrinker winds down
-            done = evaluate_case(st, case, {"mode": _mode(cfg), **tags},
+            done = evaluate_case(st, case, {"mode": cfg.mode, **tags},
                                  timeout=cfg.case_timeout_s)
             assert done is not None  # no budget cut here: the stop time ends the search
             memo[cid] = done.kind == kind and _cell(cfg, done.row) == cell
@@ -230,7 +226,7 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
     tags = {**st.meta, "run_id": st.job.run_id, "origin": SHRUNK, "seed": cfg.seed,
             "shard": f"{cfg.shard}/{cfg.shards}", "worker": st.job.worker,
             "device": st.job.device, "attempt": st.job.attempt,
-            "mode": _mode(cfg), **least.tags, "shrunk_from": found.case.case_id,
+            "mode": cfg.mode, **least.tags, "shrunk_from": found.case.case_id,
             "shrink_steps": len(steps),
             "failure_kind": kind, "shrunk": shrunk, "size_found": size_found,
             "size_minimal": case_size(minimal), "timestamp": time.time(),

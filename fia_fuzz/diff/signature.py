@@ -17,7 +17,7 @@ the worker died.
 A negative-mode row (an illegal call sent as is) fails when the backend accepted it
 with a wrong result (`accepted-wrong`) or crashed or hung on it; its signature names
 the broken rule and the side of the rule's bound the call broke (`broken_side`, where
-the breaker says), not a feature cell: `lengths.packed_total/above accepted-wrong: ...`.
+the breaker says), not a feature cell: `precise.range/above accepted-wrong: ...`.
 """
 
 from __future__ import annotations
