@@ -24,8 +24,9 @@ from fia_fuzz.strategies.draft import Draft, weighted
 
 FLOAT = ("float16", "bfloat16")
 #: Draw weight of a value among those a case can carry: the ones few cases can carry
-#: (a position bias, a used mask) come up about as often as the others.
-WEIGHTS = {"pse_neg_inf": 3, "pse_nan": 3, "antiquant_nan": 3, "antiquant_inf": 3,
+#: (a position bias, antiquant scales, a used mask) come up about as often as the others
+#: (the bias's two the most: fewest cases carry one).
+WEIGHTS = {"pse_neg_inf": 5, "pse_nan": 5, "antiquant_nan": 3, "antiquant_inf": 3,
            "masked_row": 3, "nan_masked": 2, "inf_masked": 2, "nan_padding": 2,
            "inf_padding": 2}
 #: fp16 query/key magnitude of the overflow regime: q.k of two of them is 2^20, past the
