@@ -107,6 +107,22 @@ def _check_filters(profile: str, filters: dict[str, Any], rules: str) -> None:
         raise InputError(f"--filter: {exc}") from None
 
 
+def _check_negative_filters(filters: dict[str, Any], rules: str) -> None:
+    """--negative takes one filter, rule=ID: only calls breaking that rule are sent."""
+    from hypothesis.errors import InvalidArgument
+
+    from fia_fuzz.strategies.illegal import sided_illegal_cases
+
+    if set(filters) - {"rule"}:
+        raise InputError(f"--negative: --filter takes rule=ID only, not "
+                         f"{sorted(set(filters) - {'rule'})}")
+    if "rule" in filters:
+        try:
+            sided_illegal_cases(str(filters["rule"]), rules)
+        except InvalidArgument as exc:
+            raise InputError(f"--filter: {exc}") from None
+
+
 def _positive(flag: str, value: float | None, given: str | None = None) -> None:
     """`given`: the flag's text as typed, named in the message instead of the number."""
     if value is not None and value <= 0:
@@ -207,7 +223,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     _positive("--memory-limit", memory, args.memory_limit)
     _positive("--device-memory", device_memory, given)
     filters = _filters(args.filter)
-    if not args.negative:
+    if args.negative:
+        _check_negative_filters(filters, args.rules)
+    else:
         _check_filters(args.profile, filters, args.rules)
     runner = _runner(args.runner)
     ok, why = runner.available()
@@ -536,7 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="size and feature mix of the draws")
     c.add_argument("--filter", action="append", default=[], metavar="FEATURE=VALUE",
                    help="pin a feature of case.features() (repeatable; fia-fuzz coverage "
-                        "lists them)")
+                        "lists them); with --negative: rule=ID, calls breaking that rule only")
     c.add_argument("--workers", type=int, default=1,
                    help="worker processes on this host, one device each")
     c.add_argument("--devices", help="device indices for the workers, e.g. 0-7 or 0,2,4")

@@ -95,6 +95,10 @@ TABLE = [
      "--device-memory -1G: must be positive"),
     ("campaign-out-file", ["campaign", "--max-cases", "2", "--out", "{list}"], "is a file"),
     ("campaign-fail-on", [*CAMPAIGN, "--fail-on", "fail,bogus"], "'bogus'"),
+    ("campaign-negative-filter", [*CAMPAIGN, "--negative", "--filter", "layout=BSH"],
+     "rule=ID only"),
+    ("campaign-negative-rule", [*CAMPAIGN, "--negative", "--filter", "rule=bogus.rule"],
+     "'bogus.rule' is not a rule id"),
     # report
     ("report-missing", ["report", "{tmp}/nope"], "nope"),
     ("report-empty", ["report", "{empty_dir}"], "no results"),

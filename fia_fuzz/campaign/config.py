@@ -57,6 +57,11 @@ class CampaignConfig:
     #: then draws from their feature cells only (`seed_cells`).
     seed_cases: tuple[Case, ...] = ()
 
+    @property
+    def mode(self) -> str:
+        """The rows' `mode`: "negative" (illegal calls sent as is) or "precision"."""
+        return "negative" if self.negative else "precision"
+
     def fingerprint(self) -> str:
         """Identity of the command: a rerun with the same one resumes the same run."""
         keys = ("runner", "max_cases", "budget_s", "seed", "profile", "filters", "workers",

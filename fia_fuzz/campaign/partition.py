@@ -20,7 +20,8 @@ hill-climbs from the worst cases it has seen; see `_steer_round`.
 Order inside a partition: take the failures of a resumed run's earlier attempts (to
 shrink them too), replay the seed cases (`--seed-cases`) and the failure corpus
 (bundles of earlier runs in OUT), split among workers by case id, explore, then shrink
-each failing feature cell of the whole run not yet shrunk (`shrink.py`). With seed
+each failing feature cell of the whole run not yet shrunk (`shrink.py`; under --negative
+each broken rule and side with a finding). With seed
 cases the stream draws from their feature cells only. A partition whose cases the
 harness cannot run (outcome `harness`: the device process does not start)
 stops exploring after HARNESS_STREAK of them in a row.
@@ -45,7 +46,7 @@ from fia_fuzz.campaign.bundles import bundle_cases
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import repro_command
 from fia_fuzz.campaign.record import BUNDLE_IF_FAILING, BUNDLE_NEVER, evaluate_case
-from fia_fuzz.campaign.shrink import SHRUNK, shrink_failures
+from fia_fuzz.campaign.shrink import SHRUNK, Drawn, shrink_failures, shrink_strategy
 from fia_fuzz.campaign.state import (
     Claims,
     Found,
@@ -57,14 +58,12 @@ from fia_fuzz.campaign.state import (
     steered,
     wind_down,
 )
-from fia_fuzz.diff.signature import failure_kind
+from fia_fuzz.diff.signature import failure_kind, negative_cell
 from fia_fuzz.op.case import Case
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_result_file, result_files
-from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners.isolation import HARNESS, IsolatedWorker, runner_query, runner_ref
-from fia_fuzz.strategies import cases, illegal_cases
-from fia_fuzz.strategies.cases import device_cases, recorded_cases
+from fia_fuzz.strategies import cases
 from fia_fuzz.strategies.seeded import fixed_constants
 
 #: The stages of a case's time that rows record as t_<stage> (seconds).
@@ -105,6 +104,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     draw_xor) so this night's shrink and the next night's replay can shrink from it.
     """
     cfg = st.cfg
+    found = found or Found(case)
     key_cell = () if cfg.negative else cell_of(case.features())
     may_bundle = not cfg.negative and st.bundles.get(key_cell, 0) < cfg.bundles_per_cell
     timeout, budget_cut = _timeout(st)
@@ -112,9 +112,8 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     tags = {**st.meta, "run_id": st.job.run_id, "shard": f"{cfg.shard}/{cfg.shards}",
             "worker": st.job.worker, "device": st.job.device, "seed": cfg.seed,
             "attempt": st.job.attempt, "origin": origin,
-            "mode": "negative" if cfg.negative else "precision",
-            "repro": repro_command(case, cfg.runner, str(cfg.out))}
-    found = found or Found(case)
+            "mode": cfg.mode,
+            "repro": repro_command(case, cfg.runner, str(cfg.out)), **found.tags}
     drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
              {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
     done = evaluate_case(st, case, tags, timeout=timeout, drawn=drawn, budget_cut=budget_cut,
@@ -124,7 +123,8 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     row, kind = done.row, done.kind
     row.update(t_generate=t_generate, t_case=time.perf_counter() - t0, timestamp=time.time())
     if kind:
-        st.failing.setdefault(key_cell + (kind,), found)
+        cell = negative_cell(row) if cfg.negative else key_cell
+        st.failing.setdefault(cell + (kind,), found)
         if may_bundle:
             st.bundles[key_cell] = st.bundles.get(key_cell, 0) + 1
     st.writer.write(row)
@@ -173,7 +173,7 @@ def earlier_failures(st: PartitionState) -> int:
     shrunk in this run is skipped by its claim, `shrink.shrink_cell`); returns how many
     failing cells that added."""
     job = st.job
-    if job.attempt <= 1 or st.cfg.negative:
+    if job.attempt <= 1:
         return 0
     added = 0
     for f in run_files(Path(st.cfg.out), job.run_id):
@@ -188,10 +188,12 @@ def earlier_failures(st: PartitionState) -> int:
             if not job.owns(case.case_id):
                 continue
             text, xor = row.get("draw_choices"), row.get("draw_xor")
+            cell = negative_cell(row) if st.cfg.negative else cell_of(case.features())
             found = Found(case, choices_from_hex(text) if isinstance(text, str) and text
                           else None, int(xor) if isinstance(xor, (int, float)) and xor == xor
-                          else 0)
-            key = cell_of(case.features()) + (kind,)
+                          else 0, {"broken_side": dict(cell)["broken_side"]}
+                          if st.cfg.negative else {})
+            key = cell + (kind,)
             if key not in st.failing:
                 st.failing[key] = found
                 added += 1
@@ -228,30 +230,28 @@ def replay_seeds(st: PartitionState) -> None:
         run_case(st, case, "seed", 0.0)
 
 
-#: A stream draw: the case and its choice sequence (None when not replayable).
-Drawn = tuple[Case, tuple[int, ...] | None]
-
-
 def stream_strategy(cfg: CampaignConfig) -> hst.SearchStrategy[Drawn]:
-    """(case, its choice sequence or None) as the stream draws them: illegal cases
-    (--negative), cases of the seed cases' cells, or `recorded_cases`.
+    """(case, its choice sequence or None, tags) as the stream draws them: illegal cases
+    (--negative, with the side of the rule's bound each broke), cases of the seed cases'
+    cells, or `recorded_cases`. The shrink replays a choice sequence through the same
+    strategy (`shrink_strategy`).
 
     Draws from seed cells carry no choice sequence: the shrink replays sequences
     through `recorded_cases(profile, **filters)`, which would read them otherwise.
     """
     if cfg.negative:
-        return _negative_cases(cfg.rules).map(lambda c: (c, None))
+        return shrink_strategy(cfg)
     cells = cfg.seed_cells() if cfg.seed_cases else []
     reachable = []
     for cell in cells:
         try:
             reachable.append(cases(profile=cfg.profile, rules=cfg.rules, **cell)
-                             .map(lambda c: (c, None)))
+                             .map(lambda c: (c, None, {})))
         except InvalidArgument:
             continue  # a seed's cell no strategy family reaches: replayed, not fuzzed
     if reachable:
         return hst.one_of(reachable)
-    return recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters)
+    return shrink_strategy(cfg)
 
 
 def _stop_exploring(st: PartitionState) -> bool:
@@ -267,16 +267,6 @@ def _stop_exploring(st: PartitionState) -> bool:
 def _settings(cfg: CampaignConfig, phases: list[Phase]) -> settings:
     return settings(max_examples=cfg.round_size, deadline=None, database=None, phases=phases,
                     suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
-
-
-def _negative_cases(rules: str) -> Any:
-    """Calls the docs forbid; under a device profile also calls only it forbids and calls
-    only it allows, so the rows tell `accepted (device profile)` apart from findings, and
-    show where the device contradicts its profile (execute.negative_task)."""
-    if rules == "docs":
-        return illegal_cases()
-    docs_illegal = device_cases(rules).filter(lambda c: bool(validate(**c.specs())))
-    return hst.one_of(illegal_cases(), illegal_cases(rules=rules), docs_illegal)
 
 
 def _stream_round(st: PartitionState, rnd: int) -> bool:
@@ -300,8 +290,8 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
     @hseed(derive_seed(cfg.seed, "round", rnd))
     @_settings(cfg, [Phase.generate])
     @given(strategy)
-    def step(drawn: tuple[Case, tuple[int, ...] | None]) -> None:
-        case, choices = drawn
+    def step(drawn: Drawn) -> None:
+        case, choices, tags = drawn
         if _stop_exploring(st):
             raise StopExploring
         cid = case.case_id
@@ -324,7 +314,7 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
         if not st.claims.take(k) or cid in st.done:
             return  # another worker reached it first, or an earlier attempt ran it
         t_gen = time.perf_counter() - st.last_mark
-        row = run_case(st, case, "explore", t_gen, Found(case, choices))
+        row = run_case(st, case, "explore", t_gen, Found(case, choices, tags=tags))
         st.last_mark = time.perf_counter()
         if row is None:
             raise StopExploring
@@ -358,7 +348,7 @@ def _steer_round(st: PartitionState, k: int) -> bool:
             return
         st.seen.add(cid)
         t_gen = time.perf_counter() - st.last_mark
-        row = run_case(st, case, "steer", t_gen, Found(case, drawn[1], space))
+        row = run_case(st, case, "steer", t_gen, Found(case, drawn[1], space, drawn[2]))
         st.last_mark = time.perf_counter()
         if row is None:
             raise StopExploring
@@ -426,8 +416,8 @@ def run_partition(job: PartitionJob, report: Report, claims: Claims | None = Non
             replay_seeds(st)
             replay_corpus(st)
         explore(st)
-        if cfg.shrink and not cfg.negative:
-            shrunk = shrink_failures(st) + seqs.shrink_failures(st)
+        if cfg.shrink:
+            shrunk = shrink_failures(st) + ([] if cfg.negative else seqs.shrink_failures(st))
     finally:
         worker.close(grace=0.2)  # idle; nothing of ours lives in it
         results = st.writer.close()

@@ -73,7 +73,7 @@ def evaluate_case(st: PartitionState, case: Case, tags: dict[str, Any], *, timeo
     else:
         row.update(outcome=res.outcome, error=res.message)
     row.update(tags)
-    kind = None if cfg.negative else failure_kind(row)
+    kind = failure_kind(row)
     if kind:
         row.update(drawn or {})
     if kind or bundle == BUNDLE_ALWAYS:

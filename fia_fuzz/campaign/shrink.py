@@ -1,13 +1,15 @@
 """Shrinking: each failing feature cell's observed failure, shrunk by Hypothesis, bundled.
 
 The failing case's own choice sequence (recorded as it was drawn through
-`recorded_cases`, the campaign's strategy) is the shrink's starting point:
+`shrink_strategy`, the campaign's strategy: `recorded_cases`, or under --negative the
+illegal cases) is the shrink's starting point:
 a `SeedDatabase` (a Hypothesis `ExampleDatabase`) serves it as the test's
 only stored example, in the secondary corpus, so Hypothesis's reuse phase
 replays it (the same case again) and its shrink phase shrinks it; nothing is
 generated afresh, so a failure that one draw in a thousand reaches shrinks as
 well as a common one. A candidate counts as failing only when it fails the
-same way (failure kind) in the same cell. The minimal case is the smallest
+same way (failure kind) in the same cell (a negative finding: breaking the same rule on
+the same side of its bound). The minimal case is the smallest
 failing case the shrink met (tensor elements, `case_size`), so it is never
 larger than the found one; it is bundled with the shrink's steps
 (`shrink.json`) and written as a row with origin=shrunk. A claim file per
@@ -25,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import strategies as hst
 from hypothesis.database import ExampleDatabase, choices_to_bytes
 
 from fia_fuzz.campaign.bundles import write_bundle
-from fia_fuzz.campaign.config import cell_of
+from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import repro_command
 from fia_fuzz.campaign.record import BUNDLE_ALWAYS, evaluate_case
 from fia_fuzz.campaign.state import (
@@ -38,8 +41,12 @@ from fia_fuzz.campaign.state import (
     steered,
     wind_down,
 )
+from fia_fuzz.diff.signature import negative_cell
 from fia_fuzz.op.case import Case
-from fia_fuzz.strategies.cases import recorded_cases
+from fia_fuzz.rules.validate import validate
+from fia_fuzz.strategies.cases import device_cases, recorded_cases
+from fia_fuzz.strategies.choices import with_choices
+from fia_fuzz.strategies.illegal import sided_illegal_cases
 from fia_fuzz.strategies.seeded import fixed_constants
 
 SHRUNK = "shrunk"
@@ -77,6 +84,40 @@ class SeedDatabase(ExampleDatabase):
         """Nothing persists beyond this shrink."""
 
 
+#: A draw of the campaign's strategy: the case, its choice sequence (None when not
+#: replayable) and the tags its row takes from the draw (`Found.tags`).
+Drawn = tuple[Case, tuple[int, ...] | None, dict[str, Any]]
+
+
+def shrink_strategy(cfg: CampaignConfig) -> hst.SearchStrategy[Drawn]:
+    """What the stream draws with a replayable choice sequence, and the shrink replays:
+    `recorded_cases(profile, **filters)`, or under --negative the illegal cases (of the rule
+    `--filter rule=ID` names), each with the sides it broke as its `broken_side` tag."""
+    if cfg.negative:
+        return with_choices(_negative_cases(cfg.rules, cfg.filters.get("rule"))).map(
+            lambda d: (d[0][0], d[1], {"broken_side": "+".join(sorted(d[0][1]))}))
+    return recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters).map(
+        lambda d: (*d, {}))
+
+
+def _negative_cases(rules: str, rule: str | None = None) -> Any:
+    """(case, sides broken) of calls the docs forbid; under a device profile also calls only
+    it forbids and calls only it allows, so the rows tell `accepted (device profile)` apart
+    from findings, and show where the device contradicts its profile
+    (execute.negative_task). `rule`: only calls breaking that rule (of `rules`)."""
+    if rules == "docs" or rule is not None:
+        return sided_illegal_cases(rule, rules)
+    docs_illegal = device_cases(rules).filter(lambda c: bool(validate(**c.specs())))
+    return hst.one_of(sided_illegal_cases(), sided_illegal_cases(rules=rules),
+                      docs_illegal.map(lambda c: (c, frozenset())))
+
+
+def _cell(cfg: CampaignConfig, row: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """What a candidate must keep to fail "the same way": its feature cell, or under
+    --negative the broken rule and side (`signature.negative_cell`)."""
+    return negative_cell(row) if cfg.negative else cell_of(row)
+
+
 def case_size(case: Case) -> int:
     """Elements of every tensor of the call (`Case.elements`): "smaller" for a minimal case."""
     return case.elements()
@@ -110,25 +151,25 @@ def _claim(path: Path, owner: str) -> bool:
 
 
 def _search(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str, found: Found,
-            stop_at: float) -> tuple[list[dict[str, Any]], dict[str, tuple[Case, tuple[int, ...]]],
-                                     str]:
-    """Hypothesis's shrink from `found`: (steps, failing cases with their choices, note)."""
+            stop_at: float) -> tuple[list[dict[str, Any]], dict[str, Found], str]:
+    """Hypothesis's shrink from `found`: (steps, failing cases as drawn, note)."""
     cfg = st.cfg
     steps: list[dict[str, Any]] = []
-    failing: dict[str, tuple[Case, tuple[int, ...]]] = {}
+    failing: dict[str, Found] = {}
     memo: dict[str, bool] = {}
 
-    def fails(case: Case, choices: tuple[int, ...]) -> bool:
+    def fails(case: Case, choices: tuple[int, ...], tags: dict[str, Any]) -> bool:
         cid = case.case_id
         if cid not in memo:
             if time.time() >= stop_at:
                 return False  # out of time: report passes so the shrinker winds down
-            done = evaluate_case(st, case, {}, timeout=cfg.case_timeout_s)
+            done = evaluate_case(st, case, {"mode": cfg.mode, **tags},
+                                 timeout=cfg.case_timeout_s)
             assert done is not None  # no budget cut here: the stop time ends the search
-            memo[cid] = done.kind == kind and cell_of(done.row) == cell
+            memo[cid] = done.kind == kind and _cell(cfg, done.row) == cell
             steps.append({"case_id": cid, "size": case_size(case), "fails": memo[cid]})
             if memo[cid]:
-                failing[cid] = (case, choices)
+                failing[cid] = Found(case, choices, found.seed_xor, tags)
         return memo[cid]
 
     @settings(max_examples=cfg.shrink_examples, deadline=None,
@@ -136,10 +177,10 @@ def _search(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str, fo
               phases=[Phase.reuse, Phase.shrink],
               suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
               report_multiple_bugs=False, print_blob=False)
-    @given(recorded_cases(profile=cfg.profile, rules=cfg.rules, **cfg.filters))
-    def must_not_fail(drawn: tuple[Case, tuple[int, ...]]) -> None:
+    @given(shrink_strategy(cfg))
+    def must_not_fail(drawn: Drawn) -> None:
         case = steered(drawn[0], found.seed_xor)
-        if fails(case, drawn[1]):
+        if fails(case, drawn[1], drawn[2]):
             raise CellStillFails(f"{case.case_id} fails with {kind}")
 
     note = ""
@@ -177,14 +218,16 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
         steps, failing, note = _search(st, cell, kind, found, stop_at)
     failing.pop(found.case.case_id, None)
     size_found = case_size(found.case)
-    smaller = sorted(((case_size(c), i, c, ch) for i, (c, ch) in enumerate(failing.values())
-                      if case_size(c) <= size_found), key=lambda t: (t[0], -t[1]))
-    minimal, choices = (smaller[0][2], smaller[0][3]) if smaller else (found.case, found.choices)
+    smaller = sorted(((case_size(f.case), i, f) for i, f in enumerate(failing.values())
+                      if case_size(f.case) <= size_found), key=lambda t: (t[0], -t[1]))
+    least = smaller[0][2] if smaller else found
+    minimal, choices = least.case, least.choices
     shrunk = minimal.case_id != found.case.case_id
     tags = {**st.meta, "run_id": st.job.run_id, "origin": SHRUNK, "seed": cfg.seed,
             "shard": f"{cfg.shard}/{cfg.shards}", "worker": st.job.worker,
             "device": st.job.device, "attempt": st.job.attempt,
-            "mode": "precision", "shrunk_from": found.case.case_id, "shrink_steps": len(steps),
+            "mode": cfg.mode, **least.tags, "shrunk_from": found.case.case_id,
+            "shrink_steps": len(steps),
             "failure_kind": kind, "shrunk": shrunk, "size_found": size_found,
             "size_minimal": case_size(minimal), "timestamp": time.time(),
             "repro": repro_command(minimal, cfg.runner, str(cfg.out))}
@@ -202,7 +245,7 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
                "cell": dict(cell), "kind": kind, "found": found.case.case_id,
                "minimal": minimal.case_id, "shrunk": shrunk, "steps": len(steps),
                "size_found": size_found, "size_minimal": case_size(minimal),
-               "minimal_fails": done.kind == kind and cell_of(row) == cell,
+               "minimal_fails": done.kind == kind and _cell(cfg, row) == cell,
                "note": note, "bundle": bundle}
     (Path(bundle) / STEPS).write_text(json.dumps({**summary, "trace": steps}, indent=2,
                                                  default=str) + "\n")

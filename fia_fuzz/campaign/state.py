@@ -27,13 +27,16 @@ Report = Callable[[dict[str, Any]], None]
 
 @dataclass(frozen=True)
 class Found:
-    """A failing case as drawn: its choice sequence through `recorded_cases(profile,
-    **filters)` and the seed mask of a steered draw (see `steered`), from which the shrink
-    replays and shrinks it; `choices` is None when unknown (an old bundle)."""
+    """A failing case as drawn: its choice sequence through the campaign's strategy
+    (`partition.stream_strategy`) and the seed mask of a steered draw (see `steered`), from
+    which the shrink replays and shrinks it; `choices` is None when unknown (an old bundle).
+    `tags` are what the draw knew and the case does not say, for its row (a negative
+    case's `broken_side`)."""
 
     case: Case
     choices: tuple[int, ...] | None = None
     seed_xor: int = 0
+    tags: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,11 @@ production-calls.md "Tile edges"): in the last partial tile (`tail`), on a
 tile's first or last row (`tile edge`), or elsewhere (`interior`). A runner
 error is signed by its message with the numbers taken out, a crash by how
 the worker died.
+
+A negative-mode row (an illegal call sent as is) fails when the backend accepted it
+with a wrong result (`accepted-wrong`) or crashed or hung on it; its signature names
+the broken rule and the side of the rule's bound the call broke (`broken_side`, where
+the breaker says), not a feature cell: `precise.range/above accepted-wrong: ...`.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from fia_fuzz.op.geometry import SEQ_AXIS
 
 #: Outcomes that are failures of the backend even without a verdict.
 FAILED_OUTCOMES = ("crashed", "timeout", "error")
+#: Negative-mode outcomes that are findings: an illegal call accepted with a wrong result,
+#: or one that crashed or hung the backend (a rejection is the good answer).
+NEGATIVE_FAILED = ("accepted-wrong", "crashed", "timeout")
 #: The feature axes of a signature's cell (the campaign's failing cell).
 CELL_AXES = ("layout", "q_dtype", "branch")
 #: The smallest query-row tile of the A2 kernels (SOUTER 32/64/128): every larger tile's
@@ -64,8 +72,10 @@ def is_wrong_result(kind: str | None) -> bool:
 
 
 def failure_kind(row: Mapping[str, Any]) -> str | None:
-    """'fail', 'nonfinite:<class>', 'crashed', 'timeout' or 'error' for a failing row, None
-    otherwise."""
+    """'fail', 'nonfinite:<class>', 'crashed', 'timeout' or 'error' for a failing row (a
+    negative-mode row: one of NEGATIVE_FAILED), None otherwise."""
+    if row.get("mode") == "negative":
+        return str(row["outcome"]) if row.get("outcome") in NEGATIVE_FAILED else None
     if row.get("outcome") in FAILED_OUTCOMES:
         return str(row["outcome"])
     _, cls = nonfinite_class(row)
@@ -140,10 +150,25 @@ def error_shape(row: Mapping[str, Any], policy: str = DEFAULT_POLICY) -> str:
     return f"worst element: {_where(row)}"
 
 
+def negative_cell(row: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """What a negative finding is about: the rule its call broke and the side of the
+    rule's bound (a campaign shrinks it only to cases breaking the same, on that side)."""
+    side = row.get("broken_side")
+    return (("broken_rules", str(row.get("broken_rules") or "")),
+            ("broken_side", side if isinstance(side, str) else ""))
+
+
 def signature(row: Mapping[str, Any], cell_axes: tuple[str, ...] = CELL_AXES) -> str:
-    """`layout/q_dtype/branch kind: error shape` of a failing row; '' for a passing row."""
+    """`layout/q_dtype/branch kind: error shape` of a failing row (a negative row:
+    `rule[/side] kind: ...`); '' for a passing row."""
     kind = failure_kind(row)
     if kind is None:
         return ""
+    if row.get("mode") == "negative":
+        rule, side = (v for _, v in negative_cell(row))
+        shape = error_shape({**row, "mode": "precision"}) if kind == "accepted-wrong" else \
+            error_shape(row)
+        detail = shape or re.sub(r"\d+", "N", str(row.get("accepted_detail", "")))[:80]
+        return f"{rule}{'/' + side if side else ''} {kind}: {detail}"
     cell = "/".join(str(row.get(a)) for a in cell_axes)
     return f"{cell} {kind}: {error_shape(row)}"

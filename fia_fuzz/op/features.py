@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fia_fuzz.op import args, edges
-from fia_fuzz.op.args import DerivedTuple, pse
+from fia_fuzz.op.args import DerivedTuple, antiquant, pse
 from fia_fuzz.op.call import CallView
 from fia_fuzz.op.params import ALL_ARGS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.op.tensors import TensorSpec
@@ -167,12 +167,13 @@ def _empty(q: TensorSpec | None, s1: int | None, v: CallView) -> str:
 
 
 #: The `values` axis: where arithmetic breaks (docs/values.md). "finite" first (the shrink
-#: order); NaN/Inf placed by region (op/specials.py); position-bias specials; a fully masked
+#: order); NaN/Inf placed by region (op/specials.py); position-bias and antiquant
+#: scale/offset specials; a fully masked
 #: row; and regimes of finite fills (magnitudes that overflow fp16 Q.K^T and an unshifted
 #: exp, subnormals, exact ties and rows of equal scores).
 VALUES = ("finite", "nan_attended", "nan_masked", "nan_padding", "inf_attended",
-          "inf_masked", "inf_padding", "pse_neg_inf", "pse_nan", "masked_row", "overflow",
-          "subnormal", "ties")
+          "inf_masked", "inf_padding", "pse_neg_inf", "pse_nan", "antiquant_nan",
+          "antiquant_inf", "masked_row", "overflow", "subnormal", "ties")
 #: A fill's label of the finite regime it was drawn for (no effect on its values).
 REGIME = "regime"
 
@@ -187,6 +188,10 @@ def values_class(fills: dict[str, dict[str, Any]]) -> str:
     special = fills.get(pse.NAME, {}).get("special")
     if special in ("nan", "-inf"):
         return "pse_nan" if special == "nan" else "pse_neg_inf"
+    for name in antiquant.TENSORS:
+        special = fills.get(name, {}).get("special")
+        if special in ("nan", "inf", "-inf"):
+            return "antiquant_nan" if special == "nan" else "antiquant_inf"
     if fills.get("atten_mask", {}).get("special") == "full_row":
         return "masked_row"
     for f in fills.values():

@@ -1,5 +1,6 @@
-"""Special values placed into a materialised call: NaN and +-Inf in query, key, value and
-the position bias, and fully masked rows in atten_mask (the `values` feature axis).
+"""Special values placed into a materialised call: NaN and +-Inf in query, key, value, the
+position bias and the antiquant scales and offsets, and fully masked rows in atten_mask
+(the `values` feature axis).
 
 A fill recipe may carry, beside its dist, a placement (docs/values.md):
 
@@ -7,7 +8,9 @@ A fill recipe may carry, beside its dist, a placement (docs/values.md):
 
 `special` is "nan", "inf" or "-inf" (a float tensor) or "full_row" (atten_mask: every
 column of a row masked); `where` names the region of the call the positions are drawn
-from, by the op's own geometry and masks [SEM §3-4]:
+from, by the op's own geometry and masks [SEM §3-4] (an antiquant scale or offset has no
+region: any of its elements, each of which scales some keys' or values' channels or
+tokens):
 
 - attended: a valid query row that attends some key; a key/value column inside its
   batch's valid window that some valid row attends; a position-bias element of an
@@ -24,7 +27,9 @@ from, by the op's own geometry and masks [SEM §3-4]:
 (seed, name + "/special"): integer arithmetic on PCG64 words only, so the same case
 gives the same bits everywhere (op/values.py's contract). The dist's own values come
 first and are untouched elsewhere: a recipe without `special` materialises as before.
-A region the case does not have (no mask, no padding) places nothing.
+A region the case does not have (no mask, no padding) places nothing; `unplaced` names
+the fills whose region is empty in a call, so a strategy can drop their special and the
+`values` label never names a value the call does not hold.
 
 The regions are computed here from op/geometry.py (windows, band, user mask) for
 placement only; what the op does with the values is the golden's business.
@@ -36,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.op.args import pse, rope
+from fia_fuzz.op.args import antiquant, pse, rope
 from fia_fuzz.op.call import CallView
 from fia_fuzz.op.geometry import (
     band_window,
@@ -54,8 +59,9 @@ FLOAT_SPECIALS = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf}
 #: The mask special: every column of a row masked.
 FULL_ROW = "full_row"
 WHERES = ("attended", "masked", "padding")
-#: Tensors a float special may sit in (antiquant parameters are not placed by region).
-FLOAT_TARGETS = ("query", "key", "value", pse.NAME)
+#: Tensors a float special may sit in: by region, the position bias's attended pairs, or
+#: anywhere in an antiquant scale or offset.
+FLOAT_TARGETS = ("query", "key", "value", pse.NAME, *antiquant.TENSORS)
 #: Raw words per placed position (batch/row/column choice, head, dim, spare).
 WORDS = 4
 
@@ -83,8 +89,31 @@ def apply_specials(fills: dict[str, dict[str, Any]], seed: int, call: dict[str, 
         value = FLOAT_SPECIALS[str(fill[SPECIAL])]
         if name == pse.NAME:
             regions.place_pse(raw, value)
+        elif name in antiquant.TENSORS:
+            _place_anywhere(call[name], raw, value)
         else:
             regions.place(name, where, raw, value)
+
+
+def unplaced(fills: dict[str, dict[str, Any]], call: dict[str, Any]) -> list[str]:
+    """The tensors whose special would place nothing in `call`: its region is empty (a
+    bernoulli mask that masks no key inside the valid window, a band that masks nothing,
+    every row fully masked). Only atten_mask needs its data: the regions read the others'
+    shapes (`Case.call(data=False)` with the mask materialised)."""
+    names = [n for n in (*FLOAT_TARGETS, "atten_mask")
+             if SPECIAL in fills.get(n, {}) and call.get(n) is not None]
+    if not names:
+        return []
+    regions = _Regions(CallView(call), call)
+    return [n for n in names if not regions.positions(n, str(fills[n].get(WHERE, "attended")))]
+
+
+def _place_anywhere(x: np.ndarray, raw: np.ndarray, value: float) -> None:
+    """`value` at elements of `x` (flat positions)."""
+    flat = x.reshape(-1)  # a view: the materialised tensors are contiguous
+    if flat.size and np.shares_memory(flat, x):
+        for words in raw:
+            flat[_pick(words[0], flat.size)] = value
 
 
 def _pick(raw: np.ndarray, n: int) -> int:
@@ -168,6 +197,32 @@ class _Regions:
             out += [(b, int(j) - self.prefix) for j in np.flatnonzero(hit)]
         return out
 
+    def _pse_pairs(self) -> list[tuple[int, int, int]]:
+        """(batch, row, column) pairs of the position bias some valid row attends."""
+        bias = self.call[pse.NAME]
+        pairs: list[tuple[int, int, int]] = []
+        for b in range(self.B if bias.shape[0] > 1 else 1):
+            ex = self.excluded(b)[:bias.shape[2], :bias.shape[3]]
+            pairs += [(b, int(r), int(c)) for r, c in zip(*np.nonzero(~ex), strict=True)]
+        return pairs
+
+    def _mask_rows(self) -> list[tuple[int, int]]:
+        """(batch, row) of the valid rows of a used atten_mask (none when it is unused)."""
+        if self.mask is None:
+            return []
+        return [(b, int(r)) for b in range(self.B if self.mask.shape[0] > 1 else 1)
+                for r in np.flatnonzero(self._valid_rows(b))]
+
+    def positions(self, name: str, where: str) -> list[Any]:
+        """Where a special of `name` may go (`where`: its region; pse and mask have one)."""
+        if name == pse.NAME:
+            return self._pse_pairs()
+        if name == "atten_mask":
+            return self._mask_rows()
+        if name in antiquant.TENSORS:
+            return list(range(int(np.size(self.call[name]))))
+        return self._candidates(name, where)
+
     # ---- placement -------------------------------------------------------------
     def place(self, name: str, where: str, raw: np.ndarray, value: float) -> None:
         cands = self._candidates(name, where)
@@ -209,10 +264,7 @@ class _Regions:
     def place_pse(self, raw: np.ndarray, value: float) -> None:
         """`value` at attended (row, column) pairs of the position bias (absolute positions)."""
         bias = self.call[pse.NAME]
-        pairs: list[tuple[int, int, int]] = []
-        for b in range(self.B if bias.shape[0] > 1 else 1):
-            ex = self.excluded(b)[:bias.shape[2], :bias.shape[3]]
-            pairs += [(b, int(r), int(c)) for r, c in zip(*np.nonzero(~ex), strict=True)]
+        pairs = self._pse_pairs()
         if not pairs:
             return
         for words in raw:
@@ -222,10 +274,7 @@ class _Regions:
     def full_rows(self, raw: np.ndarray) -> None:
         """Mask every column of valid rows of atten_mask (a row of no attended key)."""
         mask = self.call["atten_mask"]
-        if self.mask is None:
-            return
-        rows = [(b, int(r)) for b in range(self.B if self.mask.shape[0] > 1 else 1)
-                for r in np.flatnonzero(self._valid_rows(b))]
+        rows = self._mask_rows()
         if not rows:
             return
         for words in raw:

@@ -72,7 +72,7 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
             if name in dr.params:
                 dr.fills[name] = {**dr.fills.get(name, {}), LAZY_KEY: LAZY}
     ch.pad(MIN_PATH)
-    case = Case(params=dr.params, fills=dr.fills, seed=ch.int(0, 2**32 - 1))
+    case = values.settle(Case(params=dr.params, fills=dr.fills, seed=ch.int(0, 2**32 - 1)))
     if rules != DEFAULT:
         case = ADAPTERS[rules](case)
         broken = case_violations(case)

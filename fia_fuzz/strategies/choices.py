@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from hypothesis import strategies as st
+from hypothesis.control import current_build_context
 
 
 class Dead(Exception):
@@ -115,3 +116,17 @@ class RandomChooser(Chooser):
 
     def int(self, lo: int, hi: int) -> int:
         return lo if hi <= lo else self.rng.randint(lo, hi)
+
+
+def with_choices(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[Any, tuple]]:
+    """(value, the choice sequence that drew it), for a strategy that is a test's only draw
+    (`@given(with_choices(s))`): replayed through the same strategy (an example database),
+    the sequence rebuilds the value, and Hypothesis can shrink from it. For strategies that
+    draw through Hypothesis directly (the breakers), where no Chooser records the choices."""
+    @st.composite
+    def recorded(draw: st.DrawFn) -> tuple[Any, tuple]:
+        value = draw(strategy)
+        # the test's choices so far; Hypothesis keeps them on the data of the build context
+        return value, tuple(current_build_context().data.choices)
+
+    return recorded()

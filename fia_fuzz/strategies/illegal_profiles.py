@@ -20,8 +20,9 @@ from fia_fuzz.rules.profiles import Profile
 from fia_fuzz.rules.profiles import atlas_a2_examples as a2
 from fia_fuzz.rules.rule import RULES
 from fia_fuzz.rules.validate import case_violations
-from fia_fuzz.strategies.edits import apply
+from fia_fuzz.strategies.edits import SIDE, apply
 from fia_fuzz.strategies.illegal.breaker import Breaker, host_sized
+from fia_fuzz.strategies.illegal.width import infer_sides
 
 #: Per profile: its own rule id -> calls breaking exactly that rule (and nothing else).
 EXAMPLES: dict[str, dict[str, list[dict[str, Any]]]] = {"atlas-a2": {}}
@@ -31,8 +32,9 @@ for _row, _rid, _call in a2.NEGATIVE:
 
 
 def profile_illegal_cases(profile: Profile, rule: str | None, breakers: dict[str, Breaker],
-                          skip: set[str]) -> st.SearchStrategy[Case]:
-    """Cases of `profile` whose only violation under it is `rule` (None: any breakable rule)."""
+                          skip: set[str]) -> st.SearchStrategy[tuple[Case, frozenset[str]]]:
+    """Cases of `profile` whose only violation under it is `rule` (None: any breakable rule),
+    each with the sides of the bound it broke (`illegal.sided_illegal_cases`)."""
     own = EXAMPLES.get(profile.name, {})
     if rule is not None and not profile.holds(rule):
         raise InvalidArgument(f"rule={rule!r} is not held by rules={profile.name!r} (see "
@@ -44,20 +46,23 @@ def profile_illegal_cases(profile: Profile, rule: str | None, breakers: dict[str
     bases = {r: breakers[r].cases() for r in ids if r not in own}
 
     @st.composite
-    def broken(draw: st.DrawFn) -> Case:
+    def broken(draw: st.DrawFn) -> tuple[Case, frozenset[str]]:
         rid = draw(st.sampled_from(ids))
+        sides: frozenset[str] = frozenset()
         if rid in own:
             params = draw(st.sampled_from(own[rid]))
             case = Case(params=params, seed=draw(st.integers(0, 2**32 - 1)), rules=profile.name)
         else:
             base = draw(bases[rid])
-            case = apply(base, breakers[rid].change(draw, base))
+            change = breakers[rid].change(draw, base)
+            case = apply(base, change)
+            sides = frozenset(change[SIDE]) if SIDE in change else infer_sides(base, case)
             case = Case(params=case.params, fills=case.fills, seed=case.seed,
                         rules=profile.name)
         if [v.rule for v in case_violations(case)] != [rid]:
             reject()
         if rid not in skip and host_sized(case):
             reject()
-        return case
+        return case, sides
 
     return broken()

@@ -2,30 +2,33 @@
 
 Drawn after the family has built the whole case, so the choice sees what the case can
 carry (a mask, padding, a position bias, float tensors): NaN or +-Inf placed by region
-in query, key or value (op/specials.py), -inf or NaN in the bias, fully masked rows of
-atten_mask, and three finite regimes (fp16 Q.K^T and unshifted-exp overflow, subnormals,
-exact ties / rows of equal scores). Only profiles with a `values_share` draw it unfiltered
-(smoke has none, so its draws and their choice sequences are those of before); a
-`values=...` filter draws it in any profile.
+in query, key or value (op/specials.py), -inf or NaN in the bias, NaN or +-Inf in a float
+antiquant scale or offset, fully masked rows of atten_mask, and three finite regimes
+(fp16 Q.K^T and unshifted-exp overflow, subnormals, exact ties / rows of equal scores).
+Only profiles with a `values_share` draw it unfiltered (smoke has none, so its draws and
+their choice sequences are those of before); a `values=...` filter draws it in any
+profile.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args import pse, rope
+from fia_fuzz.op.args import antiquant, pse, rope
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.features import REGIME
 from fia_fuzz.op.geometry import kv_window, query_window
-from fia_fuzz.op.specials import COUNT, FULL_ROW, SPECIAL, WHERE
-from fia_fuzz.op.values import ROUND
+from fia_fuzz.op.specials import COUNT, FULL_ROW, SPECIAL, WHERE, has_specials, unplaced
+from fia_fuzz.op.values import ROUND, materialise
 from fia_fuzz.strategies.draft import Draft, weighted
 
 FLOAT = ("float16", "bfloat16")
 #: Draw weight of a value among those a case can carry: the ones few cases can carry
-#: (a position bias, a used mask) come up about as often as the others.
-WEIGHTS = {"pse_neg_inf": 3, "pse_nan": 3, "masked_row": 3, "nan_masked": 2, "inf_masked": 2,
-           "nan_padding": 2, "inf_padding": 2}
+#: (a position bias, antiquant scales, a used mask) come up about as often as the others
+#: (the bias's two the most: fewest cases carry one).
+WEIGHTS = {"pse_neg_inf": 5, "pse_nan": 5, "antiquant_nan": 3, "antiquant_inf": 3,
+           "masked_row": 3, "nan_masked": 2, "inf_masked": 2, "nan_padding": 2,
+           "inf_padding": 2}
 #: fp16 query/key magnitude of the overflow regime: q.k of two of them is 2^20, past the
 #: fp16 maximum, while every score stays an exact multiple of one fp32 number.
 OVERFLOW_MAGNITUDE = 2.0 ** 10
@@ -70,7 +73,8 @@ def _uses_mask(dr: Draft) -> bool:
 
 def _masks_something(dr: Draft) -> bool:
     """A used atten_mask that is not all zeros, or a causal band over several query rows
-    (mode 4's band may mask nothing: the region then places nothing)."""
+    (a bernoulli mask or mode 4's band may still mask nothing: `settle` then drops the
+    special)."""
     mode = dr.params.get("sparse_mode", 0)
     rows = int(query_window(_view(dr))[0].max(initial=0))
     band = mode in (2, 3, 4) and (not dr.decode or rope.QUERY in dr.params) and rows > 1
@@ -117,6 +121,8 @@ def _carried(dr: Draft) -> tuple[str, ...]:
     out += ["inf_padding"] if padding else []
     if p.get(pse.NAME) is not None:
         out += ["pse_neg_inf", "pse_nan"]
+    if _antiquant_floats(dr):
+        out += ["antiquant_nan", "antiquant_inf"]
     if _uses_mask(dr):
         out += ["masked_row"]
     if qf and kvf and p.get(pse.NAME) is None and rope.QUERY not in p:
@@ -125,6 +131,14 @@ def _carried(dr: Draft) -> tuple[str, ...]:
     if kvf:
         out += ["ties"]
     return tuple(out)
+
+
+def _antiquant_floats(dr: Draft) -> tuple[str, ...]:
+    """The float antiquant scales and offsets of the case, scales first (the value's first
+    choice, the simplest to shrink to)."""
+    names = sorted((n for n in antiquant.TENSORS if dr.params.get(n) is not None),
+                   key=lambda n: "offset" in n)
+    return tuple(n for n in names if dr.params[n].dtype in (*FLOAT, "float32"))
 
 
 def _apply(dr: Draft, value: str) -> None:
@@ -148,6 +162,10 @@ def _apply(dr: Draft, value: str) -> None:
         dr.fills[pse.NAME] = {**dr.fills.get(pse.NAME, {"dist": "normal", "scale": 1.0}),
                                  SPECIAL: "-inf" if value == "pse_neg_inf" else "nan",
                                  WHERE: "attended", COUNT: ch.int(1, 3)}
+    elif value in ("antiquant_nan", "antiquant_inf"):
+        name = ch.one(_antiquant_floats(dr))
+        special = "nan" if value == "antiquant_nan" else ch.one(("inf", "-inf"))
+        dr.fills[name] = {**dr.fills[name], SPECIAL: special, COUNT: ch.int(1, 3)}
     elif value == "masked_row":
         dr.fills["atten_mask"] = {**dr.fills.get("atten_mask", {"dist": "bernoulli", "p": 0.2}),
                                   SPECIAL: FULL_ROW, COUNT: ch.int(1, 2)}
@@ -170,6 +188,25 @@ def _apply(dr: Draft, value: str) -> None:
         dr.fills["key"] = {"dist": "uniform", "scale": scale,
                            ROUND: 4 * scale if equal else scale, REGIME: "ties"}
         _prefix_follows(dr)
+
+
+def settle(case: Case) -> Case:
+    """The drawn case with each special whose region turned out empty once the seed fixed the
+    mask's values (a bernoulli mask masking no key of the valid window, a band masking
+    nothing: op/specials.py `unplaced`) dropped, so its `values` label names what the call
+    holds (such a case is "finite"); a case without specials is returned as it is."""
+    if not has_specials(case.fills):
+        return case
+    call = case.call(data=False)
+    mask = case.params.get("atten_mask")
+    if mask is not None:
+        call["atten_mask"] = materialise(mask, case.fill("atten_mask"), case.seed, "atten_mask")
+    empty = unplaced(case.fills, call)
+    if not empty:
+        return case
+    fills = {n: {k: v for k, v in f.items() if k not in (SPECIAL, WHERE, COUNT)}
+             if n in empty else f for n, f in case.fills.items()}
+    return Case(params=case.params, fills=fills, seed=case.seed, rules=case.rules)
 
 
 def _prefix_follows(dr: Draft) -> None:

@@ -16,6 +16,9 @@ values expose (the `values` axis):
 leaves a fully masked row's output at the mean of its values (the uncorrected kernel of
 golden `row_invalid="docs"`, where the docs promise no correction) instead of 0,
 `test-double-inf-clamp` turns +-Inf outputs into the dtype's largest finite value.
+One carries a planted bug of the kind negative mode exposes: `test-double-one-sided-bound`
+refuses illegal calls as a validating backend does, except that it checks one two-sided
+bound (ONE_SIDED_RULE) on one side only, and accepts and miscomputes calls past the other.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy as np
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.lenient import Undefined, unchecked_golden
 from fia_fuzz.op.call import CallView
+from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners.base import register
 from fia_fuzz.runners.golden_runner import GoldenRunner
 
@@ -167,6 +171,28 @@ class AcceptingDouble(GoldenRunner):
 class AcceptingWrongDouble(AcceptingDouble):
     name = "test-double-accepting-wrong"
     offset = 0.5
+
+
+#: The bound the one-sided double checks on one side only, and the side it lets through:
+#: inner_precise 0..3 checked as `inner_precise < 0` (refused) only, so a mode past 3 runs
+#: and is computed wrongly. (A packed T past the last cumulative length, the classic
+#: one-sided check, has no defined result to judge by: lengths.packed_total is one of
+#: golden.lenient's UNDEFINED_RULES, so accepting it records accepted-undefined.)
+ONE_SIDED_RULE, ONE_SIDED_ACCEPTS = "precise.range", "above"
+
+
+@register("test-double-one-sided-bound")
+class OneSidedBoundDouble(GoldenRunner):
+    """A validating backend (refuses an illegal call with the golden's error) whose check of
+    ONE_SIDED_RULE misses the ONE_SIDED_ACCEPTS side: such calls run, with wrong outputs."""
+
+    name = "test-double-one-sided-bound"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        broken = [v.rule for v in validate(**call)]
+        if broken == [ONE_SIDED_RULE] and int(call["inner_precise"]) > 3:
+            return AcceptingWrongDouble().run(call)
+        return super().run(call)
 
 
 #: The cell whose calls the memory-hog double answers by allocating HOG_BYTES.

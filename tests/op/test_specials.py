@@ -14,7 +14,8 @@ from fia_fuzz.op.case import Case
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.choices import RandomChooser
 from fia_fuzz.strategies.draft import PROFILES, Draft
-from fia_fuzz.strategies.values import draw
+from fia_fuzz.strategies.sample import draw_cases
+from fia_fuzz.strategies.values import draw, settle
 
 B, N, S1, S2, D = 2, 2, 8, 12, 16
 ACT_Q, ACT_KV = [6, 8], [9, 12]
@@ -159,3 +160,39 @@ def test_smoke_draws_no_values_decision_unless_filtered() -> None:
     dr.ch = _Counting(random.Random(0), {"values": "nan_masked"})
     draw(dr)
     assert Case(params=dr.params, fills=dr.fills).features()["values"] == "nan_masked"
+
+
+def test_a_masked_special_whose_mask_masks_nothing_is_dropped_not_labelled() -> None:
+    """A mask that masks no key of the valid window leaves the masked region empty: the draw
+    drops the special, so the case is labelled by what it holds (finite), not nan_masked."""
+    params = {**_case().params, "sparse_mode": 0, "atten_mask": TensorSpec((S1, S2), "bool")}
+    empty = Case(params=params, fills={**_case().fills, "atten_mask": {"dist": "zeros"},
+                                       **_where("key", "masked")}, seed=5)
+    assert empty.features()["values"] == "nan_masked"  # the recipe alone would say so
+    assert np.isfinite(empty.call()["key"].astype(np.float32)).all()  # yet places nothing
+    settled = settle(empty)
+    assert settled.features()["values"] == "finite" and "special" not in settled.fills["key"]
+    held = _case(**_where("key", "masked"))  # the causal band masks keys: kept as it is
+    assert settle(held) == held and not np.isfinite(held.call()["key"].astype(np.float32)).all()
+
+
+@pytest.mark.parametrize("value", ["nan_masked", "inf_masked", "nan_padding", "inf_padding",
+                                   "nan_attended", "pse_nan", "masked_row", "antiquant_nan",
+                                   "antiquant_inf"])
+def test_a_drawn_special_value_is_in_the_call_it_labels(value: str) -> None:
+    """Every filtered draw labelled with a placed value holds it (a bernoulli mask or a
+    sliding band may mask nothing once the seed fixes it: such a draw is not labelled so)."""
+    for case in draw_cases(40, 1, "smoke", values=value):
+        assert case.features()["values"] == value
+        call = case.call()
+        if value == "masked_row":
+            mask = np.asarray(call["atten_mask"]).astype(bool)
+            assert mask.all(axis=-1).any(), case.to_json()
+            continue
+        held = [n for n, f in case.fills.items() if "special" in f]
+        assert held and all(_holds_nonfinite(call[n]) for n in held), case.to_json()
+
+
+def _holds_nonfinite(x: np.ndarray | list[np.ndarray]) -> bool:
+    return any(not np.isfinite(np.asarray(a, np.float32)).all()
+               for a in (x if isinstance(x, list) else [x]))

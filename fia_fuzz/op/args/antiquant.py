@@ -163,3 +163,7 @@ ARG = register(Arg(
     golden=("fia_fuzz.golden.antiquant",),
     runners=("fia_fuzz.runners.composition.antiquant",),
 ))
+
+#: The scale and offset tensors (combined and separate): where the `values` axis puts
+#: NaN/Inf into the dequantisation (op/specials.py).
+TENSORS = tuple(p.name for p in ARG.params if p.kind == TENSOR)

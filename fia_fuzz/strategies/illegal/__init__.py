@@ -29,8 +29,9 @@ from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.rules.profiles import get as get_rules
 from fia_fuzz.rules.rule import RULES
 from fia_fuzz.rules.validate import validate
-from fia_fuzz.strategies.edits import apply
+from fia_fuzz.strategies.edits import SIDE, apply
 from fia_fuzz.strategies.illegal.breaker import Breaker, host_sized
+from fia_fuzz.strategies.illegal.width import infer_sides
 
 #: One module per rule-id prefix, named and ordered as the rulebook's.
 MODULES = tuple(importlib.import_module(f"{__name__}.{m.__name__.rsplit('.', 1)[1]}")
@@ -62,6 +63,15 @@ NOT_MATERIALISABLE: set[str] = {rid for m in MODULES
 def illegal_cases(rule: str | None = None, rules: str = DEFAULT) -> st.SearchStrategy[Case]:
     """Cases whose only violation is `rule` (None: any rule with a materialisable breaker)
     under the rule profile `rules` (see `illegal_profiles` for a device profile)."""
+    return sided_illegal_cases(rule, rules).map(lambda drawn: drawn[0])
+
+
+def sided_illegal_cases(rule: str | None = None, rules: str = DEFAULT
+                        ) -> st.SearchStrategy[tuple[Case, frozenset[str]]]:
+    """`illegal_cases(rule, rules)` with the sides of its rule's bound each case broke (the
+    change's `edits.SIDE` labels, else inferred from base to broken case: `width.infer_sides`;
+    none for a device profile's own examples): the same draws, so a negative finding can
+    name the side a backend accepted."""
     if rules != DEFAULT:
         from fia_fuzz.strategies.illegal_profiles import profile_illegal_cases
 
@@ -82,14 +92,16 @@ def illegal_cases(rule: str | None = None, rules: str = DEFAULT) -> st.SearchStr
     bases = {r: BREAKERS[r].cases() for r in ids}
 
     @st.composite
-    def broken(draw: st.DrawFn) -> Case:
+    def broken(draw: st.DrawFn) -> tuple[Case, frozenset[str]]:
         rid = draw(st.sampled_from(ids))
         base = draw(bases[rid])
-        case = apply(base, BREAKERS[rid].change(draw, base))
+        change = BREAKERS[rid].change(draw, base)
+        case = apply(base, change)
         if [v.rule for v in validate(**case.specs())] != [rid]:
             reject()
         if rid not in NOT_MATERIALISABLE and host_sized(case):
             reject()
-        return case
+        sides = frozenset(change[SIDE]) if SIDE in change else infer_sides(base, case)
+        return case, sides
 
     return broken()
