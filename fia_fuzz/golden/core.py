@@ -34,9 +34,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import ml_dtypes
 import numpy as np
 
-from fia_fuzz.golden.softmax import ROUND_BF16, ROUND_F16, rescale_add, round_rows, softmax_block
+from fia_fuzz.golden.kernels import ROUND_BF16, ROUND_F16, rescale_add, round_rows, softmax_block
 from fia_fuzz.golden.threads import run_all, tile_threads
 from fia_fuzz.numerics.casts import as_work, cast_into, work_blocks
 
@@ -46,9 +47,9 @@ KV_BLOCK = 512
 #: Scores of one head in a row tile (rows x KV_BLOCK): sets the rows of every matmul.
 ROW_TILE_ELEMENTS = 1 << 16
 #: Scores of a tile over its heads and batches (bounds the working set).
-TILE_ELEMENTS = 1 << 19
-#: P's dtypes rounded on the bits by the compiled kernel (golden/softmax.py).
-ROUNDING = {"float16": ROUND_F16, "bfloat16": ROUND_BF16}
+TILE_ELEMENTS = 1 << 17
+#: P's dtypes rounded on the bits by the compiled kernel (golden/kernels.py).
+ROUNDING = {np.dtype(np.float16): ROUND_F16, np.dtype(ml_dtypes.bfloat16): ROUND_BF16}
 
 
 class Matmuls(Protocol):
@@ -70,8 +71,8 @@ ScoreMods = Callable[[slice, slice, slice], tuple["np.ndarray | None", "np.ndarr
 
 def round_p(p: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """p (fp32, in [0, 1]) rounded to `dtype` and kept as fp32, in place: float16 and
-    bfloat16 on the bits (golden/softmax.py `round_rows`), other dtypes by a cast round trip."""
-    mode = ROUNDING.get(np.dtype(dtype).name)
+    bfloat16 on the bits (golden/kernels.py `round_rows`), other dtypes by a cast round trip."""
+    mode = ROUNDING.get(np.dtype(dtype))
     if mode is None:
         p[...] = p.astype(dtype)
     elif p.size:
@@ -161,6 +162,7 @@ def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: n
     alpha = np.empty(m.size, work)
     rows = (m.reshape(-1), l_sum.reshape(-1), hit.reshape(-1), alpha)
     acc_rows = acc.reshape(-1, acc.shape[-1])
+    rounding = ROUNDING.get(np.dtype(p_dtype))
     for c0, kb, vb in zip(range(0, length, KV_BLOCK), k_blocks, v_blocks,
                               strict=True):
         c1 = c0 + kb.shape[-2]
@@ -179,7 +181,9 @@ def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: n
         if matmuls is not None:
             pv = matmuls.pv(s, vb).astype(work)
         else:
-            if precision == "device":
+            if precision == "device" and rounding is not None:
+                round_rows(p_rows, rounding)
+            elif precision == "device":
                 round_p(s, p_dtype)
             pv = masked_pv(s, vb, excluded, v_finite)
         rescale_add(acc_rows, alpha, pv.reshape(-1, pv.shape[-1]))

@@ -1,4 +1,5 @@
-"""The online softmax step of one KV block, fused into one compiled pass per row (numba).
+"""The golden's compiled kernels (numba): the online softmax step of one KV block, fused
+into one pass per row, P's rounding, and the finiteness check of a float16 V.
 
 Between its two matmuls the golden turns a block of scores into P: the row max,
 the running max and the rescale factor alpha, exp(s - max), the row sum, and
@@ -7,16 +8,17 @@ or more passes over the scores, each about as costly as the exp, and on
 GQA-sized tiles they cost as much as the matmuls; here each row is read once
 into L1 and every step runs on it there.
 
-The arithmetic is fixed by this module, not by the compiler or the machine's
-vector width, so it is bit-identical run to run, whatever the thread count and
-the row's position in a tile (GQA equals MHA bit for bit):
+Each row is computed by the same compiled code whatever the thread count and the
+row's position in a tile, so results are bit-identical run to run and across
+thread counts, and GQA equals MHA bit for bit:
 
 - exp is `exp_scalar` below, one polynomial per working type (no libm call, so it
   vectorises): within 2 ulp of the true exp in float32 and float64
-  (tests/golden/test_golden_softmax.py), exp(-inf) = 0, exp(0) = 1 and
+  (tests/golden/test_golden_kernels.py), exp(-inf) = 0, exp(0) = 1 and
   exp(NaN) = NaN exactly, underflow to 0 below the smallest subnormal;
-- the row sum adds column j into lane j % LANES in column order, then the
-  lanes by the fixed pairwise tree of `lane_total` (what `row_sum` does);
+- the row sum is one compiled loop whose adds may be reassociated (its only
+  fast-math flag), so it is vectorised; its order is the compiled loop's, the same
+  for every row of one length on one machine (as NumPy's pairwise sum was);
 - P's rounding to float16 or bfloat16 is round half to even on the bits,
   equal to a cast (float16's subnormals by the magic add (x + 1/2) - 1/2);
 - no fast-math flag: NaN and Inf follow IEEE arithmetic (docs/values.md).
@@ -32,8 +34,6 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-#: Partial sums of a row sum (its adds run as one vector of LANES).
-LANES = 16
 #: Modes of P's rounding: none, float16, bfloat16.
 ROUND_NONE, ROUND_F16, ROUND_BF16 = 0, 1, 2
 
@@ -91,6 +91,19 @@ def _float(typingctx, b):  # noqa: ARG001
     return out(b), codegen
 
 
+@intrinsic
+def _fma(typingctx, a, b, c):  # noqa: ARG001
+    """a * b + c rounded once (llvm.fma: the same bits with or without an FMA unit)."""
+    if not (a == b == c and a in (types.float32, types.float64)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        t = args[0].type
+        fn = builder.module.declare_intrinsic("llvm.fma", [t], ir.FunctionType(t, [t, t, t]))
+        return builder.call(fn, args)
+    return a(a, b, c), codegen
+
+
 def exp_scalar(x):  # pragma: no cover (replaced by the overloads in compiled code)
     """exp(x) for x <= 0, NaN or -inf, in x's float type (see the module docstring)."""
     raise NotImplementedError("exp_scalar runs only inside numba-compiled code")
@@ -101,17 +114,17 @@ def _exp_scalar(x):
     if x == types.float32:
         def exp32(x):
             x = _LOW32 if x < _LOW32 else x  # NaN stays NaN
-            t = x * _LOG2E32 + _MAGIC32
+            t = _fma(x, _LOG2E32, _MAGIC32)
             n = t - _MAGIC32
-            r = x - n * _LN2_HI32
-            r = r - n * _LN2_LO32
+            r = _fma(n, -_LN2_HI32, x)
+            r = _fma(n, -_LN2_LO32, r)
             z = r * r
-            p = _P32[0] * r + _P32[1]
-            p = p * r + _P32[2]
-            p = p * r + _P32[3]
-            p = p * r + _P32[4]
-            p = p * r + _P32[5]
-            p = p * z + r + _ONE32
+            p = _fma(_P32[0], r, _P32[1])
+            p = _fma(p, r, _P32[2])
+            p = _fma(p, r, _P32[3])
+            p = _fma(p, r, _P32[4])
+            p = _fma(p, r, _P32[5])
+            p = _fma(p, z, r) + _ONE32
             # n as an integer (garbage for NaN: p is NaN); numba widens int32 sums, hence np.int32
             e = np.int32(_bits(t) - _bits(_MAGIC32))
             deep = e < -100
@@ -122,15 +135,15 @@ def _exp_scalar(x):
     if x == types.float64:
         def exp64(x):
             x = _LOW64 if x < _LOW64 else x
-            t = x * _LOG2E64 + _MAGIC64
+            t = _fma(x, _LOG2E64, _MAGIC64)
             n = t - _MAGIC64
-            r = x - n * _LN2_HI64
-            r = r - n * _LN2_LO64
+            r = _fma(n, -_LN2_HI64, x)
+            r = _fma(n, -_LN2_LO64, r)
             p = _INV_FACT[0]
             for c in _INV_FACT[1:]:
-                p = p * r + c
-            p = p * r + _ONE64
-            p = p * r + _ONE64
+                p = _fma(p, r, c)
+            p = _fma(p, r, _ONE64)
+            p = _fma(p, r, _ONE64)
             e = np.int64(_bits(t) - _bits(_MAGIC64))
             deep = e < -1000
             e = np.int64(e + 200) if deep else e
@@ -172,63 +185,56 @@ def _flip_of(b):
 
 
 @njit(nogil=True, cache=True)
-def row_max(row: np.ndarray) -> float:
-    """max(row), NaN where the row holds one, by an integer max and min of the bits' keys
-    (a float max reduction does not vectorise without fast-math)."""
-    hi = lo = _flip(_bits(row[0]))
-    for x in row:
-        k = _flip(_bits(x))
-        hi = k if k > hi else hi
-        lo = k if k < lo else lo
-    if lo < _flip(_bits(_limits(row[0])[1])):  # a NaN with the sign bit set
+def row_max(s: np.ndarray, i: int) -> float:
+    """max(s[i]), NaN where the row holds one, by an integer max and min of the bits' keys
+    (a float max reduction does not vectorise without fast-math). Rows by index, not as
+    views: a view per row costs reference counting."""
+    hi = lo = _flip(_bits(s[i, 0]))
+    for j in range(s.shape[1]):
+        k = _flip(_bits(s[i, j]))
+        hi = max(hi, k)
+        lo = min(lo, k)
+    if lo < _flip(_bits(_limits(s[i, 0])[1])):  # a NaN with the sign bit set
         return _float(_flip(lo))
     return _float(_flip(hi))  # the max, or a NaN without the sign bit
 
 
-@njit(nogil=True, cache=True)
-def row_sum(row: np.ndarray, lanes: np.ndarray) -> float:
-    """sum(row) in the fixed order of the module docstring (`lanes`: LANES scratch)."""
-    lanes[:] = 0
-    n = row.size
-    full = n - n % LANES
-    for i in range(0, full, LANES):
-        for j in range(LANES):
-            lanes[j] += row[i + j]
-    for j in range(full, n):
-        lanes[j - full] += row[j]
-    return lane_total(lanes)
+@njit(nogil=True, cache=True, fastmath={"reassoc"})
+def row_sum(s: np.ndarray, i: int) -> float:
+    """sum(s[i]) in the working type, vectorised: reassociation is the only fast-math flag
+    (no finite-math assumption), and the order it allows is the compiled loop's, the same
+    for every row of a length."""
+    total = _limits(s[i, 0])[0]
+    for j in range(s.shape[1]):
+        total += s[i, j]
+    return total
 
 
 @njit(nogil=True, cache=True)
-def lane_total(lanes: np.ndarray) -> float:
-    """The LANES partial sums added pairwise: lane j + lane j + w for w = LANES/2, ..., 1."""
-    w = LANES // 2
-    while w:
-        for j in range(w):
-            lanes[j] += lanes[j + w]
-        w //= 2
-    return lanes[0]
+def exp_shifted(s: np.ndarray, i: int, base: float) -> None:
+    """s[i, j] = exp_scalar(s[i, j] - base) for every column j, in place."""
+    for j in range(s.shape[1]):
+        s[i, j] = exp_scalar(s[i, j] - base)
 
 
 @njit(nogil=True, cache=True)
 def round_rows(p: np.ndarray, mode: int) -> None:
-    """float32 p (values in [0, 1] or NaN) rounded in place to float16 (mode ROUND_F16) or
-    bfloat16 (ROUND_BF16), round half to even, kept as float32."""
+    """float32 p (rows, cols; values in [0, 1] or NaN) rounded in place to float16 (mode
+    ROUND_F16) or bfloat16 (ROUND_BF16), round half to even, kept as float32."""
     for i in range(p.shape[0]):
-        row = p[i]
         if mode == ROUND_F16:
-            for j in range(row.size):
-                x = row[j]
+            for j in range(p.shape[1]):
+                x = p[i, j]
                 b = _bits(x)
                 b = np.int32((b + 0xFFF + ((b >> 13) & 1)) & -0x2000)
                 # below float16's smallest normal: to its subnormal grid 2^-24
-                row[j] = _float(b) if x >= _F16_MIN_NORMAL else (x + _HALF32) - _HALF32
+                p[i, j] = _float(b) if x >= _F16_MIN_NORMAL else (x + _HALF32) - _HALF32
         elif mode == ROUND_BF16:
-            for j in range(row.size):
-                x = row[j]
+            for j in range(p.shape[1]):
+                x = p[i, j]
                 b = _bits(x)
                 b = np.int32((b + 0x7FFF + ((b >> 16) & 1)) & -0x10000)
-                row[j] = _float(b) if x == x else x
+                p[i, j] = _float(b) if x == x else x
 
 
 @njit(nogil=True, cache=True)
@@ -237,12 +243,11 @@ def softmax_block(s: np.ndarray, m: np.ndarray, l_sum: np.ndarray, hit: np.ndarr
     """One block of the online softmax, per row i of s (rows, cols), in place: s becomes
     P = exp(s - base) for the new running max m (base 0 while it is -inf), alpha[i] the
     factor exp(m_old - base) that rescales the row's earlier sums, l_sum[i] the running row
-    sum, hit[i] set where the row attends a key (a score above -inf or NaN)."""
+    sum, hit[i] set where the row attends a key (a score above -inf or NaN). P's rounding
+    is a pass of its own (`round_rows`): inside this loop it stops the exp vectorising."""
     zero, neg_inf = _limits(s[0, 0])
-    lanes = np.empty(LANES, s.dtype)
     for i in range(s.shape[0]):
-        row = s[i]
-        s_max = row_max(row)
+        s_max = row_max(s, i)
         if s_max != neg_inf:  # a NaN row attends (and is NaN), a row of -inf does not
             hit[i] = True
         m_old = m[i]
@@ -251,9 +256,8 @@ def softmax_block(s: np.ndarray, m: np.ndarray, l_sum: np.ndarray, hit: np.ndarr
             m_new = m_old + s_max  # NaN, as np.maximum
         base = zero if m_new == neg_inf else m_new
         a = exp_scalar(m_old - base)
-        for j in range(row.size):
-            row[j] = exp_scalar(row[j] - base)
-        l_sum[i] = l_sum[i] * a + row_sum(row, lanes)
+        exp_shifted(s, i, base)
+        l_sum[i] = l_sum[i] * a + row_sum(s, i)
         alpha[i] = a
         m[i] = m_new
 
@@ -267,8 +271,14 @@ def rescale_add(acc: np.ndarray, alpha: np.ndarray, pv: np.ndarray) -> None:
             acc[i, j] = acc[i, j] * a + pv[i, j]
 
 
+
+
 @njit(nogil=True, cache=True)
-def exp_into(x: np.ndarray) -> None:
-    """x[...] = exp(x) in place by `exp_scalar` (x <= 0, -inf or NaN; x 1-D)."""
-    for j in range(x.size):
-        x[j] = exp_scalar(x[j])
+def float16_finite(bits: np.ndarray) -> bool:
+    """Whether the float16 values with these bits (uint16, 1-D) hold no NaN or Inf: an
+    integer max over the exponent bits, on the stored data before any conversion (half the
+    bytes of the converted copy, and no float sum)."""
+    top = np.uint16(0)
+    for j in range(bits.size):
+        top = max(top, bits[j] & np.uint16(0x7C00))
+    return top != np.uint16(0x7C00)
