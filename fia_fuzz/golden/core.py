@@ -37,7 +37,15 @@ from typing import Any, Protocol
 import ml_dtypes
 import numpy as np
 
-from fia_fuzz.golden.kernels import ROUND_BF16, ROUND_F16, rescale_add, round_rows, softmax_block
+from fia_fuzz.golden.kernels import (
+    ROUND_BF16,
+    ROUND_F16,
+    float16_bits,
+    float16_finite,
+    rescale_add,
+    round_rows,
+    softmax_block,
+)
 from fia_fuzz.golden.threads import run_all, tile_threads
 from fia_fuzz.numerics.casts import as_work, cast_into, work_blocks
 
@@ -112,6 +120,28 @@ def all_finite(x: np.ndarray) -> bool:
     """Whether x holds no NaN or Inf: one sum (finite unless x holds one, or overflows)."""
     with np.errstate(over="ignore", invalid="ignore"):
         return bool(np.isfinite(np.sum(x))) or bool(np.isfinite(x).all())
+
+
+def to_output(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """x cast to `dtype`: float32 -> float16 by golden/kernels.py `float16_bits` (NumPy's
+    cast bit for bit, ten times faster), anything else by NumPy."""
+    if x.dtype != np.float32 or np.dtype(dtype) != np.float16:
+        return x.astype(dtype)
+    bits = np.empty(x.shape, np.uint16)
+    float16_bits(np.ascontiguousarray(x).reshape(-1), bits.reshape(-1))
+    return bits.view(np.float16)
+
+
+def float16_finite_4d(x: np.ndarray) -> bool | None:
+    """Whether a float16 x (b, n, s, d) holds no NaN or Inf, read as stored, one (b, n) at a
+    time (golden/kernels.py `float16_finite`); None for another dtype or a (b, n) slice that
+    is not contiguous."""
+    if x.dtype != np.float16 or not all(x[i, j].flags.c_contiguous
+                                        for i in range(x.shape[0]) for j in range(x.shape[1])):
+        return None
+    bits = x.view(np.uint16)
+    return all(float16_finite(bits[i, j].reshape(-1))
+               for i in range(x.shape[0]) for j in range(x.shape[1]))
 
 
 def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
@@ -234,10 +264,11 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         bsl, hs, row_tiles = task
         c_lo, c_hi = int(col_span[0][bsl].min()), int(col_span[1][bsl].max())
         kh, vh = k[bsl, hs, c_lo:c_hi], v[bsl, hs, c_lo:c_hi]
-        v_finite = None
+        v_finite = float16_finite_4d(vh) or None  # checked once, not per tile and block
         if len(row_tiles) > 1 or hc < g:  # shared by several tiles: convert once
             kh, vh = as_work(kh, work), as_work(vh, work)
-            v_finite = all_finite(vh) or None  # checked here once, not per tile and block
+            if v_finite is None:
+                v_finite = all_finite(vh) or None
         for rows in row_tiles:
             for h0 in range(hs.start * g, hs.stop * g, hc if hc < g else (hs.stop - hs.start) * g):
                 heads = slice(h0, min(h0 + hc, hs.stop * g) if hc < g else hs.stop * g)
