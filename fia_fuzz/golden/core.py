@@ -12,7 +12,10 @@ most TILE_ELEMENTS scores, so peak memory does not grow with S1*S2. In device
 precision P is relative to the running row max of the blocks seen so far, as
 in the device's flash-style kernel; for S2 <= KV_BLOCK that is the global
 max. The scale multiplies q in the working type before Q·K^T (one rounding,
-as scaling the scores would be).
+as scaling the scores would be). Between the matmuls (BLAS, through NumPy) the
+softmax steps and P's rounding run in compiled kernels (golden/kernels.py),
+which fix the exp and the row sum's order; a tile's scores fit in L2, so those
+steps read them from cache.
 
 Jobs are (batch tile, KV heads) groups (several KV heads only while a tile
 holds them all), so the G query heads of a group read their KV head once,

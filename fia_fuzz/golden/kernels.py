@@ -1,12 +1,13 @@
-"""The golden's compiled kernels (numba): the online softmax step of one KV block, fused
-into one pass per row, P's rounding, and the finiteness check of a float16 V.
+"""The golden's compiled kernels (numba): the online softmax step of one KV block, row by
+row; P's rounding; the float16 output cast; the finiteness check of a float16 V.
 
 Between its two matmuls the golden turns a block of scores into P: the row max,
 the running max and the rescale factor alpha, exp(s - max), the row sum, and
 (device precision) P rounded to the input dtype. As NumPy calls these are seven
 or more passes over the scores, each about as costly as the exp, and on
-GQA-sized tiles they cost as much as the matmuls; here each row is read once
-into L1 and every step runs on it there.
+GQA-sized tiles they cost as much as the matmuls; here each row is read into L1
+once and its steps run on it there (the rounding is one more pass over the block:
+inside the row loop it stops the exp loop vectorising).
 
 Each row is computed by the same compiled code whatever the thread count and the
 row's position in a tile, so results are bit-identical run to run and across
@@ -20,8 +21,10 @@ thread counts, and GQA equals MHA bit for bit:
   fast-math flag), so it is vectorised; its order is the compiled loop's, the same
   for every row of one length on one machine (as NumPy's pairwise sum was);
 - P's rounding to float16 or bfloat16 is round half to even on the bits,
-  equal to a cast (float16's subnormals by the magic add (x + 1/2) - 1/2);
-- no fast-math flag: NaN and Inf follow IEEE arithmetic (docs/values.md).
+  equal to a cast (float16's subnormals by the magic add (x + 1/2) - 1/2), and
+  the float16 output cast is NumPy's bit for bit;
+- no other fast-math flag (none assumes finite values): NaN and Inf follow IEEE
+  arithmetic (docs/values.md).
 
 The first call in a fresh process compiles the kernels (a few seconds) and
 caches them beside this module (`cache=True`); later processes load them.
@@ -34,8 +37,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-#: Modes of P's rounding: none, float16, bfloat16.
-ROUND_NONE, ROUND_F16, ROUND_BF16 = 0, 1, 2
+#: Modes of P's rounding (`round_rows`): float16, bfloat16.
+ROUND_F16, ROUND_BF16 = 1, 2
 
 _F32 = np.float32
 _F64 = np.float64
