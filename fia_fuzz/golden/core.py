@@ -43,8 +43,8 @@ import numpy as np
 from fia_fuzz.golden.kernels import (
     ROUND_BF16,
     ROUND_F16,
+    finite_bits,
     float16_bits,
-    float16_finite,
     rescale_add,
     round_rows,
     softmax_block,
@@ -59,6 +59,9 @@ KV_BLOCK = 512
 ROW_TILE_ELEMENTS = 1 << 16
 #: Scores of a tile over its heads and batches (bounds the working set).
 TILE_ELEMENTS = 1 << 17
+#: Bytes of a tile's K and V block over its batches in the working type: a block converted
+#: block by block (decode) stays in L2 for its two matmuls.
+KV_TILE_BYTES = 1 << 20
 #: P's dtypes rounded on the bits by the compiled kernel (golden/kernels.py).
 ROUNDING = {np.dtype(np.float16): ROUND_F16, np.dtype(ml_dtypes.bfloat16): ROUND_BF16}
 
@@ -119,8 +122,18 @@ def masked_pv(p: np.ndarray, v: np.ndarray, excluded: np.ndarray | None,
     return out
 
 
+#: Float dtype -> (integer view, exponent mask) for golden/kernels.py `finite_bits`.
+_EXPONENTS = {np.dtype(np.float32): (np.int32, 0x7F800000),
+              np.dtype(np.float64): (np.int64, 0x7FF0000000000000)}
+
+
 def all_finite(x: np.ndarray) -> bool:
-    """Whether x holds no NaN or Inf: one sum (finite unless x holds one, or overflows)."""
+    """Whether x holds no NaN or Inf: by its bits (golden/kernels.py `finite_bits`) when x is
+    a contiguous float32/float64 array, else one sum (finite unless x holds one, or
+    overflows)."""
+    if x.dtype in _EXPONENTS and x.flags.c_contiguous and x.size:
+        view, exponent = _EXPONENTS[x.dtype]
+        return bool(finite_bits(x.reshape(-1).view(view), exponent))
     with np.errstate(over="ignore", invalid="ignore"):
         return bool(np.isfinite(np.sum(x))) or bool(np.isfinite(x).all())
 
@@ -133,18 +146,6 @@ def to_output(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     bits = np.empty(x.shape, np.uint16)
     float16_bits(np.ascontiguousarray(x).reshape(-1), bits.reshape(-1))
     return bits.view(np.float16)
-
-
-def float16_finite_4d(x: np.ndarray) -> bool | None:
-    """Whether a float16 x (b, n, s, d) holds no NaN or Inf, read as stored, one (b, n) at a
-    time (golden/kernels.py `float16_finite`); None for another dtype or a (b, n) slice that
-    is not contiguous."""
-    if x.dtype != np.float16 or not all(x[i, j].flags.c_contiguous
-                                        for i in range(x.shape[0]) for j in range(x.shape[1])):
-        return None
-    bits = x.view(np.uint16)
-    return all(float16_finite(bits[i, j].reshape(-1))
-               for i in range(x.shape[0]) for j in range(x.shape[1]))
 
 
 def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
@@ -245,7 +246,8 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
     cols = max(1, min(KV_BLOCK, int(col_span[1].max()) - int(col_span[0].min())))
     rc = min(max(s1, 1), max(1, ROW_TILE_ELEMENTS // cols))
     hc = max(1, min(g, TILE_ELEMENTS // (rc * cols)))
-    bc = max(1, TILE_ELEMENTS // (hc * rc * cols))
+    bc = max(1, min(TILE_ELEMENTS // (hc * rc * cols),
+                    KV_TILE_BYTES // (cols * (d + dv) * work.itemsize)))
     # small heads share a job (their matmuls are the same calls either way), leaving
     # at least two jobs per thread
     kc = 1 if hc < g else max(1, min(kvn, TILE_ELEMENTS // (min(bc, bsz) * g * rc * cols),
@@ -267,11 +269,10 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         bsl, hs, row_tiles = task
         c_lo, c_hi = int(col_span[0][bsl].min()), int(col_span[1][bsl].max())
         kh, vh = k[bsl, hs, c_lo:c_hi], v[bsl, hs, c_lo:c_hi]
-        v_finite = float16_finite_4d(vh) or None  # checked once, not per tile and block
+        v_finite = None
         if len(row_tiles) > 1 or hc < g:  # shared by several tiles: convert once
             kh, vh = as_work(kh, work), as_work(vh, work)
-            if v_finite is None:
-                v_finite = all_finite(vh) or None
+            v_finite = all_finite(vh) or None  # checked once, not per tile and block
         for rows in row_tiles:
             for h0 in range(hs.start * g, hs.stop * g, hc if hc < g else (hs.stop - hs.start) * g):
                 heads = slice(h0, min(h0 + hc, hs.stop * g) if hc < g else hs.stop * g)

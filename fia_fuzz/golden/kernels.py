@@ -1,5 +1,5 @@
 """The golden's compiled kernels (numba): the online softmax step of one KV block, row by
-row; P's rounding; the float16 output cast; the finiteness check of a float16 V.
+row; P's rounding; the float16 output cast; V's finiteness check.
 
 Between its two matmuls the golden turns a block of scores into P: the row max,
 the running max and the rescale factor alpha, exp(s - max), the row sum, and
@@ -277,14 +277,14 @@ def rescale_add(acc: np.ndarray, alpha: np.ndarray, pv: np.ndarray) -> None:
 
 
 @njit(nogil=True, cache=True)
-def float16_finite(bits: np.ndarray) -> bool:
-    """Whether the float16 values with these bits (uint16, 1-D) hold no NaN or Inf: an
-    integer max over the exponent bits, on the stored data before any conversion (half the
-    bytes of the converted copy, and no float sum)."""
-    top = np.uint16(0)
+def finite_bits(bits: np.ndarray, exponent: int) -> bool:
+    """Whether the floats with these bits (int32 or int64, 1-D; `exponent` the mask of their
+    exponent field) hold no NaN or Inf: an integer max over the exponent fields, vectorised
+    (a float sum, the NumPy way, costs several times more)."""
+    top = bits[0] & exponent
     for j in range(bits.size):
-        top = max(top, bits[j] & np.uint16(0x7C00))
-    return top != np.uint16(0x7C00)
+        top = max(top, bits[j] & exponent)
+    return top != exponent
 
 
 @njit(nogil=True, cache=True)

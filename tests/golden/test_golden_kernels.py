@@ -6,8 +6,8 @@ import pytest
 
 from fia_fuzz.golden.kernels import (
     exp_shifted,
+    finite_bits,
     float16_bits,
-    float16_finite,
     row_sum,
     softmax_block,
 )
@@ -104,11 +104,14 @@ def test_float16_bits_is_numpys_cast():
     assert np.array_equal(got, want)
 
 
-def test_float16_finite():
-    x = np.random.default_rng(1).standard_normal(4096).astype(np.float16)
-    x[7] = 65504
-    assert float16_finite(x.view(np.uint16))
+@pytest.mark.parametrize(("dtype", "view", "exponent"), [
+    (np.float32, np.int32, 0x7F800000), (np.float64, np.int64, 0x7FF0000000000000)])
+def test_finite_bits(dtype, view, exponent):
+    x = np.random.default_rng(1).standard_normal(4096).astype(dtype)
+    x[7] = np.finfo(dtype).max
+    x[8] = -np.finfo(dtype).tiny / 4  # subnormal
+    assert finite_bits(x.view(view), exponent)
     for bad in (np.inf, -np.inf, np.nan, -np.nan):
         y = x.copy()
         y[4000] = bad
-        assert not float16_finite(y.view(np.uint16))
+        assert not finite_bits(y.view(view), exponent)
