@@ -20,7 +20,8 @@ steps read them from cache.
 Jobs are (batch tile, KV heads) groups (several KV heads only while a tile
 holds them all), so the G query heads of a group read their KV head once,
 from cache, and a job's scores stay small; a job holding
-one row tile (decode) converts its K/V to the working type block by block,
+one row tile (decode) converts its K/V to the working type block by block
+(its tiles take as many batches as keep a block's K and V in L2, KV_TILE_BYTES),
 one holding several converts its KV head once. Jobs run on the golden's own
 threads (golden/threads.py) and write their own rows. A row tile holds
 ROW_TILE_ELEMENTS scores of one head whatever the head count (larger, faster
