@@ -248,6 +248,8 @@ def softmax_block(s: np.ndarray, m: np.ndarray, l_sum: np.ndarray, hit: np.ndarr
     factor exp(m_old - base) that rescales the row's earlier sums, l_sum[i] the running row
     sum, hit[i] set where the row attends a key (a score above -inf or NaN). P's rounding
     is a pass of its own (`round_rows`): inside this loop it stops the exp vectorising."""
+    if s.shape[0] == 0 or s.shape[1] == 0:
+        return
     zero, neg_inf = _limits(s[0, 0])
     for i in range(s.shape[0]):
         s_max = row_max(s, i)
