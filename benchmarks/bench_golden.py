@@ -17,10 +17,16 @@ printed with each shape because a busy shared machine slows the sides differentl
 (its idle OpenMP threads would spin on the clock; the golden's threads do not): on
 a machine loaded past its core count wall time mostly measures the other processes.
 The header names the OpenBLAS core the golden's matmuls ran on (torch's SDPA does
-not use it): the prefill shapes are bound by those matmuls. --blas adds the floor
-that sets: the golden's two matmuls alone (the same BLAS calls on the same tiles,
-nothing around them) in each precision, as a ratio to SDPA, and the same with one
-exp over the scores (no softmax does less).
+not use it; `numerics/blas.py` asks OpenBLAS itself): the prefill shapes are bound
+by those matmuls. Measure with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset in the
+command (`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ...`), so OpenBLAS picks its kernels
+for the CPU. --blas adds the floor that sets, per precision: the golden's two matmuls (the
+same BLAS calls on the same tiles) plus one exp over the scores, nothing else, K/V
+converted to the working type outside the timing; and the golden's time as a ratio to
+it (target <= FLOOR_TARGET). "with cast" repeats the floor with the K/V conversion
+inside the timing, done as the golden does it (block by block on one row tile, else once
+per KV head, by numerics/casts.py): the golden must convert fp16 K/V, which on decode
+costs as much as the matmuls.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.core import KV_BLOCK, ROW_TILE_ELEMENTS, WORK
 from fia_fuzz.golden.threads import run_all, tile_threads
 from fia_fuzz.numerics.blas import blas_core
+from fia_fuzz.numerics.casts import as_work, work_blocks
 
 #: name -> (B, N, KV_N, S1, S2, D): decode, GQA prefill, and plain prefill.
 SHAPES = {
@@ -54,6 +61,8 @@ MEMORY_SHAPES = {
     "decode-128k": (1, 8, 1, 1, 131072, 128),
 }
 TARGETS = {"device": 1.0, "fp64": 2.0}
+#: The golden's time over its floor (matmuls + one exp), each precision.
+FLOOR_TARGET = 1.15
 
 
 def data(b: int, n: int, kvn: int, s1: int, s2: int, d: int, seed: int = 0
@@ -93,30 +102,33 @@ def sdpa_fp32(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float
     return run
 
 
-def matmuls_alone(q: np.ndarray, k: np.ndarray, v: np.ndarray, precision: str,
-                  exp: bool = False) -> Callable[[], Any]:
-    """The golden's Q·K^T and P·V of full attention on BNSD q/k/v and nothing else: row
-    tiles of ROW_TILE_ELEMENTS scores per head times KV_BLOCK-column blocks, one NumPy call
-    per tile and block over the batches and a KV head's query heads (the golden's BLAS
-    calls), in the working type (converted once, outside the timing), one KV head a job on
-    the golden's tile threads. `exp` adds one in-place exp over each block of scores, the
-    least a softmax does besides the matmuls."""
+def floor(q: np.ndarray, k: np.ndarray, v: np.ndarray, precision: str, cast: bool = False
+          ) -> Callable[[], Any]:
+    """The golden's Q·K^T and P·V of full attention on BNSD q/k/v plus one in-place exp over
+    each block of scores, and nothing else: row tiles of ROW_TILE_ELEMENTS scores per head
+    times KV_BLOCK-column blocks, one NumPy call per tile and block over the batches and a KV
+    head's query heads (the golden's BLAS calls), in the working type, one KV head a job on
+    the golden's tile threads. K/V are converted to the working type outside the timing,
+    or with `cast` inside it as the golden converts them: block by block where a head has
+    one row tile, else once per head."""
     work = WORK[precision]
     b, n, s1, d = q.shape
     kvn, s2 = k.shape[1], k.shape[2]
     qw = q.astype(work).reshape(b, kvn, n // kvn, s1, d)
-    kw, vw = (x.astype(work)[:, :, None] for x in (k, v))
+    kv = (k, v) if cast else tuple(x.astype(work) for x in (k, v))
     rows = min(s1, max(1, ROW_TILE_ELEMENTS // min(KV_BLOCK, s2)))
     p = np.full((b, n // kvn, rows, KV_BLOCK), 0.5, work)
 
     def kv_head(h: int) -> None:
+        kh, vh = (x[:, h, None] for x in kv)
+        if rows < s1:
+            kh, vh = as_work(kh, work), as_work(vh, work)
         for r0 in range(0, s1, rows):
             qt = qw[:, h, :, r0:r0 + rows]
-            for c0 in range(0, s2, KV_BLOCK):
-                kb, vb = kw[:, h, :, c0:c0 + KV_BLOCK], vw[:, h, :, c0:c0 + KV_BLOCK]
+            for kb, vb in zip(*(work_blocks(x, work, KV_BLOCK) for x in (kh, vh)),
+                              strict=True):
                 s = np.matmul(qt, kb.swapaxes(-1, -2))
-                if exp:
-                    np.exp(s, out=s)
+                np.exp(s, out=s)
                 np.matmul(p[:, :, :qt.shape[2], :kb.shape[2]], vb)
     return lambda: run_all(kv_head, range(kvn))
 
@@ -129,9 +141,10 @@ def speed(names: list[str], repeat: int, cpu: bool = False, blas: bool = False) 
     print(f"golden tile threads {tile_threads()}, torch threads {torch.get_num_threads()}, "
           f"{os.cpu_count()} CPUs; best of {repeat}; {'CPU' if cpu else 'wall'} seconds; "
           f"OpenBLAS core {blas_core()} "
-          f"(OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
+          f"(OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, "
+          f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE', 'unset')})")
     print(f"{'shape':<44} {'SDPA s':>8} {'device s':>9} {'ratio':>7} {'fp64 s':>8} "
-          f"{'ratio':>7}  load" + ("   BLAS alone: device  fp64   BLAS+exp: device  fp64"
+          f"{'ratio':>7}  load" + ("   golden/floor: device  fp64   with cast: device  fp64"
                                  if blas else ""))
     for name in names:
         b, n, kvn, s1, s2, d = SHAPES[name]
@@ -145,18 +158,23 @@ def speed(names: list[str], repeat: int, cpu: bool = False, blas: bool = False) 
                "fp64": functools.partial(npu_fused_infer_attention_score, q, k, v,
                                          precision="fp64", **kw)}
         if blas:
-            fns |= {f"blas-{p}": matmuls_alone(q, k, v, p) for p in ("device", "fp64")}
-            fns |= {f"exp-{p}": matmuls_alone(q, k, v, p, exp=True) for p in ("device", "fp64")}
+            fns |= {f"floor-{p}": floor(q, k, v, p) for p in ("device", "fp64")}
+            fns |= {f"cast-{p}": floor(q, k, v, p, cast=True) for p in ("device", "fp64")}
         t = best(fns, repeat, time.process_time if cpu else time.perf_counter)
         load = max(load, os.getloadavg()[0])
         label = f"{name} B{b} N{n} KV_N{kvn} S1={s1} S2={s2} D{d}"
         print(f"{label:<44} {t['sdpa']:8.3f} {t['device']:9.3f} "
               f"{t['device'] / t['sdpa']:6.2f}x {t['fp64']:8.3f} {t['fp64'] / t['sdpa']:6.2f}x"
-              f"  {load:.1f}" + (f"  {t['blas-device'] / t['sdpa']:17.2f}x "
-                                   f"{t['blas-fp64'] / t['sdpa']:5.2f}x  "
-                                   f"{t['exp-device'] / t['sdpa']:15.2f}x "
-                                   f"{t['exp-fp64'] / t['sdpa']:5.2f}x" if blas else ""))
-    print(f"targets: device <= {TARGETS['device']}x, fp64 <= {TARGETS['fp64']}x SDPA fp32")
+              f"  {load:.1f}" + (f"  {t['device'] / t['floor-device']:19.2f}x "
+                                   f"{t['fp64'] / t['floor-fp64']:5.2f}x  "
+                                   f"{t['device'] / t['cast-device']:16.2f}x "
+                                   f"{t['fp64'] / t['cast-fp64']:5.2f}x" if blas else ""))
+        if blas:
+            print(f"{'':<44} floor s: device {t['floor-device']:.3f} fp64 {t['floor-fp64']:.3f}; "
+                  f"with cast: device {t['cast-device']:.3f} fp64 {t['cast-fp64']:.3f}")
+    print(f"targets: device <= {TARGETS['device']}x, fp64 <= {TARGETS['fp64']}x SDPA fp32"
+          + (f"; golden <= {FLOOR_TARGET}x its floor (matmuls + one exp) in each precision"
+             if blas else ""))
 
 
 def peak_rss_kib() -> int:
@@ -198,7 +216,8 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true",
                         help="process CPU seconds, torch on one thread (for a loaded machine)")
     parser.add_argument("--blas", action="store_true",
-                        help="also time the golden's matmuls alone (the floor they set)")
+                        help="also time the golden's floor (its matmuls and one exp) and "
+                             "print the golden's ratio to it")
     parser.add_argument("--memory-child", choices=sorted(MEMORY_SHAPES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from fia_fuzz.golden.core import PRECISIONS, WORK, attention
+from fia_fuzz.golden.core import PRECISIONS, WORK, attention, to_output
 from fia_fuzz.golden.kv import KV, dequantise, load_kv
 from fia_fuzz.golden.masks import Masking, pse_bias
 from fia_fuzz.golden.mla_quant import P_DTYPE as MLA_P_DTYPE
@@ -177,7 +177,7 @@ def finish_output(out: np.ndarray, lse: np.ndarray, view: CallView, call: dict[s
                                   dead_rows=np.isinf(lse), order=post_quant_order)
     if precision == "fp64":
         return out
-    return out.astype(_out_dtype(output_specs(view)[0].dtype, precision))
+    return to_output(out, _out_dtype(output_specs(view)[0].dtype, precision))
 
 
 def _out_dtype(name: str, precision: str) -> np.dtype:

@@ -12,12 +12,16 @@ most TILE_ELEMENTS scores, so peak memory does not grow with S1*S2. In device
 precision P is relative to the running row max of the blocks seen so far, as
 in the device's flash-style kernel; for S2 <= KV_BLOCK that is the global
 max. The scale multiplies q in the working type before Q·K^T (one rounding,
-as scaling the scores would be).
+as scaling the scores would be). Between the matmuls (BLAS, through NumPy) the
+softmax steps and P's rounding run in compiled kernels (golden/kernels.py),
+which fix the exp and the row sum's order; a tile's scores fit in L2, so those
+steps read them from cache.
 
 Jobs are (batch tile, KV heads) groups (several KV heads only while a tile
 holds them all), so the G query heads of a group read their KV head once,
 from cache, and a job's scores stay small; a job holding
-one row tile (decode) converts its K/V to the working type block by block,
+one row tile (decode) converts its K/V to the working type block by block
+(its tiles take as many batches as keep a block's K and V in L2, KV_TILE_BYTES),
 one holding several converts its KV head once. Jobs run on the golden's own
 threads (golden/threads.py) and write their own rows. A row tile holds
 ROW_TILE_ELEMENTS scores of one head whatever the head count (larger, faster
@@ -34,8 +38,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import ml_dtypes
 import numpy as np
 
+from fia_fuzz.golden.kernels import (
+    ROUND_BF16,
+    ROUND_F16,
+    finite_bits,
+    float16_bits,
+    rescale_add,
+    round_rows,
+    softmax_block,
+)
 from fia_fuzz.golden.threads import run_all, tile_threads
 from fia_fuzz.numerics.casts import as_work, cast_into, work_blocks
 
@@ -45,7 +59,12 @@ KV_BLOCK = 512
 #: Scores of one head in a row tile (rows x KV_BLOCK): sets the rows of every matmul.
 ROW_TILE_ELEMENTS = 1 << 16
 #: Scores of a tile over its heads and batches (bounds the working set).
-TILE_ELEMENTS = 1 << 19
+TILE_ELEMENTS = 1 << 17
+#: Bytes of a tile's K and V block over its batches in the working type: a block converted
+#: block by block (decode) stays in L2 for its two matmuls.
+KV_TILE_BYTES = 1 << 20
+#: P's dtypes rounded on the bits by the compiled kernel (golden/kernels.py).
+ROUNDING = {np.dtype(np.float16): ROUND_F16, np.dtype(ml_dtypes.bfloat16): ROUND_BF16}
 
 
 class Matmuls(Protocol):
@@ -66,46 +85,18 @@ ScoreMods = Callable[[slice, slice, slice], tuple["np.ndarray | None", "np.ndarr
 
 
 def round_p(p: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """p (fp32, in [0, 1]) rounded to `dtype` (round half to even) and kept as fp32, in place.
-
-    float16 without a cast (NumPy's float16 conversion would dominate the run
-    time): values keep 11 significant bits by Veltkamp splitting
-    (c = x*(2^13+1); c - (c - x)), then the values below 2^-14, if any, go to
-    the subnormal grid of 2^-24 by the magic add (x + 1/2) - 1/2, computed for
-    the whole tile and selected by a mask (a boolean gather and scatter cost
-    ten times more). Bit-identical to a cast
-    (tests/golden/test_golden_precision.py). Other dtypes by a cast round trip.
-    """
-    if np.dtype(dtype) != np.float16:
+    """p (fp32, in [0, 1]) rounded to `dtype` and kept as fp32, in place: float16 and
+    bfloat16 on the bits (golden/kernels.py `round_rows`), other dtypes by a cast round trip."""
+    mode = ROUNDING.get(np.dtype(dtype))
+    if mode is None:
         p[...] = p.astype(dtype)
-        return p
-    tiny = low = None
-    # one pass and no mask in the common case; fmin skips NaN as the comparison does
-    if p.size and np.fmin.reduce(p, axis=None) < np.float32(2.0 ** -14):
-        low = p < np.float32(2.0 ** -14)
-        tiny = p + np.float32(0.5)
-        tiny -= np.float32(0.5)
-    c = p * np.float32(8193.0)
-    np.subtract(c, p, out=p)
-    np.subtract(c, p, out=p)
-    if tiny is not None:
-        np.copyto(p, tiny, where=low)
+    elif p.size:
+        round_rows(p.reshape(-1, p.shape[-1]), mode)
     return p
 
 
-def row_max(s: np.ndarray) -> np.ndarray:
-    """s.max(axis=-1, keepdims=True), found by argmax: NumPy's max reduction costs ~60 ns a
-    row (three times its per-element cost on 512 columns), its argmax is vectorised per row.
-    The same values (NaN where a row holds one); of tied +0 and -0 either may come back,
-    which no output tells apart: a zero's sign vanishes in s - base and m - base (exp gives
-    1 either way) and in lse's log(l) + m."""
-    cols = s.shape[-1]
-    at = s.reshape(-1, cols).argmax(axis=1)
-    at += np.arange(0, s.size, cols)
-    return s.reshape(-1).take(at).reshape(*s.shape[:-1], 1)
-
-
-def masked_pv(p: np.ndarray, v: np.ndarray, excluded: np.ndarray | None) -> np.ndarray:
+def masked_pv(p: np.ndarray, v: np.ndarray, excluded: np.ndarray | None,
+              finite: bool | None = None) -> np.ndarray:
     """p @ v, where a key a row does not attend contributes nothing, whatever its value.
 
     p (b, KV_N, G, r, c), v (b, KV_N, 1, c, Dv), excluded (b, r, c) or None. With finite v
@@ -113,10 +104,11 @@ def masked_pv(p: np.ndarray, v: np.ndarray, excluded: np.ndarray | None) -> np.n
     where the row attends the key (0 x Inf = NaN for a weight that underflowed) and
     nowhere else: masked and padded keys are outside the flow, not weighted by 0
     (docs/values.md). The non-finite entries are taken out of the matmul and added back,
-    column by column, where the key is attended.
+    column by column, where the key is attended. `finite`: v is known to be all finite
+    (else it is checked).
     """
-    with np.errstate(over="ignore", invalid="ignore"):
-        finite = bool(np.isfinite(np.sum(v))) or bool(np.isfinite(v).all())
+    if finite is None:
+        finite = all_finite(v)
     if finite:
         return np.matmul(p, v)
     bad = ~np.isfinite(v)
@@ -131,10 +123,36 @@ def masked_pv(p: np.ndarray, v: np.ndarray, excluded: np.ndarray | None) -> np.n
     return out
 
 
+#: Float dtype -> (integer view, exponent mask) for golden/kernels.py `finite_bits`.
+_EXPONENTS = {np.dtype(np.float32): (np.int32, 0x7F800000),
+              np.dtype(np.float64): (np.int64, 0x7FF0000000000000)}
+
+
+def all_finite(x: np.ndarray) -> bool:
+    """Whether x holds no NaN or Inf: by its bits (golden/kernels.py `finite_bits`) when x is
+    a contiguous float32/float64 array, else one sum (finite unless x holds one, or
+    overflows)."""
+    if x.dtype in _EXPONENTS and x.flags.c_contiguous and x.size:
+        view, exponent = _EXPONENTS[x.dtype]
+        return bool(finite_bits(x.reshape(-1).view(view), exponent))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(np.sum(x))) or bool(np.isfinite(x).all())
+
+
+def to_output(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """x cast to `dtype`: float32 -> float16 by golden/kernels.py `float16_bits` (NumPy's
+    cast bit for bit, ten times faster), anything else by NumPy."""
+    if x.dtype != np.float32 or np.dtype(dtype) != np.float16:
+        return x.astype(dtype)
+    bits = np.empty(x.shape, np.uint16)
+    float16_bits(np.ascontiguousarray(x).reshape(-1), bits.reshape(-1))
+    return bits.view(np.float16)
+
+
 def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
                 p_dtype: np.dtype, mods: Callable[[slice], tuple], sink: np.ndarray | None,
-                col_start: int, scale: float = 1.0, matmuls: Matmuls | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
+                col_start: int, scale: float = 1.0, matmuls: Matmuls | None = None,
+                v_finite: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(out, lse) of one tile: q (b, KV_N, G, r, D) in the working type, k/v (b, KV_N, L, D|Dv)
     (converted to the working type block by block unless they already are).
 
@@ -145,7 +163,8 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     head's matmul is the one MHA would do (GQA == MHA bit for bit). Rows that attend no
     key get out 0 and lse +inf. `mods(cols)` gives the tile's pse bias and
     excluded pairs for a block of absolute key columns (k's column 0 is
-    absolute column col_start).
+    absolute column col_start). `v_finite`: v is known to hold no NaN or Inf (else each
+    block is checked).
     """
     work = q.dtype
     b, kvn, g, r, d = q.shape
@@ -159,9 +178,9 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     acc = np.zeros((b, kvn, g, r, dv), work)
     k_blocks, v_blocks = (work_blocks(x[:, :, None], work, KV_BLOCK) for x in (k, v))
     with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf inputs: IEEE, silently
-        m, l_sum, acc = _blocks(q, k_blocks, v_blocks, m, l_sum, hit, acc, k.shape[2],
-                                precision=precision, p_dtype=p_dtype, mods=mods,
-                                col_start=col_start, scale=scale, matmuls=matmuls)
+        _blocks(q, k_blocks, v_blocks, m, l_sum, hit, acc, k.shape[2], precision=precision,
+                p_dtype=p_dtype, mods=mods, col_start=col_start, scale=scale,
+                matmuls=matmuls, v_finite=v_finite)
         out = np.where(hit, acc / np.where(hit, l_sum, 1), 0)
         lse = np.where(hit, np.log(np.where(hit, l_sum, 1)) + m, np.inf)[..., 0]
     return out, lse
@@ -170,11 +189,15 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
 def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: np.ndarray,
             hit: np.ndarray, acc: np.ndarray, length: int, *, precision: str,
             p_dtype: np.dtype, mods: Callable[[slice], tuple], col_start: int, scale: float,
-            matmuls: Matmuls | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The online softmax over KV blocks of `attend_tile`: (m, l_sum, acc) after the last
-    block (`hit` updated in place)."""
+            matmuls: Matmuls | None, v_finite: bool | None) -> None:
+    """The online softmax over KV blocks of `attend_tile`, updating the running max m, row
+    sum l_sum, `hit` and the output accumulator acc in place (all C-contiguous)."""
     work = q.dtype
     b, kvn, g, r, d = q.shape
+    alpha = np.empty(m.size, work)
+    rows = (m.reshape(-1), l_sum.reshape(-1), hit.reshape(-1), alpha)
+    acc_rows = acc.reshape(-1, acc.shape[-1])
+    rounding = ROUNDING.get(np.dtype(p_dtype))
     for c0, kb, vb in zip(range(0, length, KV_BLOCK), k_blocks, v_blocks,
                               strict=True):
         c1 = c0 + kb.shape[-2]
@@ -188,22 +211,17 @@ def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: n
             s += bias.astype(work).reshape(bias.shape[0], kvn, g, r, -1)
         if excluded is not None:
             np.copyto(s, -np.inf, where=excluded[:, None, None])
-        s_max = row_max(s)
-        hit |= s_max != -np.inf  # a NaN row attends (and is NaN), a row of -inf does not
-        m_new = np.maximum(m, s_max)
-        base = np.where(np.isneginf(m_new), 0, m_new)
-        alpha = np.exp(m - base)
-        s -= base
-        p = np.exp(s, out=s)
-        l_sum = l_sum * alpha + p.sum(axis=-1, keepdims=True)
+        p_rows = s.reshape(-1, s.shape[-1])
+        softmax_block(p_rows, *rows)  # s becomes P (unrounded), in place
         if matmuls is not None:
-            pv = matmuls.pv(p, vb).astype(work)
+            pv = matmuls.pv(s, vb).astype(work)
         else:
-            pv = masked_pv(round_p(p, p_dtype) if precision == "device" else p, vb, excluded)
-        acc *= alpha
-        acc += pv
-        m = m_new
-    return m, l_sum, acc
+            if precision == "device" and rounding is not None:
+                round_rows(p_rows, rounding)
+            elif precision == "device":
+                round_p(s, p_dtype)
+            pv = masked_pv(s, vb, excluded, v_finite)
+        rescale_add(acc_rows, alpha, pv.reshape(-1, pv.shape[-1]))
 
 
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, precision: str,
@@ -229,7 +247,8 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
     cols = max(1, min(KV_BLOCK, int(col_span[1].max()) - int(col_span[0].min())))
     rc = min(max(s1, 1), max(1, ROW_TILE_ELEMENTS // cols))
     hc = max(1, min(g, TILE_ELEMENTS // (rc * cols)))
-    bc = max(1, TILE_ELEMENTS // (hc * rc * cols))
+    bc = max(1, min(TILE_ELEMENTS // (hc * rc * cols),
+                    KV_TILE_BYTES // (cols * (d + dv) * work.itemsize)))
     # small heads share a job (their matmuls are the same calls either way), leaving
     # at least two jobs per thread
     kc = 1 if hc < g else max(1, min(kvn, TILE_ELEMENTS // (min(bc, bsz) * g * rc * cols),
@@ -251,15 +270,17 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         bsl, hs, row_tiles = task
         c_lo, c_hi = int(col_span[0][bsl].min()), int(col_span[1][bsl].max())
         kh, vh = k[bsl, hs, c_lo:c_hi], v[bsl, hs, c_lo:c_hi]
+        v_finite = None
         if len(row_tiles) > 1 or hc < g:  # shared by several tiles: convert once
             kh, vh = as_work(kh, work), as_work(vh, work)
+            v_finite = all_finite(vh) or None  # checked once, not per tile and block
         for rows in row_tiles:
             for h0 in range(hs.start * g, hs.stop * g, hc if hc < g else (hs.stop - hs.start) * g):
                 heads = slice(h0, min(h0 + hc, hs.stop * g) if hc < g else hs.stop * g)
-                tile(bsl, heads, rows, kh, vh, c_lo)
+                tile(bsl, heads, rows, kh, vh, c_lo, v_finite)
 
     def tile(bsl: slice, heads: slice, rows: slice, kh: np.ndarray, vh: np.ndarray,
-             c_lo: int) -> None:
+             c_lo: int, v_finite: bool | None) -> None:
         part = q[bsl, heads, rows]
         qt = np.empty(part.shape, work)  # a copy (scaled in place below), cast fast when fp16
         cast_into(qt, part)
@@ -273,7 +294,7 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
 
         o, ls = attend_tile(qt, kh, vh, precision=precision, p_dtype=p_dtype, mods=tile_mods,
                             sink=None if sink_w is None else sink_w[heads], col_start=c_lo,
-                            scale=scale, matmuls=matmuls)
+                            scale=scale, matmuls=matmuls, v_finite=v_finite)
         out[bsl, heads, rows] = o.reshape(o.shape[0], -1, o.shape[3], dv)
         lse[bsl, heads, rows] = ls.reshape(ls.shape[0], -1, ls.shape[3])
 

@@ -42,6 +42,7 @@ class Masking:
     def __init__(self, view: CallView, call: dict[str, Any], q_len: np.ndarray,
                  q_off: np.ndarray, kv_len: np.ndarray, kv_off: np.ndarray):
         self.q_len, self.q_off, self.kv_len, self.kv_off = q_len, q_off, kv_len, kv_off
+        self._windows: dict[tuple[int, int], tuple[int, int, int, int]] = {}
         self.band = band_window(view, call, q_len, kv_len)
         mode = view.attr_int("sparse_mode")
         uses_mask = (view.decode and call.get("query_rope") is None) or mode in (0, 1)
@@ -68,11 +69,15 @@ class Masking:
 
 
     def _inside(self, bsl: slice, rows: slice, cols: slice) -> bool:
-        """Whether the whole tile lies inside every batch's valid window."""
-        q_off, kv_off = self.q_off[bsl], self.kv_off[bsl]
-        return bool(rows.start >= q_off.max() and rows.stop <= (q_off + self.q_len[bsl]).min()
-                    and cols.start >= kv_off.max()
-                    and cols.stop <= (kv_off + self.kv_len[bsl]).min())
+        """Whether the whole tile lies inside every batch's valid window (the windows'
+        intersection found once per batch slice: this runs for every tile and block)."""
+        key = (bsl.start, bsl.stop)
+        if key not in self._windows:
+            q_off, kv_off = self.q_off[bsl], self.kv_off[bsl]
+            self._windows[key] = (int(q_off.max()), int((q_off + self.q_len[bsl]).min()),
+                                  int(kv_off.max()), int((kv_off + self.kv_len[bsl]).min()))
+        r_lo, r_hi, c_lo, c_hi = self._windows[key]
+        return rows.start >= r_lo and rows.stop <= r_hi and cols.start >= c_lo and cols.stop <= c_hi
 
 
 def pse_bias(pse: np.ndarray | None, bsl: slice, rows: slice, cols: slice

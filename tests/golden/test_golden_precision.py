@@ -7,7 +7,8 @@ import pytest
 from golden_refs import close, dense_ref, golden, rand
 
 from fia_fuzz.golden import npu_fused_infer_attention_score
-from fia_fuzz.golden.core import KV_BLOCK, round_p, row_max
+from fia_fuzz.golden.core import KV_BLOCK, round_p
+from fia_fuzz.golden.kernels import exp_shifted, row_max, row_sum
 
 
 def test_round_p_float16_is_a_cast():
@@ -27,7 +28,8 @@ def test_round_p_float16_is_a_cast():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_row_max_is_the_max(dtype):
-    """Row maxima by argmax equal the max reduction, NaN rows, -inf rows and ±inf included."""
+    """Row maxima by integer keys equal the max reduction, NaN rows (either sign), -inf rows
+    and ±inf included."""
     rng = np.random.default_rng(3)
     s = rng.standard_normal((2, 3, 4, 7, 513)).astype(dtype)
     s[0, 0, 0, 0, 100] = np.nan
@@ -35,10 +37,15 @@ def test_row_max_is_the_max(dtype):
     s[0, 0, 0, 2, 5] = np.inf
     s[0, 0, 0, 3, 7:9] = [np.nan, np.inf]
     s[1, 2, 3, 6] = 0.0
-    got, want = row_max(s), s.max(axis=-1, keepdims=True)
-    assert got.shape == want.shape and got.dtype == want.dtype
+    s[1, 2, 3, 5, 9] = -np.float64(np.nan)  # NaN with the sign bit set
+    s[1, 2, 3, 4, :] = -0.0
+    rows = s.reshape(-1, s.shape[-1])
+    got = np.array([row_max(rows, i) for i in range(len(rows))], dtype)
+    want = rows.max(axis=-1)
     assert np.array_equal(got, want, equal_nan=True)
+    got = got.reshape(s.shape[:-1])
     assert np.isnan(got[0, 0, 0, [0, 3]]).all() and got[0, 0, 0, 1] == -np.inf
+    assert np.isnan(got[1, 2, 3, 5]) and got[1, 2, 3, 6] == 0
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
@@ -51,8 +58,12 @@ def test_device_flow_by_hand(dtype):
     q32, k32, v32 = (x.astype(np.float32) for x in (q, k, v))
     s = np.matmul(q32 * np.float32(scale), k32.swapaxes(-1, -2))
     m = s.max(-1, keepdims=True)
-    p = np.exp(s - m)
-    l_sum = p.sum(-1, keepdims=True)
+    p = s - m
+    rows = p.reshape(-1, p.shape[-1])  # the golden's exp and row sum (golden/kernels.py)
+    for i in range(len(rows)):
+        exp_shifted(rows, i, np.float32(0))
+    l_sum = np.array([row_sum(rows, i) for i in range(len(rows))], np.float32)
+    l_sum = l_sum.reshape(*p.shape[:-1], 1)
     o = np.matmul(p.astype(dtype).astype(np.float32), v32) / l_sum
     out, lse = npu_fused_infer_attention_score(q, k, v, input_layout="BNSD", scale=scale,
                                                softmax_lse_flag=True)

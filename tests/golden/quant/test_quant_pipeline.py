@@ -242,7 +242,8 @@ def test_full_quant_matches_one_pass_reference(s1: int, uint64: bool) -> None:
             continue
         want = ref_out.astype(F16)  # device: integer matmuls are exact, so bit for bit
         assert out.dtype == want.dtype and out.tobytes() == want.tobytes()
-        assert lse.tobytes() == ref_lse[..., None].astype(lse.dtype).tobytes()
+        # the golden's exp and row sum (golden/kernels.py) are not NumPy's: an ulp apart
+        np.testing.assert_allclose(lse[..., 0], ref_lse, rtol=2e-7, atol=0)
 
 
 def test_full_quant_int8_output_is_post_quant_of_fp16_output() -> None:
