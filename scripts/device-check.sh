@@ -12,7 +12,9 @@
 #
 # No venv, no network: FIA_PYTHON (default .venv/bin/python if present, else python3) must
 # already have numpy, hypothesis, ml-dtypes, pandas, pyarrow, pytest, pytest-xdist and torch;
-# the project runs from this checkout (PYTHONPATH), nothing is installed.
+# numba it may take from wheels in FIA_WHEELS (default wheels/, ignored by git: fill it with
+# `pip download --only-binary=:all: --python-version 3.12 numba -d wheels` for the host's
+# python, and carry it). The project runs from this checkout (PYTHONPATH).
 # OUT: FIA_CHECK_OUT (default runs/device-check), emptied first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +28,12 @@ OUT="${FIA_CHECK_OUT:-runs/device-check}"
 rm -rf "$OUT" && mkdir -p "$OUT"
 : >"$OUT/stages.txt"
 
-if ! "$PY" -c "import numpy, hypothesis, ml_dtypes, pandas, pyarrow, pytest, xdist, torch" \
+# numba (the golden's kernels) from carried wheels where the host's python lacks it
+WHEELS="${FIA_WHEELS:-wheels}"
+if ! "$PY" -c "import numba" 2>/dev/null && [ -d "$WHEELS" ]; then
+    "$PY" -m pip install --quiet --no-index --find-links "$WHEELS" numba >"$OUT/wheels.log" 2>&1
+fi
+if ! "$PY" -c "import numpy, hypothesis, ml_dtypes, pandas, pyarrow, pytest, xdist, torch, numba" \
         2>"$OUT/deps.log"; then
     echo "device-check: $PY lacks a dependency (see $OUT/deps.log); set FIA_PYTHON" >&2
     exit 2
