@@ -17,3 +17,5 @@ if [ ! -f "$STAMP" ]; then
     rm -f .venv/.fia-setup-*
     touch "$STAMP"
 fi
+# the golden's compiled kernels, cached once here rather than by each first process
+.venv/bin/python scripts/warm_golden.py
