@@ -23,7 +23,9 @@ from fia_fuzz.strategies.edits import (
 )
 from fia_fuzz.strategies.illegal.breaker import (
     AQ_BNSD,
+    FAMILY_BASE,
     FQ_BNSD,
+    PAGED_DENSE,
     PLAIN_BNSD,
     Breaker,
     over_families,
@@ -124,6 +126,10 @@ BREAKERS: dict[str, Breaker] = {
     "args.shape_sane": Breaker(_shape_sane, PLAIN_BNSD, alt=(AQ_BNSD, FQ_BNSD)),
     "args.strides_sane": over_families(_overlapping_view, "dense", "antiquant", "full_quant",
                                        "packed", "packed_mla", "mla", "gqa_nz"),
-    "args.values_integral": Breaker(_values_integral),
+    # any base, and one of each family that always holds a value argument (paged: a block
+    # table; packed: the lengths)
+    "args.values_integral": Breaker(_values_integral, alt=(
+        PAGED_DENSE, {"antiquant": "separate:0/0", "paged": True},
+        *(FAMILY_BASE[f] for f in ("full_quant", "packed", "packed_mla", "mla", "gqa_nz")))),
     "args.memory": Breaker(_memory, PLAIN_BNSD, alt=(FQ_BNSD,)),
 }

@@ -30,12 +30,13 @@ PAGED_DECODE = {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": 
 #: Contiguous BNSD full-quant bases, for changes written on BNSD shapes (`edits.bnsd`; with
 #: `follow_heads` where they move N or the value's D).
 FULL_QUANT_BNSD = {"full_quant": True, "rope": False, "layout": "BNSD", "paged": False}
+#: Paged bases of the dense family (no antiquant, full quant or rope).
+PAGED_DENSE = {"antiquant": "none", "full_quant": False, "rope": False, "paged": True}
 #: One base per family and layout kind (dense plain, paged and BSH; antiquant combined,
 #: separate and paged; full quant; packed, paged or not; packed MLA; MLA; NZ caches), for the
 #: breakers of rules every call carries (an attribute's range), whose change holds anywhere.
 EVERY_FAMILY = ({"plain": True, "layout": "BSH"},
-                {"antiquant": "none", "full_quant": False, "rope": False, "paged": True},
-                {"antiquant": "combined:0"}, {"antiquant": "separate:1/1"},
+                PAGED_DENSE, {"antiquant": "combined:0"}, {"antiquant": "separate:1/1"},
                 {"antiquant": "separate:0/0", "paged": True},
                 {"full_quant": True, "rope": False},
                 {"layout": "TND", "rope": False}, {"layout": "NTD_TND"},

@@ -124,7 +124,8 @@ BREAKERS: dict[str, Breaker] = {
     "lengths.q_count": searched(
         {"prefix": True, "branch": "prefill"}, "values:actual_seq_lengths:empty",
         alt=({"sparse_mode": 1},
-             {"antiquant": "separate:1/1", "branch": "prefill"})),
+             {"antiquant": "separate:1/1", "branch": "prefill"},
+             {**FAMILY_BASE["full_quant"], "actual_q": "per_batch"})),
     "lengths.kv_count": Breaker(_kv_count, KV_LENGTHS[0], alt=KV_LENGTHS[1:]),
     "lengths.q_nonnegative": Breaker(_negative("actual_seq_lengths"),
                                      {"prefix": True, "branch": "prefill"},

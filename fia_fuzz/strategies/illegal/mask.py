@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from fia_fuzz.op.case import Case
 from fia_fuzz.strategies.edits import Change
-from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import FAMILY_BASE, Breaker, searched
 
 
 def _sparse_mode_range(draw: st.DrawFn, case: Case) -> Change:
@@ -27,7 +27,9 @@ BREAKERS: dict[str, Breaker] = {
                                            {"antiquant": "separate:1/1", "branch": "prefill",
                                             "cache": "none"})),
     "mask.mode1_required": searched({"sparse_mode": 1}, "drop:atten_mask"),
-    "mask.optimized_required": searched({"sparse_mode": 2}, "drop:atten_mask"),
+    "mask.optimized_required": searched(
+        {"sparse_mode": 2}, "drop:atten_mask",
+        alt=({**FAMILY_BASE["full_quant"], "sparse_mode": 2},)),
     "mask.optimized_shape": searched(
         {"sparse_mode": 2}, "rank_up:atten_mask",
         alt=({"layout": "TND", "rope": False},

@@ -6,13 +6,14 @@ Each `BREAKERS` entry serves one rule: a written change, or a searched one
 
 from __future__ import annotations
 
-from fia_fuzz.strategies.illegal.breaker import Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import PAGED_DENSE, Breaker, searched
 
 BREAKERS: dict[str, Breaker] = {
     "padding.shape": searched(
         {"q_padding": True}, "values:query_padding_size:count",
         also=("values:query_padding_size:extra", "values:kv_padding_size:extra")),
-    "padding.not_paged": searched({"antiquant": "separate:4/4"}, "add:query_padding_size"),
+    "padding.not_paged": searched({"antiquant": "separate:4/4"}, "add:query_padding_size",
+                                  alt=(PAGED_DENSE,)),
     "padding.not_int4_kv": searched(
         {"antiquant": "separate:3/3"}, "add:query_padding_size"),
     "padding.q_window": searched({"q_padding": True}, "values:query_padding_size:big"),

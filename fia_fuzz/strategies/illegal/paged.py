@@ -193,7 +193,7 @@ BREAKERS: dict[str, Breaker] = {
     "paged.int8_query": Breaker(_int8_query, {**PAGED, "branch": "prefill", "pse": False,
                                               "q_dtype": "float16", "d_class": "64-128",
                                               "post_quant": False, "sink": False}),
-    "paged.cache_rank": Breaker(_cache_rank, PAGED),
+    "paged.cache_rank": Breaker(_cache_rank, PAGED, alt=(FAMILY_BASE["packed"] | {"paged": True},)),
     "paged.cache_layout_query": Breaker(_cache_layout_query, {"cache": "BnNBsD",
                                                               "layout": "BNSD",
                                                               "antiquant": "none",

@@ -15,7 +15,7 @@ from fia_fuzz.strategies.edits import (
     q_layout,
     with_axis,
 )
-from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, Breaker, searched
+from fia_fuzz.strategies.illegal.breaker import PAGED_DECODE, PAGED_DENSE, Breaker, searched
 
 PER_TOKEN = {"paged": False, "mask": "none", "pse": False, "kv_dtype": "int8"}
 
@@ -73,7 +73,8 @@ BREAKERS: dict[str, Breaker] = {
         also=("values:actual_shared_prefix_len:big",)),
     # base re-picked by hand: per-token 4/4 now also breaks prefix.per_token_antiquant
     "prefix.not_paged": searched(
-        {"antiquant": "separate:0/0", "paged": True}, "add:key_shared_prefix"),
+        {"antiquant": "separate:0/0", "paged": True}, "add:key_shared_prefix",
+        alt=(PAGED_DENSE,)),
     "prefix.no_left_padding": searched(
         {"prefix": True, "branch": "decode"}, "add:query_padding_size"),
     "prefix.not_kv_list": searched({"kv_list": True}, "add:key_shared_prefix"),
