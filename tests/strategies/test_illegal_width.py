@@ -173,14 +173,12 @@ NARROW: dict[str, str] = {
     # NBSD outputs need rope (layout.nbsd_rope), packed ones refuse antiquant (tnd.no_extras),
     # BSH_BNSD/BSND_BNSD are device-only (layout.known)
     "nz.layout": ONE_FORM + " (BNSD_BSND, of a BNSD prefill)",
-    "padding.not_paged": PRESENCE,
     "paged.cache_layout_query": ONE_FORM + " (a BSND or BSH query)",
     "paged.int8_query": ONE_FORM + " (int8 query, key and value)",
     "paged.kv_dtype": ONE_FORM + " (int4; int32-packed int4 also breaks paged.cache_heads, "
                                  "which reads the packed D)",
     "prefix.not_all_int8": PRESENCE,
     "prefix.not_kv_list": PRESENCE,
-    "prefix.not_paged": PRESENCE,
     "quant.int4_no_post": PRESENCE,
     "quant.int8_query_needs_dequant": PRESENCE,
     # 64 breaks paged.block_size_prefill too (test_block_size_64_in_tnd_breaks_two_rules)

@@ -71,8 +71,12 @@ def _kv_rank(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _kv_batch(draw: st.DrawFn, case: Case) -> Change:
+    """Key and value batch 1 to 3 above or below the query's, each side as often: most
+    bases have B=1, where below is the empty batch 0."""
     b, n, s1, d, kv_n, s2, dt = bnsd(case)
-    kv = TensorSpec((off(draw, b, draw(st.integers(1, 3))), kv_n, s2, d), dt)
+    kv_b = draw(st.integers(max(0, b - 3), b - 1) if draw(st.booleans()) else
+                st.integers(b + 1, b + 3))
+    kv = TensorSpec((kv_b, kv_n, s2, d), dt)
     return {"key": kv, "value": kv}
 
 

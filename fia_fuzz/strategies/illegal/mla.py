@@ -200,7 +200,11 @@ BREAKERS: dict[str, Breaker] = {
     "mla.sparse": Breaker(_mla_sparse, {"rope_d": "512"}),
     "mla.actual_seq_lengths": searched(
         {"rope_d": "512", "layout": "BNSD"}, "add:actual_seq_lengths"),
-    "mla.paged_required": searched({"layout": "BSH_NBSD"}, "drop:block_table"),
+    # dropping the table alone leaves a cache that reads as dense only where it is 3-D (BnBsH)
+    # behind a BSH query, one block per batch
+    "mla.paged_required": searched(
+        {"layout": "BSH_NBSD", "cache": "BnBsH"}, "drop:block_table",
+        alt=({"rope_d": "512", "cache": "BnBsH", "branch": "decode", "layout": "BSH"},)),
     "mla.no_extras": Breaker(_mla_extras, {"rope_d": "512"}),
 }
 

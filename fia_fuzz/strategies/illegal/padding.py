@@ -11,7 +11,8 @@ from fia_fuzz.strategies.illegal.breaker import PAGED_DENSE, Breaker, searched
 BREAKERS: dict[str, Breaker] = {
     "padding.shape": searched(
         {"q_padding": True}, "values:query_padding_size:count",
-        also=("values:query_padding_size:extra", "values:kv_padding_size:extra")),
+        also=("values:query_padding_size:empty", "values:kv_padding_size:empty",
+              "values:query_padding_size:extra", "values:kv_padding_size:extra")),
     "padding.not_paged": searched({"antiquant": "separate:4/4"}, "add:query_padding_size",
                                   alt=(PAGED_DENSE,)),
     "padding.not_int4_kv": searched(

@@ -32,6 +32,7 @@ from fia_fuzz.strategies.illegal.breaker import (
     FAMILY_BASE,
     PAGED,
     PAGED_DECODE,
+    PAGED_DENSE,
     Breaker,
     searched,
 )
@@ -193,7 +194,9 @@ BREAKERS: dict[str, Breaker] = {
     "paged.int8_query": Breaker(_int8_query, {**PAGED, "branch": "prefill", "pse": False,
                                               "q_dtype": "float16", "d_class": "64-128",
                                               "post_quant": False, "sink": False}),
-    "paged.cache_rank": Breaker(_cache_rank, PAGED, alt=(FAMILY_BASE["packed"] | {"paged": True},)),
+    "paged.cache_rank": Breaker(_cache_rank, PAGED_DENSE, alt=(
+        PAGED, {**PAGED, "antiquant": "separate:0/0"}, {**FAMILY_BASE["packed"], "paged": True},
+        FAMILY_BASE["gqa_nz"])),
     "paged.cache_layout_query": Breaker(_cache_layout_query, {"cache": "BnNBsD",
                                                               "layout": "BNSD",
                                                               "antiquant": "none",
