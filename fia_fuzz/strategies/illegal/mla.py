@@ -200,8 +200,8 @@ BREAKERS: dict[str, Breaker] = {
     "mla.sparse": Breaker(_mla_sparse, {"rope_d": "512"}),
     "mla.actual_seq_lengths": searched(
         {"rope_d": "512", "layout": "BNSD"}, "add:actual_seq_lengths"),
-    # dropping the table alone leaves a cache that reads as dense only where it is 3-D (BnBsH)
-    # behind a BSH query, one block per batch
+    # without its table a paged cache reads as dense only where it is 3-D (BnBsH) behind a
+    # BSH query, one block per batch: elsewhere layout.kv_rank or layout.kv_batch fires too
     "mla.paged_required": searched(
         {"layout": "BSH_NBSD", "cache": "BnBsH"}, "drop:block_table",
         alt=({"rope_d": "512", "cache": "BnBsH", "branch": "decode", "layout": "BSH"},)),
