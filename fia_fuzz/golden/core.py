@@ -46,6 +46,7 @@ from fia_fuzz.golden.kernels import (
     ROUND_F16,
     finite_bits,
     float16_bits,
+    normalise_rows,
     rescale_add,
     round_rows,
     softmax_block,
@@ -181,9 +182,9 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
         _blocks(q, k_blocks, v_blocks, m, l_sum, hit, acc, k.shape[2], precision=precision,
                 p_dtype=p_dtype, mods=mods, col_start=col_start, scale=scale,
                 matmuls=matmuls, v_finite=v_finite)
-        out = np.where(hit, acc / np.where(hit, l_sum, 1), 0)
+        normalise_rows(acc.reshape(-1, dv), l_sum.reshape(-1), hit.reshape(-1))
         lse = np.where(hit, np.log(np.where(hit, l_sum, 1)) + m, np.inf)[..., 0]
-    return out, lse
+    return acc, lse
 
 
 def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: np.ndarray,

@@ -1,5 +1,6 @@
 """The golden's compiled kernels (numba): the online softmax step of one KV block, row by
-row; P's rounding; the float16 output cast; V's finiteness check.
+row; P's rounding; the output rows' normalisation; the float16 output cast; V's finiteness
+check.
 
 Between its two matmuls the golden turns a block of scores into P: the row max,
 the running max and the rescale factor alpha, exp(s - max), the row sum, and
@@ -276,6 +277,20 @@ def rescale_add(acc: np.ndarray, alpha: np.ndarray, pv: np.ndarray) -> None:
             acc[i, j] = acc[i, j] * a + pv[i, j]
 
 
+
+
+@njit(nogil=True, cache=True, error_model="numpy")  # x / 0 is IEEE's, not an exception
+def normalise_rows(acc: np.ndarray, l_sum: np.ndarray, hit: np.ndarray) -> None:
+    """acc[i] /= l_sum[i] where row i attends a key (hit[i]), else acc[i] = 0, for the rows i
+    of acc (rows, Dv), in place: the output rows, one pass instead of NumPy's four."""
+    for i in range(acc.shape[0]):
+        if hit[i]:
+            d = l_sum[i]
+            for j in range(acc.shape[1]):
+                acc[i, j] = acc[i, j] / d
+        else:
+            for j in range(acc.shape[1]):
+                acc[i, j] = 0
 
 
 @njit(nogil=True, cache=True)

@@ -8,6 +8,7 @@ from fia_fuzz.golden.kernels import (
     exp_shifted,
     finite_bits,
     float16_bits,
+    normalise_rows,
     row_sum,
     softmax_block,
 )
@@ -79,6 +80,21 @@ def test_softmax_block_matches_numpy(dtype):
     rtol = 1e-5 if dtype == np.float32 else 1e-13
     np.testing.assert_allclose(got[live], want[live], rtol=rtol)
     np.testing.assert_allclose(m[live], s[live].max(axis=1), rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_normalise_rows_is_numpys_division(dtype):
+    """Rows that attend divide by their sum in IEEE arithmetic (NaN, Inf, a zero sum: no
+    exception), the others become 0 whatever they held."""
+    rng = np.random.default_rng(7)
+    acc = rng.standard_normal((6, 9)).astype(dtype)
+    acc[1, 2], acc[4, 0] = np.nan, np.inf
+    l_sum = np.array([1.5, 2, np.nan, 0, np.inf, 3], dtype)
+    hit = np.array([True, True, True, True, True, False])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.where(hit[:, None], acc / l_sum[:, None], 0)
+    normalise_rows(acc, l_sum, hit)
+    assert acc.tobytes() == want.astype(dtype).tobytes()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
