@@ -46,6 +46,7 @@ from fia_fuzz.golden.kernels import (
     ROUND_F16,
     finite_bits,
     float16_bits,
+    normalise_rows,
     rescale_add,
     round_rows,
     softmax_block,
@@ -181,9 +182,9 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
         _blocks(q, k_blocks, v_blocks, m, l_sum, hit, acc, k.shape[2], precision=precision,
                 p_dtype=p_dtype, mods=mods, col_start=col_start, scale=scale,
                 matmuls=matmuls, v_finite=v_finite)
-        out = np.where(hit, acc / np.where(hit, l_sum, 1), 0)
+        normalise_rows(acc.reshape(-1, dv), l_sum.reshape(-1), hit.reshape(-1))
         lse = np.where(hit, np.log(np.where(hit, l_sum, 1)) + m, np.inf)[..., 0]
-    return out, lse
+    return acc, lse
 
 
 def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: np.ndarray,
@@ -197,7 +198,9 @@ def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: n
     alpha = np.empty(m.size, work)
     rows = (m.reshape(-1), l_sum.reshape(-1), hit.reshape(-1), alpha)
     acc_rows = acc.reshape(-1, acc.shape[-1])
-    rounding = ROUNDING.get(np.dtype(p_dtype))
+    # P's rounding in softmax_block: the float flow's, in device precision (a quantised
+    # flow's pv rounds P itself)
+    fused = ROUNDING.get(np.dtype(p_dtype), 0) if matmuls is None and precision == "device" else 0
     for c0, kb, vb in zip(range(0, length, KV_BLOCK), k_blocks, v_blocks,
                               strict=True):
         c1 = c0 + kb.shape[-2]
@@ -211,14 +214,12 @@ def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: n
             s += bias.astype(work).reshape(bias.shape[0], kvn, g, r, -1)
         if excluded is not None:
             np.copyto(s, -np.inf, where=excluded[:, None, None])
-        p_rows = s.reshape(-1, s.shape[-1])
-        softmax_block(p_rows, *rows)  # s becomes P (unrounded), in place
+        # s becomes P in place, rounded to p_dtype there when a kernel rounds it
+        softmax_block(s.reshape(-1, s.shape[-1]), *rows, fused)
         if matmuls is not None:
             pv = matmuls.pv(s, vb).astype(work)
         else:
-            if precision == "device" and rounding is not None:
-                round_rows(p_rows, rounding)
-            elif precision == "device":
+            if precision == "device" and not fused:
                 round_p(s, p_dtype)
             pv = masked_pv(s, vb, excluded, v_finite)
         rescale_add(acc_rows, alpha, pv.reshape(-1, pv.shape[-1]))

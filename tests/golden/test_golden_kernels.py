@@ -1,13 +1,18 @@
 """The golden's compiled kernels (golden/kernels.py): the exp's accuracy and special values,
 the softmax step against NumPy in float64, the float16 output cast and V's finiteness check."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 from fia_fuzz.golden.kernels import (
+    ROUND_BF16,
+    ROUND_F16,
     exp_shifted,
     finite_bits,
     float16_bits,
+    normalise_rows,
+    round_rows,
     row_sum,
     softmax_block,
 )
@@ -79,6 +84,45 @@ def test_softmax_block_matches_numpy(dtype):
     rtol = 1e-5 if dtype == np.float32 else 1e-13
     np.testing.assert_allclose(got[live], want[live], rtol=rtol)
     np.testing.assert_allclose(m[live], s[live].max(axis=1), rtol=0)
+
+
+@pytest.mark.parametrize("mode", [ROUND_F16, ROUND_BF16])
+def test_softmax_block_rounds_as_round_rows(mode):
+    """P rounded inside softmax_block has the bits of round_rows after it; the row sums are
+    of P before its rounding either way."""
+    rng = np.random.default_rng(6)
+    s = (rng.standard_normal((5, 300)) * 12).astype(np.float32)
+    s[1, 4] = np.nan
+    s[2] = -np.inf
+    s[3, :7] = -np.inf
+    results = []
+    for fused in (True, False):
+        p, m, l_sum = s.copy(), np.full(5, -np.inf, np.float32), np.zeros(5, np.float32)
+        hit, alpha = np.zeros(5, bool), np.empty(5, np.float32)
+        with np.errstate(invalid="ignore"):
+            softmax_block(p, m, l_sum, hit, alpha, mode if fused else 0)
+            if not fused:
+                round_rows(p, mode)
+        results.append([x.tobytes() for x in (p, m, l_sum, hit, alpha)])
+    assert results[0] == results[1]
+    dtype = np.float16 if mode == ROUND_F16 else ml_dtypes.bfloat16
+    live = p[~np.isnan(p)]
+    assert np.array_equal(live.astype(dtype).astype(np.float32), live)  # P is rounded
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_normalise_rows_is_numpys_division(dtype):
+    """Rows that attend divide by their sum in IEEE arithmetic (NaN, Inf, a zero sum: no
+    exception), the others become 0 whatever they held."""
+    rng = np.random.default_rng(7)
+    acc = rng.standard_normal((6, 9)).astype(dtype)
+    acc[1, 2], acc[4, 0] = np.nan, np.inf
+    l_sum = np.array([1.5, 2, np.nan, 0, np.inf, 3], dtype)
+    hit = np.array([True, True, True, True, True, False])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.where(hit[:, None], acc / l_sum[:, None], 0)
+    normalise_rows(acc, l_sum, hit)
+    assert acc.tobytes() == want.astype(dtype).tobytes()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
