@@ -198,9 +198,6 @@ def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: n
     alpha = np.empty(m.size, work)
     rows = (m.reshape(-1), l_sum.reshape(-1), hit.reshape(-1), alpha)
     acc_rows = acc.reshape(-1, acc.shape[-1])
-    # P's rounding in softmax_block: the float flow's, in device precision (a quantised
-    # flow's pv rounds P itself)
-    fused = ROUNDING.get(np.dtype(p_dtype), 0) if matmuls is None and precision == "device" else 0
     for c0, kb, vb in zip(range(0, length, KV_BLOCK), k_blocks, v_blocks,
                               strict=True):
         c1 = c0 + kb.shape[-2]
@@ -214,12 +211,11 @@ def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: n
             s += bias.astype(work).reshape(bias.shape[0], kvn, g, r, -1)
         if excluded is not None:
             np.copyto(s, -np.inf, where=excluded[:, None, None])
-        # s becomes P in place, rounded to p_dtype there when a kernel rounds it
-        softmax_block(s.reshape(-1, s.shape[-1]), *rows, fused)
-        if matmuls is not None:
+        softmax_block(s.reshape(-1, s.shape[-1]), *rows)  # s becomes P, in place
+        if matmuls is not None:  # a quantised flow's pv rounds P itself
             pv = matmuls.pv(s, vb).astype(work)
         else:
-            if precision == "device" and not fused:
+            if precision == "device":
                 round_p(s, p_dtype)
             pv = masked_pv(s, vb, excluded, v_finite)
         rescale_add(acc_rows, alpha, pv.reshape(-1, pv.shape[-1]))

@@ -7,8 +7,8 @@ the running max and the rescale factor alpha, exp(s - max), the row sum, and
 (device precision) P rounded to the input dtype. As NumPy calls these are seven
 or more passes over the scores, each about as costly as the exp, and on
 GQA-sized tiles they cost as much as the matmuls; here each row is read into L1
-once and its steps run on it there (the rounding too, as a loop of its own over the
-row: inside the exp loop it stops that loop vectorising).
+once and its steps run on it there (the rounding is one more pass over the block:
+inside the row loop it stops the exp loop vectorising).
 
 Each row is computed by the same compiled code whatever the thread count and the
 row's position in a tile, so results are bit-identical run to run and across
@@ -222,41 +222,33 @@ def exp_shifted(s: np.ndarray, i: int, base: float) -> None:
 
 
 @njit(nogil=True, cache=True)
-def round_row(p: np.ndarray, i: int, mode: int) -> None:
-    """float32 p[i] (values in [0, 1] or NaN) rounded in place to float16 (mode ROUND_F16) or
-    bfloat16 (ROUND_BF16), round half to even, kept as float32; any other mode leaves it."""
-    if mode == ROUND_F16:
-        for j in range(p.shape[1]):
-            x = p[i, j]
-            b = _bits(x)
-            b = np.int32((b + 0xFFF + ((b >> 13) & 1)) & -0x2000)
-            # below float16's smallest normal: to its subnormal grid 2^-24
-            p[i, j] = _float(b) if x >= _F16_MIN_NORMAL else (x + _HALF32) - _HALF32
-    elif mode == ROUND_BF16:
-        for j in range(p.shape[1]):
-            x = p[i, j]
-            b = _bits(x)
-            b = np.int32((b + 0x7FFF + ((b >> 16) & 1)) & -0x10000)
-            p[i, j] = _float(b) if x == x else x
-
-
-@njit(nogil=True, cache=True)
 def round_rows(p: np.ndarray, mode: int) -> None:
-    """`round_row` on every row of p (rows, cols)."""
+    """float32 p (rows, cols; values in [0, 1] or NaN) rounded in place to float16 (mode
+    ROUND_F16) or bfloat16 (ROUND_BF16), round half to even, kept as float32."""
     for i in range(p.shape[0]):
-        round_row(p, i, mode)
+        if mode == ROUND_F16:
+            for j in range(p.shape[1]):
+                x = p[i, j]
+                b = _bits(x)
+                b = np.int32((b + 0xFFF + ((b >> 13) & 1)) & -0x2000)
+                # below float16's smallest normal: to its subnormal grid 2^-24
+                p[i, j] = _float(b) if x >= _F16_MIN_NORMAL else (x + _HALF32) - _HALF32
+        elif mode == ROUND_BF16:
+            for j in range(p.shape[1]):
+                x = p[i, j]
+                b = _bits(x)
+                b = np.int32((b + 0x7FFF + ((b >> 16) & 1)) & -0x10000)
+                p[i, j] = _float(b) if x == x else x
 
 
 @njit(nogil=True, cache=True)
 def softmax_block(s: np.ndarray, m: np.ndarray, l_sum: np.ndarray, hit: np.ndarray,
-                  alpha: np.ndarray, rounding: int = 0) -> None:
+                  alpha: np.ndarray) -> None:
     """One block of the online softmax, per row i of s (rows, cols), in place: s becomes
     P = exp(s - base) for the new running max m (base 0 while it is -inf), alpha[i] the
     factor exp(m_old - base) that rescales the row's earlier sums, l_sum[i] the running row
-    sum (of P before its rounding), hit[i] set where the row attends a key (a score above
-    -inf or NaN). `rounding` (ROUND_F16, ROUND_BF16; 0: none) then rounds the row's P by
-    `round_row`, a loop of its own over the row while it is in L1 (inside the exp loop it
-    stops that loop vectorising)."""
+    sum, hit[i] set where the row attends a key (a score above -inf or NaN). P's rounding
+    is a pass of its own (`round_rows`): inside this loop it stops the exp vectorising."""
     if s.shape[0] == 0 or s.shape[1] == 0:
         return
     zero, neg_inf = _limits(s[0, 0])
@@ -272,7 +264,6 @@ def softmax_block(s: np.ndarray, m: np.ndarray, l_sum: np.ndarray, hit: np.ndarr
         a = exp_scalar(m_old - base)
         exp_shifted(s, i, base)
         l_sum[i] = l_sum[i] * a + row_sum(s, i)
-        round_row(s, i, rounding)
         alpha[i] = a
         m[i] = m_new
 
@@ -284,8 +275,6 @@ def rescale_add(acc: np.ndarray, alpha: np.ndarray, pv: np.ndarray) -> None:
         a = alpha[i]
         for j in range(acc.shape[1]):
             acc[i, j] = acc[i, j] * a + pv[i, j]
-
-
 
 
 @njit(nogil=True, cache=True, error_model="numpy")  # x / 0 is IEEE's, not an exception
