@@ -20,9 +20,9 @@ from fia_fuzz.rules.profiles import Profile
 from fia_fuzz.rules.profiles import atlas_a2_examples as a2
 from fia_fuzz.rules.rule import RULES
 from fia_fuzz.rules.validate import case_violations
-from fia_fuzz.strategies.edits import SIDE, apply
+from fia_fuzz.strategies.edits import apply
 from fia_fuzz.strategies.illegal.breaker import Breaker, host_sized
-from fia_fuzz.strategies.illegal.width import infer_sides
+from fia_fuzz.strategies.illegal.width import broken_sides
 
 #: Per profile: its own rule id -> calls breaking exactly that rule (and nothing else).
 EXAMPLES: dict[str, dict[str, list[dict[str, Any]]]] = {"atlas-a2": {}}
@@ -56,7 +56,7 @@ def profile_illegal_cases(profile: Profile, rule: str | None, breakers: dict[str
             base = draw(bases[rid])
             change = breakers[rid].change(draw, base)
             case = apply(base, change)
-            sides = frozenset(change[SIDE]) if SIDE in change else infer_sides(base, case)
+            sides = broken_sides(base, change, case)
             case = Case(params=case.params, fills=case.fills, seed=case.seed,
                         rules=profile.name)
         if [v.rule for v in case_violations(case)] != [rid]:

@@ -29,9 +29,9 @@ from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.rules.profiles import get as get_rules
 from fia_fuzz.rules.rule import RULES
 from fia_fuzz.rules.validate import validate
-from fia_fuzz.strategies.edits import SIDE, apply
+from fia_fuzz.strategies.edits import apply
 from fia_fuzz.strategies.illegal.breaker import Breaker, host_sized
-from fia_fuzz.strategies.illegal.width import infer_sides
+from fia_fuzz.strategies.illegal.width import broken_sides
 
 #: One module per rule-id prefix, named and ordered as the rulebook's.
 MODULES = tuple(importlib.import_module(f"{__name__}.{m.__name__.rsplit('.', 1)[1]}")
@@ -68,10 +68,9 @@ def illegal_cases(rule: str | None = None, rules: str = DEFAULT) -> st.SearchStr
 
 def sided_illegal_cases(rule: str | None = None, rules: str = DEFAULT
                         ) -> st.SearchStrategy[tuple[Case, frozenset[str]]]:
-    """`illegal_cases(rule, rules)` with the sides of its rule's bound each case broke (the
-    change's `edits.SIDE` labels, else inferred from base to broken case: `width.infer_sides`;
-    none for a device profile's own examples): the same draws, so a negative finding can
-    name the side a backend accepted."""
+    """`illegal_cases(rule, rules)` with the sides of its rule's bound each case broke
+    (`width.broken_sides`; none for a device profile's own examples): the same draws, so a
+    negative finding can name the side a backend accepted."""
     if rules != DEFAULT:
         from fia_fuzz.strategies.illegal_profiles import profile_illegal_cases
 
@@ -101,7 +100,7 @@ def sided_illegal_cases(rule: str | None = None, rules: str = DEFAULT
             reject()
         if rid not in NOT_MATERIALISABLE and host_sized(case):
             reject()
-        sides = frozenset(change[SIDE]) if SIDE in change else infer_sides(base, case)
+        sides = broken_sides(base, change, case)
         return case, sides
 
     return broken()

@@ -32,7 +32,7 @@ from fia_fuzz.op.params import ATTR_DEFAULTS
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.rules.rule import Violation
 from fia_fuzz.rules.validate import validate
-from fia_fuzz.strategies.edits import SIDE, apply, position
+from fia_fuzz.strategies.edits import SIDE, Change, apply, position
 from fia_fuzz.strategies.illegal.breaker import Breaker
 from fia_fuzz.strategies.sample import draw_cases
 from fia_fuzz.strategies.seeded import fixed_constants
@@ -115,6 +115,12 @@ def infer_sides(base: Case, broken: Case) -> frozenset[str]:
     return frozenset(found)
 
 
+def broken_sides(base: Case, change: Change, broken: Case) -> frozenset[str]:
+    """The sides of a bound `change` broke from `base` to `broken`: the labels it carries
+    (`edits.SIDE`), else what `infer_sides` reads off the arguments that moved."""
+    return frozenset(change[SIDE]) if SIDE in change else infer_sides(base, broken)
+
+
 @dataclass(frozen=True)
 class Break:
     """A legal base, the case its breaker made of it, the one violation it has and the sides
@@ -142,7 +148,7 @@ def breaks(rule: str, breaker: Breaker, n: int, seed: int = 0) -> list[Break]:
         broken = apply(base, change)
         found = validate(**broken.specs())
         if [v.rule for v in found] == [rule]:
-            sides = frozenset(change[SIDE]) if SIDE in change else infer_sides(base, broken)
+            sides = broken_sides(base, change, broken)
             out.append(Break(base, broken, found[0], sides))
 
     with fixed_constants():
