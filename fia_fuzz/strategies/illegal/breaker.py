@@ -27,20 +27,26 @@ PLAIN_BNSD = {"plain": True, "layout": "BNSD"}
 PAGED = {"paged": True, "rope": False}
 #: A paged BNSD decode without antiquant: the common base of paged, length and rope breakers.
 PAGED_DECODE = {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode"}
+#: One base per family, by its name in width.family, for breakers whose change holds in
+#: every family (see `over_families`; EVERY_FAMILY adds layout kinds and forms).
+FAMILY_BASE: dict[str, dict[str, Any]] = {
+    "dense": PLAIN_BNSD, "antiquant": {"antiquant": "separate:1/1"},
+    "full_quant": {"full_quant": True, "rope": False}, "packed": {"layout": "TND", "rope": False},
+    "packed_mla": {"rope_d": "128"}, "mla": {"rope_d": "512"},
+    "gqa_nz": {"cache": "NZ", "rope": False}}
 #: Contiguous BNSD full-quant bases, for changes written on BNSD shapes (`edits.bnsd`; with
 #: `follow_heads` where they move N or the value's D).
-FULL_QUANT_BNSD = {"full_quant": True, "rope": False, "layout": "BNSD", "paged": False}
+FULL_QUANT_BNSD = {**FAMILY_BASE["full_quant"], "layout": "BNSD", "paged": False}
 #: Paged bases of the dense family (no antiquant, full quant or rope).
 PAGED_DENSE = {"antiquant": "none", "full_quant": False, "rope": False, "paged": True}
 #: One base per family and layout kind (dense plain, paged and BSH; antiquant combined,
 #: separate and paged; full quant; packed, paged or not; packed MLA; MLA; NZ caches), for the
 #: breakers of rules every call carries (an attribute's range), whose change holds anywhere.
 EVERY_FAMILY = ({"plain": True, "layout": "BSH"},
-                PAGED_DENSE, {"antiquant": "combined:0"}, {"antiquant": "separate:1/1"},
+                PAGED_DENSE, {"antiquant": "combined:0"}, FAMILY_BASE["antiquant"],
                 {"antiquant": "separate:0/0", "paged": True},
-                {"full_quant": True, "rope": False},
-                {"layout": "TND", "rope": False}, {"layout": "NTD_TND"},
-                {"rope_d": "128"}, {"rope_d": "512"}, {"cache": "NZ", "rope": False})
+                FAMILY_BASE["full_quant"], FAMILY_BASE["packed"], {"layout": "NTD_TND"},
+                FAMILY_BASE["packed_mla"], FAMILY_BASE["mla"], FAMILY_BASE["gqa_nz"])
 #: Contiguous BNSD bases of the int-KV families without the inputs sized by B, S or D
 #: (lengths, mask, pse, prefix, post-quant), for changes that rewrite query, key and value
 #: through edits.bnsd_qkv like those of the plain base: per-tensor antiquant, and full
@@ -48,15 +54,7 @@ EVERY_FAMILY = ({"plain": True, "layout": "BSH"},
 BARE_BNSD = {"layout": "BNSD", "paged": False, "kv_list": False, "pse": False, "mask": "none",
              "actual_q": "absent", "actual_kv": "absent", "prefix": False}
 AQ_BNSD = {**BARE_BNSD, "antiquant": "separate:0/0"}
-FQ_BNSD = {**BARE_BNSD, "full_quant": True, "rope": False, "post_quant": False}
-#: One base per family, by its name in width.family, for breakers whose change holds in
-#: every family (see `over_families`; EVERY_FAMILY adds layout kinds and forms, at the cost
-#: of fewer draws per family).
-FAMILY_BASE: dict[str, dict[str, Any]] = {
-    "dense": PLAIN_BNSD, "antiquant": {"antiquant": "separate:1/1"},
-    "full_quant": {"full_quant": True, "rope": False}, "packed": {"layout": "TND", "rope": False},
-    "packed_mla": {"rope_d": "128"}, "mla": {"rope_d": "512"},
-    "gqa_nz": {"cache": "NZ", "rope": False}}
+FQ_BNSD = {**BARE_BNSD, **FAMILY_BASE["full_quant"], "post_quant": False}
 #: Host memory past which a broken case is host-sized: legal draws keep the golden pair under
 #: 1 GiB (DEVELOPERS.md, Determinism), and a negative run must not allocate more. A change
 #: that grows a tensor (mask.full_form's mask batch of 2048) can land past it from a large base.
@@ -125,9 +123,6 @@ def searched(base: dict[str, Any], mutation: str,
 
 
 def over_families(change: Callable[[st.DrawFn, Case], Change], *order: str) -> Breaker:
-    """A written breaker drawing a base of each family in `order` (FAMILY_BASE names).
-    Hypothesis spreads a one_of's draws unevenly (it repeats earlier choices), so which
-    families a few derandomised draws reach depends on the order: a breaker lists them in
-    one whose draws in the width tests (tests/strategies/test_illegal_sides.py) reach each."""
+    """A written breaker drawing a base of each family in `order` (FAMILY_BASE names)."""
     first, *rest = (FAMILY_BASE[f] for f in order)
     return Breaker(change, first, tuple(rest))
