@@ -81,17 +81,6 @@ def _bnsd(t: Any, layout: str, heads: int) -> Any:
     return t.permute(0, 2, 1, 3)
 
 
-def _from_bnsd(t: Any, layout: str) -> Any:
-    if layout == "BNSD":
-        return t
-    if layout == "BSND":
-        return t.permute(0, 2, 1, 3)
-    if layout == "NBSD":
-        return t.permute(1, 0, 2, 3)
-    b, n, s, d = t.shape
-    return t.permute(0, 2, 1, 3).reshape(b, s, n * d)
-
-
 def _band(rows: int, keys: int, pre: int, nxt: int, device: Any) -> Any:
     """(rows, keys) bool, True = attend: key j within [i - pre, i + next]."""
     import torch
@@ -251,6 +240,8 @@ class TorchApiRunner(TorchComposition):
     def _run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         import torch
 
+        from fia_fuzz.runners.composition.kv import from_bnsd
+
         view = CallView(call)
         why = self._refusal(view)
         if why:
@@ -278,7 +269,7 @@ class TorchApiRunner(TorchComposition):
             mask, causal = plan.forms(b, rows, keys, qb.shape[0], n, dev)
             out[b, :, :rows] = self._sdpa(qb, kb, vb, mask, causal, scale, kv_n != n)
             lse[b, :, :rows] = _lse(qb, kb, mask, causal, scale)
-        result = _from_bnsd(out, view.out_layout)
+        result = from_bnsd(out, view.out_layout)
         if not view.attrs["softmax_lse_flag"]:
             return to_numpy(result), np.zeros((0,), np.float32)   # torch_npu's empty placeholder
         return to_numpy(result), to_numpy(lse.unsqueeze(-1))

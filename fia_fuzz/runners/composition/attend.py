@@ -19,7 +19,14 @@ import torch
 from fia_fuzz.op.call import CallView
 from fia_fuzz.runners.composition.antiquant import POSITION_FREE, dequantisers
 from fia_fuzz.runners.composition.geometry import prefix_length, windows
-from fia_fuzz.runners.composition.kv import KvSource, prefix_tokens, tensor, to_bnsd, to_nt
+from fia_fuzz.runners.composition.kv import (
+    KvSource,
+    from_bnsd,
+    prefix_tokens,
+    tensor,
+    to_bnsd,
+    to_nt,
+)
 from fia_fuzz.runners.composition.limits import refusal
 from fia_fuzz.runners.composition.masks import MaskPlan
 from fia_fuzz.runners.composition.postquant import channel_shape, post_quantise
@@ -29,17 +36,6 @@ from fia_fuzz.runners.torch_convert import to_numpy, to_torch
 #: v (B,N,K,Dv), fp32 bias (B,N,R,K) or None; lse (B,N,R) fp32.
 Kernel = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float],
                   tuple[torch.Tensor, torch.Tensor]]
-
-
-def _from_bnsd(t: torch.Tensor, layout: str) -> torch.Tensor:
-    if layout == "BNSD":
-        return t
-    if layout == "BSND":
-        return t.permute(0, 2, 1, 3)
-    if layout == "NBSD":
-        return t.permute(1, 0, 2, 3)
-    b, n, s, d = t.shape
-    return t.permute(0, 2, 1, 3).reshape(b, s, n * d)
 
 
 def _work_dtype(call: dict[str, Any], qdtype: torch.dtype) -> torch.dtype:
@@ -223,7 +219,7 @@ def compose(call: dict[str, Any], kernel: Kernel, device: str,
         result = result.permute(1, 0, 2) if view.out_layout == "TND" else result
         lse_out = full_lse.permute(1, 0).unsqueeze(-1)
     else:
-        result = _from_bnsd(result, view.out_layout)
+        result = from_bnsd(result, view.out_layout)
         lse_out = full_lse.unsqueeze(-1)
     if not view.attrs["softmax_lse_flag"]:
         return to_numpy(result), np.zeros((0,), np.float32)   # torch_npu's empty placeholder

@@ -47,6 +47,18 @@ def to_bnsd(t: torch.Tensor, layout: str, heads: int) -> torch.Tensor:
     return t.reshape(b, s, heads, h // heads).permute(0, 2, 1, 3)
 
 
+def from_bnsd(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """A (B, N, S, d) output in the BNSD, BSND, NBSD or BSH layout."""
+    if layout == "BNSD":
+        return t
+    if layout == "BSND":
+        return t.permute(0, 2, 1, 3)
+    if layout == "NBSD":
+        return t.permute(1, 0, 2, 3)
+    b, n, s, d = t.shape
+    return t.permute(0, 2, 1, 3).reshape(b, s, n * d)
+
+
 def to_nt(t: torch.Tensor, layout: str) -> torch.Tensor:
     """A packed TND/NTD tensor as (N, T, d)."""
     return t.permute(1, 0, 2) if layout == "TND" else t
