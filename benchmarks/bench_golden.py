@@ -23,10 +23,8 @@ command (`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ...`), so OpenBLAS picks 
 for the CPU. --blas adds the floor that sets, per precision: the golden's two matmuls (the
 same BLAS calls on the same tiles) plus one exp over the scores, nothing else, K/V
 converted to the working type outside the timing; and the golden's time as a ratio to
-it (target <= FLOOR_TARGET). "with cast" repeats the floor with the K/V conversion
-inside the timing, done as the golden does it (block by block on one row tile, else once
-per KV head, by numerics/casts.py): the golden must convert fp16 K/V, which on decode
-costs as much as the matmuls.
+it (target <= FLOOR_TARGET). The golden converts float16 K/V inside its timing (on
+decode, block by block inside golden/decode.py's compiled job).
 """
 
 from __future__ import annotations
@@ -47,7 +45,6 @@ from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.core import KV_BLOCK, ROW_TILE_ELEMENTS, WORK
 from fia_fuzz.golden.threads import run_all, tile_threads
 from fia_fuzz.numerics.blas import blas_core
-from fia_fuzz.numerics.casts import as_work, work_blocks
 
 #: name -> (B, N, KV_N, S1, S2, D): decode, GQA prefill, and plain prefill.
 SHAPES = {
@@ -102,34 +99,28 @@ def sdpa_fp32(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float
     return run
 
 
-def floor(q: np.ndarray, k: np.ndarray, v: np.ndarray, precision: str, cast: bool = False
-          ) -> Callable[[], Any]:
+def floor(q: np.ndarray, k: np.ndarray, v: np.ndarray, precision: str) -> Callable[[], Any]:
     """The golden's Q·K^T and P·V of full attention on BNSD q/k/v plus one in-place exp over
     each block of scores, and nothing else: row tiles of ROW_TILE_ELEMENTS scores per head
     times KV_BLOCK-column blocks, one NumPy call per tile and block over the batches and a KV
     head's query heads (the golden's BLAS calls), in the working type, one KV head a job on
-    the golden's tile threads. K/V are converted to the working type outside the timing,
-    or with `cast` inside it as the golden converts them: block by block where a head has
-    one row tile, else once per head."""
+    the golden's tile threads. K/V are converted to the working type outside the timing."""
     work = WORK[precision]
     b, n, s1, d = q.shape
     kvn, s2 = k.shape[1], k.shape[2]
     qw = q.astype(work).reshape(b, kvn, n // kvn, s1, d)
-    kv = (k, v) if cast else tuple(x.astype(work) for x in (k, v))
+    kw, vw = (x.astype(work) for x in (k, v))
     rows = min(s1, max(1, ROW_TILE_ELEMENTS // min(KV_BLOCK, s2)))
     p = np.full((b, n // kvn, rows, KV_BLOCK), 0.5, work)
 
     def kv_head(h: int) -> None:
-        kh, vh = (x[:, h, None] for x in kv)
-        if rows < s1:
-            kh, vh = as_work(kh, work), as_work(vh, work)
+        kh, vh = kw[:, h, None], vw[:, h, None]
         for r0 in range(0, s1, rows):
             qt = qw[:, h, :, r0:r0 + rows]
-            for kb, vb in zip(*(work_blocks(x, work, KV_BLOCK) for x in (kh, vh)),
-                              strict=True):
-                s = np.matmul(qt, kb.swapaxes(-1, -2))
+            for c0 in range(0, s2, KV_BLOCK):
+                s = np.matmul(qt, kh[..., c0:c0 + KV_BLOCK, :].swapaxes(-1, -2))
                 np.exp(s, out=s)
-                np.matmul(p[:, :, :qt.shape[2], :kb.shape[2]], vb)
+                np.matmul(p[:, :, :qt.shape[2], :s.shape[-1]], vh[..., c0:c0 + KV_BLOCK, :])
     return lambda: run_all(kv_head, range(kvn))
 
 
@@ -144,8 +135,7 @@ def speed(names: list[str], repeat: int, cpu: bool = False, blas: bool = False) 
           f"(OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, "
           f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE', 'unset')})")
     print(f"{'shape':<44} {'SDPA s':>8} {'device s':>9} {'ratio':>7} {'fp64 s':>8} "
-          f"{'ratio':>7}  load" + ("   golden/floor: device  fp64   with cast: device  fp64"
-                                 if blas else ""))
+          f"{'ratio':>7}  load" + ("   golden/floor: device  fp64" if blas else ""))
     for name in names:
         b, n, kvn, s1, s2, d = SHAPES[name]
         q, k, v = data(b, n, kvn, s1, s2, d)
@@ -159,19 +149,15 @@ def speed(names: list[str], repeat: int, cpu: bool = False, blas: bool = False) 
                                          precision="fp64", **kw)}
         if blas:
             fns |= {f"floor-{p}": floor(q, k, v, p) for p in ("device", "fp64")}
-            fns |= {f"cast-{p}": floor(q, k, v, p, cast=True) for p in ("device", "fp64")}
         t = best(fns, repeat, time.process_time if cpu else time.perf_counter)
         load = max(load, os.getloadavg()[0])
         label = f"{name} B{b} N{n} KV_N{kvn} S1={s1} S2={s2} D{d}"
         print(f"{label:<44} {t['sdpa']:8.3f} {t['device']:9.3f} "
               f"{t['device'] / t['sdpa']:6.2f}x {t['fp64']:8.3f} {t['fp64'] / t['sdpa']:6.2f}x"
               f"  {load:.1f}" + (f"  {t['device'] / t['floor-device']:19.2f}x "
-                                   f"{t['fp64'] / t['floor-fp64']:5.2f}x  "
-                                   f"{t['device'] / t['cast-device']:16.2f}x "
-                                   f"{t['fp64'] / t['cast-fp64']:5.2f}x" if blas else ""))
+                                   f"{t['fp64'] / t['floor-fp64']:5.2f}x" if blas else ""))
         if blas:
-            print(f"{'':<44} floor s: device {t['floor-device']:.3f} fp64 {t['floor-fp64']:.3f}; "
-                  f"with cast: device {t['cast-device']:.3f} fp64 {t['cast-fp64']:.3f}")
+            print(f"{'':<44} floor s: device {t['floor-device']:.3f} fp64 {t['floor-fp64']:.3f}")
     print(f"targets: device <= {TARGETS['device']}x, fp64 <= {TARGETS['fp64']}x SDPA fp32"
           + (f"; golden <= {FLOOR_TARGET}x its floor (matmuls + one exp) in each precision"
              if blas else ""))

@@ -17,6 +17,10 @@ softmax steps and P's rounding run in compiled kernels (golden/kernels.py),
 which fix the exp and the row sum's order; a tile's scores fit in L2, so those
 steps read them from cache.
 
+A job of one query row per head with nothing to add to the scores (decode)
+runs in one compiled call, golden/decode.py: the same steps and BLAS calls,
+without the GIL between them.
+
 Jobs are (batch tile, KV heads) groups (several KV heads only while a tile
 holds them all), so the G query heads of a group read their KV head once,
 from cache, and a job's scores stay small; a job holding
@@ -41,6 +45,7 @@ from typing import Any, Protocol
 import ml_dtypes
 import numpy as np
 
+from fia_fuzz.golden.decode import decode_job
 from fia_fuzz.golden.kernels import (
     ROUND_BF16,
     ROUND_F16,
@@ -167,22 +172,34 @@ def attend_tile(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, precision: str,
     absolute column col_start). `v_finite`: v is known to hold no NaN or Inf (else each
     block is checked).
     """
-    work = q.dtype
-    b, kvn, g, r, d = q.shape
-    dv = v.shape[3]
+    m, l_sum, hit, acc = _row_state(q.shape, v.shape[3], q.dtype, sink)
+    k_blocks, v_blocks = (work_blocks(x[:, :, None], q.dtype, KV_BLOCK) for x in (k, v))
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf inputs: IEEE, silently
+        _blocks(q, k_blocks, v_blocks, m, l_sum, hit, acc, k.shape[2], precision=precision,
+                p_dtype=p_dtype, mods=mods, col_start=col_start, scale=scale,
+                matmuls=matmuls, v_finite=v_finite)
+    return _finish(m, l_sum, hit, acc)
+
+
+def _row_state(shape: tuple[int, ...], dv: int, work: np.dtype, sink: np.ndarray | None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The online softmax's starting running max, row sum, hit flags and accumulator of a
+    tile of q's shape (b, KV_N, G, r, D), with the sink counted."""
+    b, kvn, g, r, _ = shape
     m = np.full((b, kvn, g, r, 1), -np.inf, work)
     l_sum = np.zeros((b, kvn, g, r, 1), work)
     if sink is not None:  # a key of score sink[n] and value 0 [SEM §5]
         m[...] = sink.reshape(1, kvn, g, 1, 1)
         l_sum += 1
-    hit = np.zeros((b, kvn, g, r, 1), bool)
-    acc = np.zeros((b, kvn, g, r, dv), work)
-    k_blocks, v_blocks = (work_blocks(x[:, :, None], work, KV_BLOCK) for x in (k, v))
-    with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf inputs: IEEE, silently
-        _blocks(q, k_blocks, v_blocks, m, l_sum, hit, acc, k.shape[2], precision=precision,
-                p_dtype=p_dtype, mods=mods, col_start=col_start, scale=scale,
-                matmuls=matmuls, v_finite=v_finite)
-        normalise_rows(acc.reshape(-1, dv), l_sum.reshape(-1), hit.reshape(-1))
+    return m, l_sum, np.zeros((b, kvn, g, r, 1), bool), np.zeros((b, kvn, g, r, dv), work)
+
+
+def _finish(m: np.ndarray, l_sum: np.ndarray, hit: np.ndarray, acc: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """(out, lse) of a tile from its online softmax state: rows divided by their sums, out 0
+    and lse +inf where a row attends no key."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        normalise_rows(acc.reshape(-1, acc.shape[-1]), l_sum.reshape(-1), hit.reshape(-1))
         lse = np.where(hit, np.log(np.where(hit, l_sum, 1)) + m, np.inf)[..., 0]
     return acc, lse
 
@@ -198,8 +215,8 @@ def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: n
     alpha = np.empty(m.size, work)
     rows = (m.reshape(-1), l_sum.reshape(-1), hit.reshape(-1), alpha)
     acc_rows = acc.reshape(-1, acc.shape[-1])
-    for c0, kb, vb in zip(range(0, length, KV_BLOCK), k_blocks, v_blocks,
-                              strict=True):
+    for c0, (kb, _), (vb, vb_finite) in zip(range(0, length, KV_BLOCK), k_blocks, v_blocks,
+                                            strict=True):
         c1 = c0 + kb.shape[-2]
         if matmuls is None:
             s = np.matmul(q, kb.swapaxes(-1, -2))
@@ -217,7 +234,7 @@ def _blocks(q: np.ndarray, k_blocks: Any, v_blocks: Any, m: np.ndarray, l_sum: n
         else:
             if precision == "device":
                 round_p(s, p_dtype)
-            pv = masked_pv(s, vb, excluded, v_finite)
+            pv = masked_pv(s, vb, excluded, vb_finite if v_finite is None else v_finite)
         rescale_add(acc_rows, alpha, pv.reshape(-1, pv.shape[-1]))
 
 
@@ -241,6 +258,9 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
     if bsz == 0 or k.shape[2] == 0:
         return out, lse
     sink_w = None if sink is None else np.asarray(sink).astype(work).reshape(n)
+    # golden/decode.py's P rounding mode, where it can run this call's one-row jobs
+    p_round = (None if matmuls is not None
+               else 0 if precision == "fp64" else ROUNDING.get(np.dtype(p_dtype)))
     cols = max(1, min(KV_BLOCK, int(col_span[1].max()) - int(col_span[0].min())))
     rc = min(max(s1, 1), max(1, ROW_TILE_ELEMENTS // cols))
     hc = max(1, min(g, TILE_ELEMENTS // (rc * cols)))
@@ -267,6 +287,11 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         bsl, hs, row_tiles = task
         c_lo, c_hi = int(col_span[0][bsl].min()), int(col_span[1][bsl].max())
         kh, vh = k[bsl, hs, c_lo:c_hi], v[bsl, hs, c_lo:c_hi]
+        if (p_round is not None and len(row_tiles) == 1 and hc == g
+                and row_tiles[0].stop - row_tiles[0].start == 1
+                and all(x is None for x in mods(bsl, row_tiles[0], slice(c_lo, c_hi)))
+                and decoded(bsl, slice(hs.start * g, hs.stop * g), row_tiles[0], kh, vh)):
+            return
         v_finite = None
         if len(row_tiles) > 1 or hc < g:  # shared by several tiles: convert once
             kh, vh = as_work(kh, work), as_work(vh, work)
@@ -276,14 +301,31 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
                 heads = slice(h0, min(h0 + hc, hs.stop * g) if hc < g else hs.stop * g)
                 tile(bsl, heads, rows, kh, vh, c_lo, v_finite)
 
-    def tile(bsl: slice, heads: slice, rows: slice, kh: np.ndarray, vh: np.ndarray,
-             c_lo: int, v_finite: bool | None) -> None:
+    def decoded(bsl: slice, heads: slice, rows: slice, kh: np.ndarray, vh: np.ndarray
+                ) -> bool:
+        """Whether golden/decode.py ran this one-row job (and wrote its rows)."""
+        qt = q_tile(bsl, heads, rows, kh.shape[1])
+        state = _row_state(qt.shape, dv, work, None if sink_w is None else sink_w[heads])
+        if not decode_job(qt.reshape(-1, g, d), kh, vh, p_round, KV_BLOCK,
+                          *(x.reshape(-1) for x in state[:3]), state[3].reshape(-1, dv)):
+            return False
+        o, ls = _finish(*state)
+        out[bsl, heads, rows] = o.reshape(o.shape[0], -1, o.shape[3], dv)
+        lse[bsl, heads, rows] = ls.reshape(ls.shape[0], -1, ls.shape[3])
+        return True
+
+    def q_tile(bsl: slice, heads: slice, rows: slice, kv_heads: int) -> np.ndarray:
+        """q's tile in the working type, scaled for the float flow, (b, KV_N, G, r, D)."""
         part = q[bsl, heads, rows]
         qt = np.empty(part.shape, work)  # a copy (scaled in place below), cast fast when fp16
         cast_into(qt, part)
         if matmuls is None:
             qt *= work.type(scale)
-        qt = qt.reshape(qt.shape[0], kh.shape[1], -1, qt.shape[2], d)
+        return qt.reshape(qt.shape[0], kv_heads, -1, qt.shape[2], d)
+
+    def tile(bsl: slice, heads: slice, rows: slice, kh: np.ndarray, vh: np.ndarray,
+             c_lo: int, v_finite: bool | None) -> None:
+        qt = q_tile(bsl, heads, rows, kh.shape[1])
 
         def tile_mods(cols: slice) -> tuple:
             bias, excluded = mods(bsl, rows, cols)

@@ -30,9 +30,13 @@ _CORENAMES = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
               "openblas_get_corename64_", "openblas_get_corename")
 
 
-def _openblas() -> tuple[Any, Any, Any] | None:
-    """(set_num_threads, get_num_threads, get_corename or None) of the OpenBLAS loaded in
-    this process, or None."""
+#: (prefix, suffix, integer bits) of the CBLAS names, by build: `<prefix>sgemv<suffix>`.
+_CBLAS = (("scipy_cblas_", "64_", 64), ("scipy_cblas_", "", 32), ("cblas_", "64_", 64),
+          ("cblas_", "", 32))
+
+
+def _library() -> Any:
+    """The OpenBLAS library NumPy loaded in this process (ctypes), or None."""
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "openblas" in line.lower()
@@ -44,16 +48,36 @@ def _openblas() -> tuple[Any, Any, Any] | None:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for set_name, get_name in _SYMBOLS:
-            if hasattr(lib, set_name) and hasattr(lib, get_name):
-                corename = next((getattr(lib, n) for n in _CORENAMES if hasattr(lib, n)), None)
-                if corename is not None:
-                    corename.restype = ctypes.c_char_p
-                return getattr(lib, set_name), getattr(lib, get_name), corename
+        if any(hasattr(lib, set_name) for set_name, _ in _SYMBOLS):
+            return lib
     return None
 
 
-_BLAS = _openblas()
+def _openblas(lib: Any) -> tuple[Any, Any, Any] | None:
+    """(set_num_threads, get_num_threads, get_corename or None) of OpenBLAS, or None."""
+    for set_name, get_name in _SYMBOLS:
+        if lib is not None and hasattr(lib, set_name) and hasattr(lib, get_name):
+            corename = next((getattr(lib, n) for n in _CORENAMES if hasattr(lib, n)), None)
+            if corename is not None:
+                corename.restype = ctypes.c_char_p
+            return getattr(lib, set_name), getattr(lib, get_name), corename
+    return None
+
+
+_LIB = _library()
+_BLAS = _openblas(_LIB)
+
+
+def gemv_addresses() -> tuple[int, int, int] | None:
+    """(address of cblas_sgemv, of cblas_dgemv, integer bits) in the OpenBLAS NumPy calls for
+    a vector-matrix matmul, for compiled code that must make the same calls (golden/decode.py),
+    or None when that library or those names are not found."""
+    for prefix, suffix, bits in _CBLAS:
+        names = (f"{prefix}sgemv{suffix}", f"{prefix}dgemv{suffix}")
+        if _LIB is not None and all(hasattr(_LIB, n) for n in names):
+            return (*(ctypes.cast(getattr(_LIB, n), ctypes.c_void_p).value or 0
+                      for n in names), bits)
+    return None
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """Exact casts to a float working type and OpenBLAS thread control (fia_fuzz/numerics)."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -18,23 +19,27 @@ def test_single_threaded_blas_restores_the_setting():
     assert blas._BLAS[1]() == before
 
 
-def test_fast_float16_cast_is_numpy_cast():
-    """numerics/casts.py: torch's cast gives NumPy's bits for every float16, except that a
-    signalling NaN comes out quiet (as the first arithmetic on it would make it)."""
-    pytest.importorskip("torch")  # imported: casts.py takes torch's path at any size
-    from fia_fuzz.numerics.casts import _torch, as_work, cast_into
+@pytest.mark.parametrize("source", [np.float16, ml_dtypes.bfloat16])
+def test_half_cast_is_numpy_cast_and_tells_finiteness(source):
+    """numerics/casts.py: every float16 and bfloat16 bit pattern, contiguous, strided and
+    reversed, gives NumPy's bits in float32 and float64 (a signalling NaN comes out quiet,
+    as the first arithmetic on it would make it), and cast_into says whether all were
+    finite."""
+    from fia_fuzz.numerics.casts import as_work, cast_into
 
-    assert _torch(1) is not None
-
-    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
-    strided = bits.reshape(256, 256)[:, ::3]
-    for dtype in (np.float32, np.float64):
-        want = strided.astype(dtype)
-        want *= dtype(1)  # quiets signalling NaNs, leaves every other value (and -0) as is
-        got = np.empty(strided.shape, dtype)
-        cast_into(got, strided)
-        assert got.tobytes() == want.tobytes()
-        assert as_work(strided, np.dtype(dtype)).tobytes() == want.tobytes()
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(source)
+    finite = bits[np.isfinite(bits.astype(np.float32))]
+    for src in (bits, bits.reshape(256, 256)[:, ::3], bits.reshape(64, 4, 256)[:, 1:3],
+                bits.reshape(256, 256)[::-1], finite, finite.reshape(-1, 2)[:, :1]):
+        for dtype in (np.float32, np.float64):
+            with np.errstate(invalid="ignore"):
+                want = src.astype(dtype)
+                want *= dtype(1)  # quiets signalling NaNs, leaves every other value as is
+            got = np.empty(src.shape, dtype)
+            assert cast_into(got, src) == bool(np.isfinite(want).all())
+            assert got.tobytes() == want.tobytes()
+            assert as_work(src, np.dtype(dtype)).tobytes() == want.tobytes()
+    assert cast_into(np.empty(3), np.array([1, 2, 3], np.int8)) is None  # NumPy's cast
 
 
 def test_blas_core_names_the_core_openblas_runs():
@@ -61,10 +66,10 @@ def test_work_blocks_convert_every_block_exactly():
 
     rng = np.random.default_rng(8)
     src = rng.standard_normal((2, 3, 1, 2 * WIDTH + 7, 16)).astype(np.float16)
-    got = [b.copy() for b in work_blocks(src, np.dtype(np.float64), WIDTH)]
+    got = [b.copy() for b, _ in work_blocks(src, np.dtype(np.float64), WIDTH)]
     want = [src[..., c:c + WIDTH, :].astype(np.float64) for c in range(0, src.shape[-2],
                                                                          WIDTH)]
     assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
     same = src.astype(np.float32)
-    assert all(np.shares_memory(b, same) for b in work_blocks(same, np.dtype(np.float32),
-                                                              WIDTH))
+    assert all(np.shares_memory(b, same) and finite is None
+               for b, finite in work_blocks(same, np.dtype(np.float32), WIDTH))
