@@ -1,4 +1,4 @@
-"""Compile the golden's kernels (golden/kernels.py, golden/decode.py, numerics/casts.py) into
+"""Compile the golden's kernels (golden/kernels.py, golden/job.py, numerics/casts.py) into
 numba's cache beside them, so the first golden call of each later process (campaign workers,
 test workers) loads them instead of compiling: a tiny golden pair per input dtype and
 precision, with several query rows and with one (a decode job)."""

@@ -17,9 +17,8 @@ softmax steps and P's rounding run in compiled kernels (golden/kernels.py),
 which fix the exp and the row sum's order; a tile's scores fit in L2, so those
 steps read them from cache.
 
-A job of one query row per head with nothing to add to the scores (decode)
-runs in one compiled call, golden/decode.py: the same steps and BLAS calls,
-without the GIL between them.
+A job with nothing to add to the scores runs in one compiled call
+(golden/job.py): the same steps and BLAS calls, without the GIL between them.
 
 Jobs are (batch tile, KV heads) groups (several KV heads only while a tile
 holds them all), so the G query heads of a group read their KV head once,
@@ -45,7 +44,7 @@ from typing import Any, Protocol
 import ml_dtypes
 import numpy as np
 
-from fia_fuzz.golden.decode import decode_job
+from fia_fuzz.golden.job import run_job
 from fia_fuzz.golden.kernels import (
     ROUND_BF16,
     ROUND_F16,
@@ -258,7 +257,7 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
     if bsz == 0 or k.shape[2] == 0:
         return out, lse
     sink_w = None if sink is None else np.asarray(sink).astype(work).reshape(n)
-    # golden/decode.py's P rounding mode, where it can run this call's one-row jobs
+    # golden/job.py's P rounding mode, where it can run this call's jobs
     p_round = (None if matmuls is not None
                else 0 if precision == "fp64" else ROUNDING.get(np.dtype(p_dtype)))
     cols = max(1, min(KV_BLOCK, int(col_span[1].max()) - int(col_span[0].min())))
@@ -287,27 +286,32 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         bsl, hs, row_tiles = task
         c_lo, c_hi = int(col_span[0][bsl].min()), int(col_span[1][bsl].max())
         kh, vh = k[bsl, hs, c_lo:c_hi], v[bsl, hs, c_lo:c_hi]
-        if (p_round is not None and len(row_tiles) == 1 and hc == g
-                and row_tiles[0].stop - row_tiles[0].start == 1
-                and all(x is None for x in mods(bsl, row_tiles[0], slice(c_lo, c_hi)))
-                and decoded(bsl, slice(hs.start * g, hs.stop * g), row_tiles[0], kh, vh)):
+        heads = slice(hs.start * g, hs.stop * g)
+        span = slice(row_tiles[0].start, row_tiles[-1].stop)
+        plain = (p_round is not None
+                 and all(x is None for x in mods(bsl, span, slice(c_lo, c_hi))))
+        once = len(row_tiles) > 1 or hc < g  # K/V shared by several tiles: convert once
+        if plain and not once and compiled(bsl, heads, row_tiles, kh, vh):
             return
         v_finite = None
-        if len(row_tiles) > 1 or hc < g:  # shared by several tiles: convert once
+        if once:
             kh, vh = as_work(kh, work), as_work(vh, work)
             v_finite = all_finite(vh) or None  # checked once, not per tile and block
+            if plain and v_finite and compiled(bsl, heads, row_tiles, kh, vh):
+                return
         for rows in row_tiles:
             for h0 in range(hs.start * g, hs.stop * g, hc if hc < g else (hs.stop - hs.start) * g):
                 heads = slice(h0, min(h0 + hc, hs.stop * g) if hc < g else hs.stop * g)
                 tile(bsl, heads, rows, kh, vh, c_lo, v_finite)
 
-    def decoded(bsl: slice, heads: slice, rows: slice, kh: np.ndarray, vh: np.ndarray
-                ) -> bool:
-        """Whether golden/decode.py ran this one-row job (and wrote its rows)."""
+    def compiled(bsl: slice, heads: slice, row_tiles: list[slice], kh: np.ndarray,
+                 vh: np.ndarray) -> bool:
+        """Whether golden/job.py ran this job (and wrote its rows)."""
+        rows = slice(row_tiles[0].start, row_tiles[-1].stop)
         qt = q_tile(bsl, heads, rows, kh.shape[1])
         state = _row_state(qt.shape, dv, work, None if sink_w is None else sink_w[heads])
-        if not decode_job(qt.reshape(-1, g, d), kh, vh, p_round, KV_BLOCK,
-                          *(x.reshape(-1) for x in state[:3]), state[3].reshape(-1, dv)):
+        if not run_job(qt.reshape(-1, *qt.shape[2:]), kh, vh, row_tiles, p_round, KV_BLOCK,
+                       *(x.reshape(-1) for x in state[:3]), state[3].reshape(-1, dv)):
             return False
         o, ls = _finish(*state)
         out[bsl, heads, rows] = o.reshape(o.shape[0], -1, o.shape[3], dv)

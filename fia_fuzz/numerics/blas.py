@@ -30,7 +30,7 @@ _CORENAMES = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
               "openblas_get_corename64_", "openblas_get_corename")
 
 
-#: (prefix, suffix, integer bits) of the CBLAS names, by build: `<prefix>sgemv<suffix>`.
+#: (prefix, suffix, integer bits) of the CBLAS names, by build: `<prefix>sgemm<suffix>`.
 _CBLAS = (("scipy_cblas_", "64_", 64), ("scipy_cblas_", "", 32), ("cblas_", "64_", 64),
           ("cblas_", "", 32))
 
@@ -68,15 +68,16 @@ _LIB = _library()
 _BLAS = _openblas(_LIB)
 
 
-def gemv_addresses() -> tuple[int, int, int] | None:
-    """(address of cblas_sgemv, of cblas_dgemv, integer bits) in the OpenBLAS NumPy calls for
-    a vector-matrix matmul, for compiled code that must make the same calls (golden/decode.py),
-    or None when that library or those names are not found."""
+def blas_addresses() -> tuple[tuple[int, int], tuple[int, int], int] | None:
+    """((cblas_sgemm, cblas_sgemv), (cblas_dgemm, cblas_dgemv) addresses, integer bits) in
+    the OpenBLAS NumPy's matmul calls, for compiled code that must make the same calls
+    (golden/job.py), or None when that library or those names are not found."""
     for prefix, suffix, bits in _CBLAS:
-        names = (f"{prefix}sgemv{suffix}", f"{prefix}dgemv{suffix}")
+        names = [f"{prefix}{t}{op}{suffix}" for t in "sd" for op in ("gemm", "gemv")]
         if _LIB is not None and all(hasattr(_LIB, n) for n in names):
-            return (*(ctypes.cast(getattr(_LIB, n), ctypes.c_void_p).value or 0
-                      for n in names), bits)
+            s_mm, s_mv, d_mm, d_mv = (ctypes.cast(getattr(_LIB, n), ctypes.c_void_p).value or 0
+                                      for n in names)
+            return (s_mm, s_mv), (d_mm, d_mv), bits
     return None
 
 
