@@ -36,14 +36,15 @@ _CBLAS = (("scipy_cblas_", "64_", 64), ("scipy_cblas_", "", 32), ("cblas_", "64_
 
 
 def _library() -> Any:
-    """The OpenBLAS library NumPy loaded in this process (ctypes), or None."""
+    """The OpenBLAS library NumPy loaded in this process (ctypes), or None: the one inside
+    NumPy's package where there is one (torch may bring its own)."""
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "openblas" in line.lower()
                      and ".so" in line}
     except OSError:
         return None
-    for path in sorted(paths):
+    for path in sorted(paths, key=lambda p: ("numpy" not in p, p)):  # NumPy's own first
         try:
             lib = ctypes.CDLL(path)
         except OSError:
