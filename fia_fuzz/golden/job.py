@@ -223,6 +223,7 @@ def _takes(q: np.ndarray, k: np.ndarray, v: np.ndarray, width: int) -> bool:
     """Whether the compiled job can run these arrays as NumPy would (see the module)."""
     return (_BLAS is not None and q.dtype in _BLAS[0] and q.flags.c_contiguous
             and k.strides[3] == v.strides[3] == k.itemsize and k.dtype == v.dtype
+            and all(x.strides[2] >= x.shape[3] * x.itemsize for x in (k, v))  # BLAS's ld
             and k.shape[2] % width != 1 and min(q.shape[3], k.shape[3], v.shape[3]) > 1)
 
 
