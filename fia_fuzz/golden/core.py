@@ -17,7 +17,7 @@ softmax steps and P's rounding run in compiled kernels (golden/kernels.py),
 which fix the exp and the row sum's order; a tile's scores fit in L2, so those
 steps read them from cache.
 
-A job with nothing to add to the scores runs in one compiled call
+A job with no bias and no quantised matmuls runs in one compiled call
 (golden/job.py): the same steps and BLAS calls, without the GIL between them.
 
 Jobs are (batch tile, KV heads) groups (several KV heads only while a tile
@@ -68,6 +68,9 @@ TILE_ELEMENTS = 1 << 17
 #: Bytes of a tile's K and V block over its batches in the working type: a block converted
 #: block by block (decode) stays in L2 for its two matmuls.
 KV_TILE_BYTES = 1 << 20
+#: The most (batch, row, key) pairs a job's excluded mask may hold for golden/job.py to take
+#: it (64 MiB of bools); a larger job runs block by block here.
+JOB_MASK_ELEMENTS = 1 << 26
 #: P's dtypes rounded on the bits by the compiled kernel (golden/kernels.py).
 ROUNDING = {np.dtype(np.float16): ROUND_F16, np.dtype(ml_dtypes.bfloat16): ROUND_BF16}
 
@@ -288,16 +291,21 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         kh, vh = k[bsl, hs, c_lo:c_hi], v[bsl, hs, c_lo:c_hi]
         heads = slice(hs.start * g, hs.stop * g)
         span = slice(row_tiles[0].start, row_tiles[-1].stop)
-        plain = (p_round is not None
-                 and all(x is None for x in mods(bsl, span, slice(c_lo, c_hi))))
+        bias, excluded = None, None
+        plain = (p_round is not None  # the job's excluded pairs fit in memory at once
+                 and (bsl.stop - bsl.start) * (span.stop - span.start) * (c_hi - c_lo)
+                 <= JOB_MASK_ELEMENTS)
+        if plain:
+            bias, excluded = mods(bsl, span, slice(c_lo, c_hi))
+            plain = bias is None
         once = len(row_tiles) > 1 or hc < g  # K/V shared by several tiles: convert once
-        if plain and not once and compiled(bsl, heads, row_tiles, kh, vh):
+        if plain and not once and compiled(bsl, heads, row_tiles, kh, vh, excluded):
             return
         v_finite = None
         if once:
             kh, vh = as_work(kh, work), as_work(vh, work)
             v_finite = all_finite(vh) or None  # checked once, not per tile and block
-            if plain and v_finite and compiled(bsl, heads, row_tiles, kh, vh):
+            if plain and v_finite and compiled(bsl, heads, row_tiles, kh, vh, excluded):
                 return
         for rows in row_tiles:
             for h0 in range(hs.start * g, hs.stop * g, hc if hc < g else (hs.stop - hs.start) * g):
@@ -305,13 +313,15 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
                 tile(bsl, heads, rows, kh, vh, c_lo, v_finite)
 
     def compiled(bsl: slice, heads: slice, row_tiles: list[slice], kh: np.ndarray,
-                 vh: np.ndarray) -> bool:
-        """Whether golden/job.py ran this job (and wrote its rows)."""
+                 vh: np.ndarray, excluded: np.ndarray | None) -> bool:
+        """Whether golden/job.py ran this job (and wrote its rows); `excluded` (b, rows,
+        cols) over the job, or None."""
         rows = slice(row_tiles[0].start, row_tiles[-1].stop)
         qt = q_tile(bsl, heads, rows, kh.shape[1])
         state = _row_state(qt.shape, dv, work, None if sink_w is None else sink_w[heads])
-        if not run_job(qt.reshape(-1, *qt.shape[2:]), kh, vh, row_tiles, p_round, KV_BLOCK,
-                       *(x.reshape(-1) for x in state[:3]), state[3].reshape(-1, dv)):
+        if not run_job(qt.reshape(-1, *qt.shape[2:]), kh, vh, excluded, row_tiles, p_round,
+                       KV_BLOCK, *(x.reshape(-1) for x in state[:3]),
+                       state[3].reshape(-1, dv)):
             return False
         o, ls = _finish(*state)
         out[bsl, heads, rows] = o.reshape(o.shape[0], -1, o.shape[3], dv)

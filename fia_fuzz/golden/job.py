@@ -13,12 +13,12 @@ them, so each row gets core.py's result bit for bit
 its float16/bfloat16 K and V block by block (numerics/casts.py `widen`) into
 buffers that stay in L2; one holding several gets them converted once.
 
-It takes only what that loop does with nothing to add: no bias, no excluded
-pair, no quantised matmuls, V all finite (else core.py's masked product keeps a
-NaN or Inf out of the keys a row does not attend), P rounded to float16 or
-bfloat16 (device) or not at all (fp64); and only where NumPy calls gemm or gemv:
-not for a block of one key or a head dim of 1 (NumPy then calls dot, or its
-own loop).
+It takes only what that loop does without a bias or quantised matmuls (the
+pairs a row does not attend come as one array over the job), with V all finite
+(else core.py's masked product keeps a NaN or Inf out of the keys a row does
+not attend) and P rounded to float16 or bfloat16 (device) or not at all (fp64);
+and only where NumPy calls gemm or gemv: not for a block of one key or a head
+dim of 1 (NumPy then calls dot, or its own loop).
 """
 
 from __future__ import annotations
@@ -121,10 +121,12 @@ def _widen_rows(src, dst, mode):
 
 
 @njit(nogil=True, cache=True)
-def _step(q, k, ldk, v, ldv, w, p_round, blas, blas_int, m, l_sum, hit, acc, s, pv, alpha):
+def _step(q, k, ldk, v, ldv, w, ex, masked, p_round, blas, blas_int, m, l_sum, hit, acc, s,
+          pv, alpha):
     """One head's rows q (r, d) against one KV block: k and v the addresses of its w rows
-    (row strides ldk, ldv elements) in the working type; core.py `_blocks`'s steps on the
-    row state m, l_sum, hit (r) and acc (r, dv), with buffers s, pv, alpha."""
+    (row strides ldk, ldv elements) in the working type, ex (r, w) the pairs a row does not
+    attend where `masked`; core.py `_blocks`'s steps on the row state m, l_sum, hit (r) and
+    acc (r, dv), with buffers s, pv, alpha."""
     r, d = q.shape
     dv = acc.shape[1]
     like = q.dtype.type(0)
@@ -135,6 +137,11 @@ def _step(q, k, ldk, v, ldv, w, p_round, blas, blas_int, m, l_sum, hit, acc, s, 
     else:
         _gemm(blas[0], _TRANS, r, w, d, q.ctypes.data, d, k, ldk, sv.ctypes.data, like,
               blas_int)
+    if masked:
+        for i in range(r):
+            for j in range(w):
+                if ex[i, j]:
+                    sv[i, j] = -np.inf
     softmax_block(sv, m, l_sum, hit, alpha[:r])
     if p_round:
         round_rows(sv, p_round)
@@ -147,11 +154,13 @@ def _step(q, k, ldk, v, ldv, w, p_round, blas, blas_int, m, l_sum, hit, acc, s, 
 
 
 @njit(nogil=True, cache=True)
-def _run_widened(q, k, v, mode, p_round, blas, blas_int, width, m, l_sum, hit, acc):
+def _run_widened(q, k, v, ex, masked, mode, p_round, blas, blas_int, width, m, l_sum, hit,
+                 acc):
     """The job for q (pairs, g, r, d) (one row tile) and k (b, h, L, d), v (b, h, L, dv)
     (b * h = pairs, in that order) the uint16 bits of float16 (mode 0) or bfloat16 (mode 1),
-    each block converted into L2-sized buffers. m, l_sum, hit (rows) and acc (rows, dv), rows
-    in q's order. False, the job undone, at a V block holding a NaN or Inf."""
+    each block converted into L2-sized buffers; ex (b, r, L) the pairs a row does not attend
+    where `masked`. m, l_sum, hit (rows) and acc (rows, dv), rows in q's order. False, the
+    job undone, at a V block holding a NaN or Inf."""
     pairs, g, r, d = q.shape
     heads, length, dv = k.shape[1], k.shape[2], v.shape[3]
     kb = np.empty(width * d, q.dtype)
@@ -168,16 +177,19 @@ def _run_widened(q, k, v, mode, p_round, blas, blas_int, width, m, l_sum, hit, a
                 return False
             for i in range(g):
                 rows = slice((p * g + i) * r, (p * g + i + 1) * r)
-                _step(q[p, i], kb.ctypes.data, d, vb.ctypes.data, dv, w, p_round, blas,
-                      blas_int, m[rows], l_sum[rows], hit[rows], acc[rows], s, pv, alpha)
+                _step(q[p, i], kb.ctypes.data, d, vb.ctypes.data, dv, w,
+                      ex[b if masked else 0, :, c0:c0 + w], masked, p_round, blas, blas_int,
+                      m[rows], l_sum[rows], hit[rows], acc[rows], s, pv, alpha)
     return True
 
 
 @njit(nogil=True, cache=True)
-def _run_work(q, k, v, tiles, p_round, blas, blas_int, width, m, l_sum, hit, acc):
+def _run_work(q, k, v, ex, masked, tiles, p_round, blas, blas_int, width, m, l_sum, hit,
+              acc):
     """The job for q (pairs, g, R, d) and k (b, h, L, d), v (b, h, L, dv) (b * h = pairs, in
     that order) in the working type, rows contiguous, over row tiles [tiles[t, 0],
-    tiles[t, 1]) of R. m, l_sum, hit (rows) and acc (rows, dv), rows in q's order."""
+    tiles[t, 1]) of R; ex (b, R, L) the pairs a row does not attend where `masked`. m, l_sum,
+    hit (rows) and acc (rows, dv), rows in q's order."""
     pairs, g, big_r, d = q.shape
     heads, length, dv = k.shape[1], k.shape[2], v.shape[3]
     r_max = 0
@@ -198,8 +210,10 @@ def _run_work(q, k, v, tiles, p_round, blas, blas_int, width, m, l_sum, hit, acc
                     lo = (p * g + i) * big_r
                     rows = slice(lo + r0, lo + r1)
                     _step(q[p, i, r0:r1], kh[c0:].ctypes.data, kh.strides[0] // item,
-                          vh[c0:].ctypes.data, vh.strides[0] // item, w, p_round, blas,
-                          blas_int, m[rows], l_sum[rows], hit[rows], acc[rows], s, pv, alpha)
+                          vh[c0:].ctypes.data, vh.strides[0] // item, w,
+                          ex[b if masked else 0, r0:r1 if masked else 0, c0:c0 + w], masked,
+                          p_round, blas, blas_int, m[rows], l_sum[rows], hit[rows],
+                          acc[rows], s, pv, alpha)
 
 
 def _blas() -> tuple[dict[np.dtype, np.ndarray], np.integer] | None:
@@ -227,24 +241,27 @@ def _takes(q: np.ndarray, k: np.ndarray, v: np.ndarray, width: int) -> bool:
             and k.shape[2] % width != 1 and min(q.shape[3], k.shape[3], v.shape[3]) > 1)
 
 
-def run_job(q: np.ndarray, k: np.ndarray, v: np.ndarray, tiles: list[slice], p_round: int,
-            width: int, m: np.ndarray, l_sum: np.ndarray, hit: np.ndarray, acc: np.ndarray
-            ) -> bool:
+def run_job(q: np.ndarray, k: np.ndarray, v: np.ndarray, excluded: np.ndarray | None,
+            tiles: list[slice], p_round: int, width: int, m: np.ndarray, l_sum: np.ndarray,
+            hit: np.ndarray, acc: np.ndarray) -> bool:
     """Run core.py's block loop for q (pairs, g, R, d) (working type, scaled) over its row
     `tiles` of R and k (b, h, L, d), v (b, h, L, dv) (b * h = pairs): float16 or bfloat16
-    converted block by block when there is one tile, else in q's type. Updates
-    m, l_sum, hit (rows) and acc (rows, dv) in place; `p_round` is golden/kernels.py's
-    rounding mode (0: none). False when it cannot (no such BLAS, other dtypes, strides or
-    sizes) or met a non-finite V block: the arrays are then to be reset and the job run by
-    core.py."""
+    converted block by block when there is one tile, else in q's type; `excluded` (b, R, L)
+    the pairs a row does not attend, or None. Updates m, l_sum, hit (rows) and acc
+    (rows, dv) in place; `p_round` is golden/kernels.py's rounding mode (0: none). False
+    when it cannot (no such BLAS, other dtypes, strides or sizes) or met a non-finite V
+    block: the arrays are then to be reset and the job run by core.py."""
     if not _takes(q, k, v, width):
         return False
     blas, blas_int = _BLAS[0][q.dtype], _BLAS[1]
+    masked = excluded is not None
+    ex = excluded if masked else np.zeros((1, 1, 1), bool)
     if len(tiles) == 1 and k.dtype in _MODES:
-        return bool(_run_widened(q, k.view(np.uint16), v.view(np.uint16), _MODES[k.dtype],
-                                 p_round, blas, blas_int, width, m, l_sum, hit, acc))
+        return bool(_run_widened(q, k.view(np.uint16), v.view(np.uint16), ex, masked,
+                                 _MODES[k.dtype], p_round, blas, blas_int, width, m, l_sum,
+                                 hit, acc))
     if k.dtype != q.dtype:
         return False
     bounds = np.array([(t.start, t.stop) for t in tiles], np.int64) - tiles[0].start
-    _run_work(q, k, v, bounds, p_round, blas, blas_int, width, m, l_sum, hit, acc)
+    _run_work(q, k, v, ex, masked, bounds, p_round, blas, blas_int, width, m, l_sum, hit, acc)
     return True
