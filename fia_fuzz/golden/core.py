@@ -299,7 +299,8 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
             bias, excluded = mods(bsl, span, slice(c_lo, c_hi))
             plain = bias is None
         once = len(row_tiles) > 1 or hc < g  # K/V shared by several tiles: convert once
-        if plain and not once and compiled(bsl, heads, row_tiles, kh, vh, excluded):
+        if (plain and not once and (vh.dtype != work or all_finite(vh))  # else checked there
+                and compiled(bsl, heads, row_tiles, kh, vh, excluded)):
             return
         v_finite = None
         if once:

@@ -246,7 +246,8 @@ def run_job(q: np.ndarray, k: np.ndarray, v: np.ndarray, excluded: np.ndarray | 
             hit: np.ndarray, acc: np.ndarray) -> bool:
     """Run core.py's block loop for q (pairs, g, R, d) (working type, scaled) over its row
     `tiles` of R and k (b, h, L, d), v (b, h, L, dv) (b * h = pairs): float16 or bfloat16
-    converted block by block when there is one tile, else in q's type; `excluded` (b, R, L)
+    converted block by block when there is one tile, else in q's type and all finite (the
+    caller checks); `excluded` (b, R, L)
     the pairs a row does not attend, or None. Updates m, l_sum, hit (rows) and acc
     (rows, dv) in place; `p_round` is golden/kernels.py's rounding mode (0: none). False
     when it cannot (no such BLAS, other dtypes, strides or sizes) or met a non-finite V
