@@ -24,7 +24,7 @@ for the CPU. --blas adds the floor that sets, per precision: the golden's two ma
 same BLAS calls on the same tiles) plus one exp over the scores, nothing else, K/V
 converted to the working type outside the timing; and the golden's time as a ratio to
 it (target <= FLOOR_TARGET). The golden converts float16 K/V inside its timing (on
-decode, block by block inside golden/decode.py's compiled job).
+decode, block by block inside golden/job.py's compiled job).
 """
 
 from __future__ import annotations
