@@ -44,6 +44,7 @@ from typing import Any, Protocol
 import ml_dtypes
 import numpy as np
 
+from fia_fuzz.golden.job import AVAILABLE as JOB_AVAILABLE
 from fia_fuzz.golden.job import run_job
 from fia_fuzz.golden.kernels import (
     ROUND_BF16,
@@ -261,7 +262,7 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         return out, lse
     sink_w = None if sink is None else np.asarray(sink).astype(work).reshape(n)
     # golden/job.py's P rounding mode, where it can run this call's jobs
-    p_round = (None if matmuls is not None
+    p_round = (None if matmuls is not None or not JOB_AVAILABLE
                else 0 if precision == "fp64" else ROUNDING.get(np.dtype(p_dtype)))
     cols = max(1, min(KV_BLOCK, int(col_span[1].max()) - int(col_span[0].min())))
     rc = min(max(s1, 1), max(1, ROW_TILE_ELEMENTS // cols))
@@ -291,7 +292,7 @@ def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, prec
         kh, vh = k[bsl, hs, c_lo:c_hi], v[bsl, hs, c_lo:c_hi]
         heads = slice(hs.start * g, hs.stop * g)
         span = slice(row_tiles[0].start, row_tiles[-1].stop)
-        bias, excluded = None, None
+        excluded = None
         plain = (p_round is not None  # the job's excluded pairs fit in memory at once
                  and (bsl.stop - bsl.start) * (span.stop - span.start) * (c_hi - c_lo)
                  <= JOB_MASK_ELEMENTS)

@@ -23,7 +23,6 @@ dim of 1 (NumPy then calls dot, or its own loop).
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 from llvmlite import ir
 from numba import carray, njit, types
@@ -31,7 +30,7 @@ from numba.extending import intrinsic
 
 from fia_fuzz.golden.kernels import rescale_add, round_rows, softmax_block
 from fia_fuzz.numerics.blas import blas_addresses
-from fia_fuzz.numerics.casts import widen
+from fia_fuzz.numerics.casts import HALF_MODES, widen
 
 #: CBLAS enums: row-major storage, A or A^T.
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -229,8 +228,8 @@ def _blas() -> tuple[dict[np.dtype, np.ndarray], np.integer] | None:
 
 
 _BLAS = _blas()
-#: Stored K/V dtypes `widen` converts, and its mode for each.
-_MODES = {np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1}
+#: Whether compiled jobs can run in this process (core.py asks before building a job's mask).
+AVAILABLE = _BLAS is not None
 
 
 def _takes(q: np.ndarray, k: np.ndarray, v: np.ndarray, width: int) -> bool:
@@ -247,19 +246,19 @@ def run_job(q: np.ndarray, k: np.ndarray, v: np.ndarray, excluded: np.ndarray | 
     """Run core.py's block loop for q (pairs, g, R, d) (working type, scaled) over its row
     `tiles` of R and k (b, h, L, d), v (b, h, L, dv) (b * h = pairs): float16 or bfloat16
     converted block by block when there is one tile, else in q's type and all finite (the
-    caller checks); `excluded` (b, R, L)
-    the pairs a row does not attend, or None. Updates m, l_sum, hit (rows) and acc
-    (rows, dv) in place; `p_round` is golden/kernels.py's rounding mode (0: none). False
-    when it cannot (no such BLAS, other dtypes, strides or sizes) or met a non-finite V
-    block: the arrays are then to be reset and the job run by core.py."""
+    caller checks); `excluded` (b, R, L) the pairs a row does not attend, or None. Updates
+    m, l_sum, hit (rows) and acc (rows, dv) in place; `p_round` is golden/kernels.py's
+    rounding mode (0: none). False when it cannot (no such BLAS, other dtypes, strides or
+    sizes) or met a non-finite V block: the arrays are then to be reset and the job run by
+    core.py."""
     if not _takes(q, k, v, width):
         return False
     blas, blas_int = _BLAS[0][q.dtype], _BLAS[1]
     masked = excluded is not None
     ex = excluded if masked else np.zeros((1, 1, 1), bool)
-    if len(tiles) == 1 and k.dtype in _MODES:
+    if len(tiles) == 1 and k.dtype in HALF_MODES:
         return bool(_run_widened(q, k.view(np.uint16), v.view(np.uint16), ex, masked,
-                                 _MODES[k.dtype], p_round, blas, blas_int, width, m, l_sum,
+                                 HALF_MODES[k.dtype], p_round, blas, blas_int, width, m, l_sum,
                                  hit, acc))
     if k.dtype != q.dtype:
         return False

@@ -56,8 +56,10 @@ def _library() -> Any:
 
 def _openblas(lib: Any) -> tuple[Any, Any, Any] | None:
     """(set_num_threads, get_num_threads, get_corename or None) of OpenBLAS, or None."""
+    if lib is None:
+        return None
     for set_name, get_name in _SYMBOLS:
-        if lib is not None and hasattr(lib, set_name) and hasattr(lib, get_name):
+        if hasattr(lib, set_name) and hasattr(lib, get_name):
             corename = next((getattr(lib, n) for n in _CORENAMES if hasattr(lib, n)), None)
             if corename is not None:
                 corename.restype = ctypes.c_char_p

@@ -21,8 +21,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-#: Source dtypes `widen` converts: float16 (mode 0) and bfloat16 (mode 1).
-_HALVES = {np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1}
+#: Source dtypes `widen` converts, and its mode for each: float16 0, bfloat16 1.
+HALF_MODES = {np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1}
 _WIDE = (np.dtype(np.float32), np.dtype(np.float64))
 #: Contiguous runs shorter than this go through one contiguous copy instead.
 _MIN_RUN = 1024
@@ -108,7 +108,7 @@ def cast_into(dst: np.ndarray, src: np.ndarray) -> bool | None:
     """dst[...] = src converted to dst's dtype (exact for float16/bfloat16 -> float32/float64).
     Returns whether src holds only finite values where the conversion learns it for free
     (float16 and bfloat16 sources), else None."""
-    mode = _HALVES.get(src.dtype)
+    mode = HALF_MODES.get(src.dtype)
     if mode is None or dst.dtype not in _WIDE or not src.size:
         np.copyto(dst, src, casting="unsafe")
         return None
