@@ -21,13 +21,13 @@ import fia_fuzz
 ROOT = Path(fia_fuzz.__file__).parent
 REPO = ROOT.parent
 #: Package -> the other packages of fia_fuzz it imports, bottom first: a row names only
-#: rows above it. `numerics` holds the host arithmetic the golden and the differ share
-#: (exact casts, BLAS threads); `op` the op's model (case, call view, geometry); `rules`
-#: the legality model on it. `spec` is the public facade over `op` and `rules`: no row
-#: names it.
+#: rows above it. `numerics` holds the host arithmetic the model, the golden and the differ
+#: share (our narrowing, exact casts, BLAS threads); `op` the op's model (case, call view,
+#: geometry); `rules` the legality model on it. `spec` is the public facade over `op` and
+#: `rules`: no row names it.
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "numerics": frozenset(),
-    "op": frozenset(),
+    "op": frozenset({"numerics"}),
     "rules": frozenset({"op"}),
     "files": frozenset({"op", "rules"}),
     "strategies": frozenset({"op", "rules"}),

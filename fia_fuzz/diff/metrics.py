@@ -50,6 +50,7 @@ import numpy as np
 from fia_fuzz.diff.chunks import CHUNK, split, total
 from fia_fuzz.numerics.blas import single_threaded_blas
 from fia_fuzz.numerics.casts import cast_into
+from fia_fuzz.numerics.narrow import nearest
 from fia_fuzz.op.tensors import NUMPY_DTYPES
 
 EPS = 1e-12
@@ -69,13 +70,9 @@ FA_NOISE_SHIFT = 0.3
 
 
 def _cast(x: np.ndarray, dtype: str) -> np.ndarray:
-    """Round fp64 values to `dtype` (bfloat16 through ml_dtypes) and back to fp64."""
-    if dtype == "bfloat16":
-        import ml_dtypes
-
-        return x.astype(ml_dtypes.bfloat16).astype(np.float64)
-    if dtype in ("float16", "float32"):
-        return x.astype(dtype).astype(np.float64)
+    """Round fp64 values to their nearest in `dtype` (numerics/narrow.py) and back to fp64."""
+    if dtype in FLOAT_FORMAT:
+        return nearest(x, NUMPY_DTYPES[dtype]).astype(np.float64)
     return x
 
 
@@ -566,7 +563,7 @@ class _FaNoise:
             self.noise = max(self.noise, float(_fa_noise(g, self.dtype).max()))
             return
         with np.errstate(over="ignore"):
-            codes = g.astype(NUMPY_DTYPES[self.dtype]).reshape(-1).view(np.uint16)
+            codes = nearest(g, NUMPY_DTYPES[self.dtype]).reshape(-1).view(np.uint16)
         self.seen[codes.astype(np.intp)] = True  # intp indices: no conversion per element
 
     def floor(self) -> float:

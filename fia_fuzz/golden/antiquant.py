@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from fia_fuzz.golden.int4 import as_int8_values
+from fia_fuzz.numerics.narrow import nearest
 from fia_fuzz.op.case import PAGED_ANTIQUANT_MODES
 from fia_fuzz.op.geometry import gather
 
@@ -172,10 +173,10 @@ def dequantize(kv: np.ndarray, scale: np.ndarray, offset: np.ndarray | None, *,
     if precision == "fp64":
         return x * s if o is None else (x + o) * s
     work = np.dtype(np.float32) if high_precision else np.dtype(query_dtype)
-    s = s.astype(work).astype(np.float64)
+    s = nearest(s, work).astype(np.float64)
     if o is not None:
-        x = (x + o.astype(work).astype(np.float64)).astype(work).astype(np.float64)
-    return (x * s).astype(work).astype(query_dtype)
+        x = nearest(x + nearest(o, work).astype(np.float64), work).astype(np.float64)
+    return nearest(nearest(x * s, work), query_dtype)
 
 
 def dequantize_kv(key: np.ndarray, value: np.ndarray, params: tuple[KvQuantParams,

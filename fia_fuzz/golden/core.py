@@ -58,6 +58,7 @@ from fia_fuzz.golden.kernels import (
 )
 from fia_fuzz.golden.threads import run_all, tile_threads
 from fia_fuzz.numerics.casts import as_work, cast_into, work_blocks
+from fia_fuzz.numerics.narrow import nearest
 
 PRECISIONS = ("device", "fp64")
 WORK = {"device": np.dtype(np.float32), "fp64": np.dtype(np.float64)}
@@ -98,7 +99,7 @@ def round_p(p: np.ndarray, dtype: np.dtype) -> np.ndarray:
     bfloat16 on the bits (golden/kernels.py `round_rows`), other dtypes by a cast round trip."""
     mode = ROUNDING.get(np.dtype(dtype))
     if mode is None:
-        p[...] = p.astype(dtype)
+        p[...] = nearest(p, dtype)
     elif p.size:
         round_rows(p.reshape(-1, p.shape[-1]), mode)
     return p
@@ -149,10 +150,10 @@ def all_finite(x: np.ndarray) -> bool:
 
 
 def to_output(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """x cast to `dtype`: float32 -> float16 by golden/kernels.py `float16_bits` (NumPy's
-    cast bit for bit, ten times faster), anything else by NumPy."""
+    """x rounded once to `dtype`: float32 -> float16 by golden/kernels.py `float16_bits`
+    (numerics/narrow.py `nearest` bit for bit, faster), anything else by `nearest`."""
     if x.dtype != np.float32 or np.dtype(dtype) != np.float16:
-        return x.astype(dtype)
+        return nearest(x, dtype)
     bits = np.empty(x.shape, np.uint16)
     float16_bits(np.ascontiguousarray(x).reshape(-1), bits.reshape(-1))
     return bits.view(np.float16)

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.numerics.narrow import nearest
+
 #: Bits of the fp32 the vendor's uint64 encoder keeps: sign, exponent and the
 #: top 10 mantissa bits (19 bits), truncated, not rounded (fia-semantics.md §8).
 UINT64_SCALE_MASK = 0xFFFFE000
@@ -54,7 +56,7 @@ def encode_uint64_scale(scales: Any) -> np.ndarray:
     decode(encode(x)) == x exactly when x has at most 10 mantissa bits
     (e.g. any fp16 value); otherwise the mantissa is truncated toward zero.
     """
-    bits = np.asarray(scales, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    bits = _op(np.float32, scales).view(np.uint32).astype(np.uint64)
     return (bits & np.uint64(UINT64_SCALE_MASK)) | np.uint64(UINT64_SCALE_FLAG)
 
 
@@ -63,7 +65,7 @@ def scale_as_fp32(scale: Any) -> np.ndarray:
     s = np.asarray(scale)
     if s.dtype == np.uint64:
         return decode_uint64_scale(s)
-    return s.astype(np.float32)
+    return _op(np.float32, s)
 
 
 def per_tensor(scale: Any, name: str) -> float:
@@ -77,8 +79,12 @@ def per_tensor(scale: Any, name: str) -> float:
 # ---- rounding primitives ---------------------------------------------------
 def _op(dtype: Any, x: np.ndarray) -> np.ndarray:
     """Round an exact float64 result once to `dtype` (overflow to inf is intended)."""
-    with np.errstate(over="ignore"):
-        return np.asarray(x, dtype=np.float64).astype(dtype)
+    return nearest(np.asarray(x, dtype=np.float64), dtype)
+
+
+def _fp32(x: float) -> np.float64:
+    """A scalar rounded to fp32 (the vendor keeps scales in fp32), as float64."""
+    return np.float64(nearest(np.float64(x), np.float32))
 
 
 def saturate_round_int8(x: np.ndarray) -> np.ndarray:
@@ -100,10 +106,10 @@ def post_quantize(x: Any, quant_scale: Any, quant_offset: Any = None, *,
     """
     if order not in POST_QUANT_ORDERS:
         raise ValueError(f"order={order!r}, expected one of {POST_QUANT_ORDERS}")
-    x16 = np.asarray(x).astype(np.float16).astype(np.float64)
-    qs16 = np.asarray(quant_scale).astype(np.float16).astype(np.float64)
+    x16 = _op(np.float16, x).astype(np.float64)
+    qs16 = _op(np.float16, quant_scale).astype(np.float64)
     qo16 = (np.zeros((), np.float64) if quant_offset is None
-            else np.asarray(quant_offset).astype(np.float16).astype(np.float64))
+            else _op(np.float16, quant_offset).astype(np.float64))
     y = _op(np.float16, x16 * qs16).astype(np.float64)
     if order == "round_then_offset":
         y = np.rint(np.clip(y, *SAT9))
@@ -173,13 +179,12 @@ def int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def fixpipe_dequant(acc: np.ndarray, scale: float) -> np.ndarray:
     """int32 accumulator times a dequant scale, rounded to fp16 (assumed fp32 product first)."""
-    return _op(np.float32, acc.astype(np.float64) * np.float64(np.float32(scale))
-               ).astype(np.float16)
+    return _op(np.float16, _op(np.float32, acc.astype(np.float64) * _fp32(scale)))
 
 
 def quantize_p(p: np.ndarray, quant_scale1: float) -> np.ndarray:
     """Unnormalised softmax P (in [0, 1]) times quant_scale1 in fp32, rounded half-even to int8."""
-    product = p.astype(np.float64) * np.float64(np.float32(quant_scale1))
+    product = p.astype(np.float64) * _fp32(quant_scale1)
     return saturate_round_int8(_op(np.float32, product))
 
 
@@ -300,7 +305,7 @@ def dequantize_query(query: Any, dequant_scale_query: Any, *, layout: str, num_h
         raise ValueError(f"dequant_scale_query has {s.size} elements, expected one per "
                          f"(token, head) = {int(np.prod(tokens))}")
     work = np.float64 if precision == "fp64" else np.float32
-    s = s.astype(np.float32).astype(np.float64) if work is np.float32 else s
+    s = _op(np.float32, s).astype(np.float64) if work is np.float32 else s
     deq = _op(work, tq.astype(np.float64) * s.reshape(*tokens, 1))
     return back(deq, q.shape)
 
@@ -328,7 +333,7 @@ def post_quantise_call(out: np.ndarray, call: dict[str, Any], *, out_layout: str
     reject int8 output with an offset exactly because such rows would not carry
     the offset [V4 Q_S>1 INT8: 矩阵会存在某几行不参与计算的情况 ... 该场景会拦截].
     """
-    x = out if precision == "fp64" else out.astype(float_dtype)
+    x = out if precision == "fp64" else nearest(out, float_dtype)
     q = post_quantize_output(x, call["quant_scale2"], call.get("quant_offset2"),
                              out_layout=out_layout, num_heads=num_heads, precision=precision,
                              order=order)

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from fia_fuzz.numerics.narrow import narrow
 from fia_fuzz.op.args import antiquant, pse, rope
 from fia_fuzz.op.call import CallView
 from fia_fuzz.op.geometry import (
@@ -113,7 +114,7 @@ def _place_anywhere(x: np.ndarray, raw: np.ndarray, value: float) -> None:
     flat = x.reshape(-1)  # a view: the materialised tensors are contiguous
     if flat.size and np.shares_memory(flat, x):
         for words in raw:
-            flat[_pick(words[0], flat.size)] = value
+            flat[_pick(words[0], flat.size)] = narrow(value, flat.dtype)
 
 
 def _pick(raw: np.ndarray, n: int) -> int:
@@ -242,13 +243,13 @@ class _Regions:
             off = s % bs
             if x.ndim == 3:
                 d = _pick(dword, x.shape[2] // v.KV_N)
-                x[blk, off, h * (x.shape[2] // v.KV_N) + d] = value
+                x[blk, off, h * (x.shape[2] // v.KV_N) + d] = narrow(value, x.dtype)
             elif x.ndim == 4:
-                x[blk, h, off, _pick(dword, x.shape[3])] = value
+                x[blk, h, off, _pick(dword, x.shape[3])] = narrow(value, x.dtype)
             else:
                 c0 = x.shape[4]
                 d = _pick(dword, x.shape[2] * c0)
-                x[blk, h, d // c0, off, d % c0] = value
+                x[blk, h, d // c0, off, d % c0] = narrow(value, x.dtype)
             return
         if isinstance(x, list):
             x, s_b = x[b], s
@@ -259,7 +260,7 @@ class _Regions:
         else:
             target = to_bnsd(x, v.in_layout, heads=v.N if name == "query" else v.KV_N)[b, h, s]
         if np.shares_memory(target, x):
-            target[_pick(dword, target.shape[-1])] = value
+            target[_pick(dword, target.shape[-1])] = narrow(value, target.dtype)
 
     def place_pse(self, raw: np.ndarray, value: float) -> None:
         """`value` at attended (row, column) pairs of the position bias (absolute positions)."""
@@ -269,7 +270,7 @@ class _Regions:
             return
         for words in raw:
             b, r, c = pairs[_pick(words[0], len(pairs))]
-            bias[b, _pick(words[1], bias.shape[1]), r, c] = value
+            bias[b, _pick(words[1], bias.shape[1]), r, c] = narrow(value, bias.dtype)
 
     def full_rows(self, raw: np.ndarray) -> None:
         """Mask every column of valid rows of atten_mask (a row of no attended key)."""

@@ -6,8 +6,9 @@ bit-identical arrays on any machine. Only the PCG64 bit stream seeded by
 never `Generator` methods (their algorithms may change between releases) and
 never libm transcendental functions (their last bit differs across
 platforms). Floats are built from raw bits with exact integer arithmetic and
-a single final rounding; the "normal" shape is an Irwin-Hall(4) sum, which
-has unit variance and tails bounded at +-2*sqrt(3).
+one float64 step, then narrowed to the tensor's dtype by our own rounding
+(`numerics/narrow.py`), never a library's cast; the "normal" shape is an
+Irwin-Hall(4) sum, which has unit variance and tails bounded at +-2*sqrt(3).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from fia_fuzz.numerics.narrow import F32, float_bits, narrow
 from fia_fuzz.op.tensors import FOREIGN_DTYPES, NUMPY_DTYPES, TensorSpec, numpy_dtype
 
 FLOAT_DISTS = ("normal", "uniform", "const", "outlier", "large", "negative", "positive",
@@ -113,7 +115,7 @@ def normalish(raw: np.ndarray) -> np.ndarray:
 @functools.lru_cache(maxsize=32)
 def _normal_table(scale: float, np_dtype: np.dtype) -> np.ndarray:
     """Every possible `normalish * scale` sample in `np_dtype`, kept for the next tensor."""
-    table = (_irwin_hall_values(np.arange(IRWIN_HALL_MAX + 1)) * scale).astype(np_dtype)
+    table = narrow(_irwin_hall_values(np.arange(IRWIN_HALL_MAX + 1)) * scale, np_dtype)
     table.flags.writeable = False
     return table
 
@@ -121,10 +123,9 @@ def _normal_table(scale: float, np_dtype: np.dtype) -> np.ndarray:
 def u64_scales(value: float, shape: tuple[int, ...]) -> np.ndarray:
     """A uint64 dequant scale as the vendor encodes it: fp32 bits & 0xFFFFE000 | 1 << 46.
 
-    fia-semantics.md §8; the float32 rounding of a float64 is exact IEEE, so
-    the bits are the same everywhere.
+    fia-semantics.md §8; the float32 rounding is ours (numerics/narrow.py).
     """
-    bits = int(np.float32(value).view(np.uint32)) & 0xFFFFE000
+    bits = int(float_bits(np.float64(value), F32)) & 0xFFFFE000
     return np.full(shape, bits | (1 << 46), dtype=np.uint64)
 
 
@@ -317,7 +318,7 @@ def _contiguous(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: 
     if spec.dtype in FOREIGN_DTYPES:
         np_dtype, known = FOREIGN_DTYPES[spec.dtype]
         values = _contiguous(TensorSpec(spec.shape, known), fill, seed, name, index, block)
-        return values.astype(np_dtype)
+        return narrow(values, np_dtype)
     fill = fill or default_fill(name, spec)
     shape = tuple(int(d) for d in spec.shape)
     n = math.prod(shape)
@@ -337,9 +338,9 @@ def _contiguous(spec: TensorSpec, fill: dict[str, Any] | None, seed: int, name: 
     bits = _stream(seed, name, index, block)
     for start in range(0, n, step):
         raw = np.asarray(bits.random_raw(min(step, n - start)), dtype=np.uint64)
-        out[start:start + raw.size] = values(raw, cols)  # the cast astype would make
+        out[start:start + raw.size] = narrow(values(raw, cols), np_dtype)
     if dist == "range" and n:
-        out[0], out[-1] = float(fill["low"]), float(fill["high"])
+        out[[0, -1]] = narrow(np.array([float(fill["low"]), float(fill["high"])]), np_dtype)
     return out.reshape(shape)
 
 
@@ -349,10 +350,10 @@ def _rawless(fill: dict[str, Any], shape: tuple[int, ...], np_dtype: np.dtype) -
     if dist == "u64_scale":  # the vendor's uint64 encoding; another dtype holds the value
         value = float(fill.get("value", 1.0))
         return u64_scales(value, shape) if np_dtype == np.uint64 \
-            else np.full(shape, value).astype(np_dtype)
+            else np.full(shape, narrow(value, np_dtype))
     if dist == "const":
         value = float(fill.get("value", float(fill.get("scale", 1.0))))
-        return np.full(shape, value).astype(np_dtype)
+        return np.full(shape, narrow(value, np_dtype))
     if dist == "triu":  # column - row >= k: one comparison (np.triu makes four passes)
         rows, cols = shape[-2:]
         tri = np.less_equal.outer(np.arange(rows) + int(fill.get("k", 1)), np.arange(cols))
@@ -365,7 +366,7 @@ def _rawless(fill: dict[str, Any], shape: tuple[int, ...], np_dtype: np.dtype) -
 def _chunk_values(fill: dict[str, Any], dtype: str, n: int
                   ) -> Callable[[np.ndarray, int | None], np.ndarray]:
     """The function from one chunk's raw words (whole rows of `cols`) to its values, in a
-    dtype whose cast to `dtype` gives the tensor's bits."""
+    dtype whose `narrow` to `dtype` gives the tensor's bits."""
     dist = fill.get("dist")
     if dist == "bernoulli":
         p = float(fill.get("p", 0.2))

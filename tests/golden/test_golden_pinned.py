@@ -1,0 +1,97 @@
+"""Golden outputs of stored cases are pinned bit for bit, per machine kind.
+
+The cases (`pinned_cases/*.json`, one per family and value regime) are files, not
+draws, so a venv with another Hypothesis runs the same calls. Their inputs are pinned
+on every machine; the golden's outputs depend on the BLAS kernels (numerics/blas.py:
+the CPU and the OpenBLAS core), so they are pinned per machine kind, and
+`scripts/compat.sh` runs this in venvs at the oldest and the newest library versions:
+the same bits there show that no library decides a rounding of ours.
+
+Record a new machine kind: `python tests/golden/test_golden_pinned.py` prints its
+entry for `digests.json`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fia_fuzz.campaign.evaluate import golden_pair
+from fia_fuzz.numerics.blas import blas_core
+from fia_fuzz.op.case import Case
+
+pytestmark = pytest.mark.compat
+
+HERE = Path(__file__).parent / "pinned_cases"
+CASES = sorted(p.stem for p in HERE.glob("*.json") if p.name != "digests.json")
+PINNED = json.loads((HERE / "digests.json").read_text())
+
+
+def machine() -> str:
+    """The machine kind golden bits are pinned for: CPU architecture and OpenBLAS core."""
+    return f"{platform.machine()}/{blas_core()}"
+
+
+def _update(h: Any, x: Any) -> None:
+    if isinstance(x, (list, tuple)):
+        h.update(f"[{len(x)}".encode())
+        for item in x:
+            _update(h, item)
+    elif isinstance(x, np.ndarray):
+        h.update(f"{x.dtype} {x.shape}".encode())
+        h.update(np.ascontiguousarray(x).tobytes())
+    else:
+        h.update(repr(x).encode())
+
+
+def digest(x: Any) -> str:
+    h = hashlib.sha256()
+    _update(h, x)
+    return h.hexdigest()[:16]
+
+
+def _call(name: str) -> dict[str, Any]:
+    return Case.from_json((HERE / f"{name}.json").read_text()).call()
+
+
+def digests(name: str) -> dict[str, str]:
+    call = _call(name)
+    truth, baseline = golden_pair(call)
+    return {"inputs": digest([call[k] for k in sorted(call)]), "fp64": digest(truth),
+            "device": digest(baseline)}
+
+
+def test_every_case_is_pinned() -> None:
+    assert CASES and set(PINNED["inputs"]) == set(CASES)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_inputs_are_pinned(name: str) -> None:
+    call = _call(name)
+    assert digest([call[k] for k in sorted(call)]) == PINNED["inputs"][name]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_golden_outputs_are_pinned_on_this_machine_kind(name: str) -> None:
+    kind = machine()
+    if kind not in PINNED["golden"]:
+        pytest.fail(f"no golden digests for machine kind {kind!r} (known: "
+                    f"{sorted(PINNED['golden'])}); record it: python {__file__}")
+    got = digests(name)
+    assert {k: got[k] for k in ("fp64", "device")} == PINNED["golden"][kind][name]
+
+
+if __name__ == "__main__":  # print this machine kind's entry for digests.json
+    entry = {n: digests(n) for n in CASES}
+    json.dump({"inputs": {n: d["inputs"] for n, d in entry.items()},
+               "golden": {machine(): {n: {k: d[k] for k in ("fp64", "device")}
+                                      for n, d in entry.items()}}},
+              sys.stdout, indent=1, sort_keys=True)
+    print()
