@@ -26,6 +26,7 @@ from fia_fuzz.numerics.environment import differences
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.digest import input_digest
 from fia_fuzz.rules.validate import case_violations
+from fia_fuzz.runners import Runner
 
 DEFAULT_RUNNER = "torch-sdpa"
 
@@ -72,8 +73,9 @@ def check_inputs(record: Recorded, digest: str) -> str:
     """The line repro prints about its inputs; InputsDiffer when `digest` (of the inputs
     materialised here) is not the recorded one, naming the versions that differ."""
     if record.digest is None:
-        return (f"input digest {digest}: none recorded with this case (a file written by "
-                "hand or before fia-fuzz recorded one), so its inputs go unchecked")
+        return (f"input digest {digest}: none recorded with this case (a case file written "
+                "by hand or by import-msprobe, a case its device process died on, or one "
+                "written before digests were recorded), so its inputs go unchecked")
     if record.digest == digest:
         return f"input digest {digest}: the same as recorded"
     if record.environment is None:
@@ -133,6 +135,22 @@ def headline(row: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _live_runner(name: str, bundle: Bundle | None) -> Runner:
+    """The runner `name`, available here, or InputError saying why not."""
+    from fia_fuzz.runners import RunnerSpecError, get_runner
+
+    try:
+        r = get_runner(name)
+    except RunnerSpecError as exc:
+        raise InputError(str(exc)) from None
+    ok, why = r.available()
+    if not ok:
+        raise InputError(f"runner {name!r} is not available here: {why}"
+                         + ("" if bundle is None or bundle.outputs is None
+                            else " (drop --runner to use the stored device output)"))
+    return r
+
+
 def reproduce(ref: str, runner: str | None, results: list[str],
               stream: TextIO | None = None, features: bool = False) -> int:
     """Print the verdict, its reason and worst element, then the diff (and with `features`
@@ -144,29 +162,21 @@ def reproduce(ref: str, runner: str | None, results: list[str],
     if illegal:  # refused before its tensors are allocated
         raise InputError(f"{ref}: illegal case, not run: "
                          + "; ".join(f"[{v.rule}] {v.message}" for v in illegal))
+    stored = bundle.outputs if runner is None and bundle is not None else None
+    name = runner or recorded_runner or DEFAULT_RUNNER
+    live = _live_runner(name, bundle) if stored is None else None
     call = case.call()
     inputs = check_inputs(record, input_digest(call))
     out.write(f"case {case.case_id}\n{inputs}\n")
-    if runner is None and bundle is not None and bundle.outputs is not None:
+    if live is not None:
+        out.write(f"mode: live on {name}\n")
+        row = evaluate(case, live, call=call)
+    else:
+        assert stored is not None and bundle is not None  # no live runner: the stored output
         out.write(f"mode: stored device output of {recorded_runner} from {bundle.path}; "
                   "golden recomputed here\n")
         truth, baseline = golden_pair(call, case.rules)
-        row = {"outcome": "ok", **judge_outputs(case, bundle.outputs, truth, baseline)}
-    else:
-        from fia_fuzz.runners import RunnerSpecError, get_runner
-
-        name = runner or recorded_runner or DEFAULT_RUNNER
-        try:
-            r = get_runner(name)
-        except RunnerSpecError as exc:
-            raise InputError(str(exc)) from None
-        ok, why = r.available()
-        if not ok:
-            raise InputError(f"runner {name!r} is not available here: {why}"
-                             + ("" if bundle is None or bundle.outputs is None
-                                else " (drop --runner to use the stored device output)"))
-        out.write(f"mode: live on {name}\n")
-        row = evaluate(case, r, call=call)
+        row = {"outcome": "ok", **judge_outputs(case, stored, truth, baseline)}
     for line in headline(row) + format_row(row):
         out.write(line + "\n")
     if bundle is not None and bundle.metrics:
