@@ -74,7 +74,7 @@ def check_inputs(record: Recorded, digest: str) -> str:
     materialised here) is not the recorded one, naming the versions that differ."""
     if record.digest is None:
         return (f"input digest {digest}: none recorded with this case (a case file written "
-                "by hand or by import-msprobe, a case its device process died on, or one "
+                "by hand or by import-msprobe, a case that ran out of memory, or one "
                 "written before digests were recorded), so its inputs go unchecked")
     if record.digest == digest:
         return f"input digest {digest}: the same as recorded"
