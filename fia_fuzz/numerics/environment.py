@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import platform
+import sys
 from collections.abc import Mapping
 
 from fia_fuzz.numerics.blas import blas_core
@@ -24,10 +25,13 @@ KEYS = ("python", *DISTRIBUTIONS, "openblas_core", "machine")
 
 
 def _version(distribution: str) -> str | None:
+    """The installed distribution's version; without metadata (a build installed from
+    source), the module's own `__version__` if something already imported it, else None."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
-        return None
+        found = getattr(sys.modules.get(distribution), "__version__", None)
+        return None if found is None else str(found)
 
 
 @functools.lru_cache(maxsize=1)

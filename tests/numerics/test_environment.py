@@ -46,6 +46,18 @@ def test_reading_it_imports_neither_torch_nor_torch_npu() -> None:
     assert res.stdout.split() == [str(has_torch), "False", "False"]
 
 
+def test_a_build_without_metadata_is_read_from_its_imported_module(monkeypatch) -> None:
+    def no_metadata(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(env_mod.importlib.metadata, "version", no_metadata)
+    monkeypatch.setitem(sys.modules, "torch_npu", type(sys)("torch_npu"))
+    sys.modules["torch_npu"].__version__ = "2.5.1.post2"
+    assert env_mod._version("torch_npu") == "2.5.1.post2"
+    monkeypatch.delitem(sys.modules, "torch_npu")
+    assert env_mod._version("torch_npu") is None  # never imported for it
+
+
 def test_differences_name_each_moved_version() -> None:
     here = {**environment(), "numpy": "2.4.6", "ml_dtypes": "0.7.0", "torch_npu": None}
     recorded = {**here, "numpy": "1.26.4", "ml_dtypes": "0.5.4", "torch_npu": "2.5.1"}
