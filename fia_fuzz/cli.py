@@ -24,13 +24,17 @@ from fia_fuzz.rules.validate import case_violations
 USAGE_ERROR = 2
 #: Exit status of a campaign some of whose cases the tool itself could not run.
 HARNESS_FAILED = 3
+#: Exit status of a repro whose inputs are not those the campaign recorded (no verdict).
+INPUTS_DIFFER = 4
 EXIT_CODES = """exit status:
   0  done (campaign, report: whatever they found, unless --fail-on names it)
   1  a finding: --fail-on matched (campaign, report); the case still fails (repro); the
      call is illegal (validate, import-msprobe); a value or breaker never reached (coverage)
   2  bad input: an unusable file, flag or name (one line on stderr; --debug: traceback)
   3  harness failure (campaign): cases the tool could not run (a device process that did
-     not start, an import error in it; outcome `harness`, one line on stderr)"""
+     not start, an import error in it; outcome `harness`, one line on stderr)
+  4  the inputs differ from the recorded case: not the same case (repro; nothing run, one
+     line on stderr naming the versions that differ)"""
 #: Flags whose value may start with "-" (a negative number, refused with its own message
 #: instead of argparse's "expected one argument").
 VALUE_FLAGS = ("--budget", "--case-timeout", "--memory-limit", "--device-memory",
@@ -310,11 +314,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
-    from fia_fuzz.campaign.repro import reproduce
+    from fia_fuzz.campaign.repro import InputsDiffer, reproduce
 
     if args.runner is not None:
         _runner(args.runner)
-    return reproduce(args.case, args.runner, args.results, features=args.features)
+    try:
+        return reproduce(args.case, args.runner, args.results, features=args.features)
+    except InputsDiffer as exc:
+        print(f"fia-fuzz repro: {exc}", file=sys.stderr)
+        return INPUTS_DIFFER
 
 
 def cmd_import_msprobe(args: argparse.Namespace) -> int:

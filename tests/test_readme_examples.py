@@ -24,4 +24,4 @@ def test_the_exit_status_table_matches_the_help() -> None:
     table = re.search(r"\| status \| meaning \|\n\| --- \| --- \|\n((?:\|.*\n)+)", README)
     statuses = [int(line.split("|")[1]) for line in table.group(1).splitlines()]
     assert statuses == [int(m) for m in re.findall(r"^  (\d)  ", EXIT_CODES, re.M)] == [
-        0, 1, 2, 3]
+        0, 1, 2, 3, 4]

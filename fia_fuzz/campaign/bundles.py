@@ -1,9 +1,9 @@
 """Failure bundles: everything needed to reproduce one failing case, on disk, no pickle.
 
-`OUT/bundles/<case_id>/` holds `case.json` (the case, with `case.npz` beside
-it when it has stored tensors), `outputs.npz` (the device's attention_out and
-softmax_lse; both .npz as op/stored.py writes them), `metrics.json` (the
-result row), `repro.txt` (the commands) and `repro_npu.py` with its
+`OUT/bundles/<case_id>/` holds `case.json` (the case with its recorded input digest and
+environment, `case.npz` beside it when it has stored tensors), `outputs.npz` (the
+device's attention_out and softmax_lse; both .npz as op/stored.py writes them),
+`metrics.json` (the result row), `repro.txt` (the commands) and `repro_npu.py` with its
 `inputs.npz` and `golden.npz` (a standalone torch_npu script, see
 repro_npu.py); from an aclnn runner also `repro_aclnn.c` with its `aclnn/` data
 (a standalone C program, see repro_aclnn.py). Written to a hidden temporary
@@ -29,7 +29,15 @@ import numpy as np
 
 from fia_fuzz.campaign.repro_aclnn import repro_aclnn_lines, write_repro_aclnn
 from fia_fuzz.campaign.repro_npu import write_repro_npu
-from fia_fuzz.files.cases import InputError, load_case, read_json, write_case
+from fia_fuzz.files.cases import (
+    InputError,
+    Recorded,
+    load_case,
+    load_recorded,
+    read_json,
+    recorded,
+    write_case,
+)
 from fia_fuzz.op import stored
 from fia_fuzz.op.case import Case
 
@@ -98,7 +106,7 @@ def write_bundle(out_dir: str | os.PathLike[str], case: Case, row: dict[str, Any
             write_arrays(tmp, case, runner, outputs)
         elif not arrays(tmp):
             return None
-        write_case(tmp / "case.json", case)
+        write_case(tmp / "case.json", case, recorded(row, "the case's row"))
         metrics = {k: _plain(v) for k, v in row.items() if k not in ("case_json", "bundle")}
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True)
                                           + "\n")
@@ -147,11 +155,14 @@ class Bundle:
     case: Case
     metrics: dict[str, Any]
     outputs: tuple[np.ndarray, np.ndarray] | None
+    #: The input digest and environment recorded in case.json (Recorded(): none).
+    recorded: Recorded = Recorded()
 
 
 def load_bundle(path: str | os.PathLike[str]) -> Bundle:
     p = Path(path)
     case = load_case(p / "case.json")
+    record = load_recorded(p / "case.json")
     metrics = read_json(p / "metrics.json") if (p / "metrics.json").exists() else {}
     if not isinstance(metrics, dict):
         raise InputError(f"{p / 'metrics.json'}: expected a JSON object of metrics")
@@ -163,7 +174,7 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(f"{p / 'outputs.npz'}: cannot read the stored outputs "
                              f"({exc})") from None
-    return Bundle(path=p, case=case, metrics=metrics, outputs=outputs)
+    return Bundle(path=p, case=case, metrics=metrics, outputs=outputs, recorded=record)
 
 
 def find_bundle(case_id: str, run_dirs: list[str]) -> Path | None:

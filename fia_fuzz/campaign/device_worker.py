@@ -19,8 +19,10 @@ import numpy as np
 from fia_fuzz.campaign.accepted import classify_accepted
 from fia_fuzz.campaign.bundles import write_arrays
 from fia_fuzz.campaign.evaluate import measure
+from fia_fuzz.files.cases import INPUT_DIGEST
 from fia_fuzz.metamorphic import check_relations, summarise
 from fia_fuzz.op.case import Case
+from fia_fuzz.op.digest import input_digest
 from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners.isolation import resolve_runner
@@ -91,7 +93,9 @@ def negative_task(ref: tuple[str, str], case_json: Case | str, rules: str = DEFA
     profile_broken = {v.rule for v in validate(**case.specs(), rules=rules)}
     row.update(rules=rules, profile_broken_rules=",".join(sorted(profile_broken)))
     try:
-        out, lse = runner.run(case.call())
+        call = case.call()
+        row[INPUT_DIGEST] = input_digest(call)
+        out, lse = runner.run(call)
     except Exception as exc:  # a clean rejection is what we hope for
         contradicted = rules != DEFAULT and not profile_broken
         row.update(outcome=REJECTED_AGAINST_PROFILE if contradicted else "rejected",

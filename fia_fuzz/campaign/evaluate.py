@@ -9,6 +9,7 @@ a machine without the device prints the diff the campaign recorded.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -16,8 +17,11 @@ import numpy as np
 
 from fia_fuzz.campaign.bundles import GOLDEN_NAMES
 from fia_fuzz.diff import judge
+from fia_fuzz.files.cases import ENVIRONMENT, INPUT_DIGEST
 from fia_fuzz.golden import npu_fused_infer_attention_score
+from fia_fuzz.numerics.environment import environment
 from fia_fuzz.op.case import Case
+from fia_fuzz.op.digest import input_digest
 from fia_fuzz.op.outputs import output_specs
 from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.runners import Runner
@@ -31,14 +35,21 @@ def repro_command(case: Case, runner: str, results: str | None = None) -> str:
     return f"fia-fuzz repro {case.case_id}{where} --runner {runner}"
 
 
+def environment_json() -> str:
+    """This process's environment as a row holds it (compact JSON, keys in order)."""
+    return json.dumps(environment(), separators=(",", ":"))
+
+
 def base_row(case: Case, runner: str) -> dict[str, Any]:
-    """Identity, features and repro command of a case (features of an illegal case may fail)."""
+    """Identity, features, environment and repro command of a case (features of an illegal
+    case may fail)."""
     try:
         features = case.features()
     except Exception as exc:  # an illegal case can defeat feature extraction; still record it
         features = {"features_error": f"{type(exc).__name__}: {exc}"}
     return {"case_id": case.case_id, "case_json": case.to_json(), "runner": runner,
-            "rules": case.rules, **features, "repro": repro_command(case, runner)}
+            "rules": case.rules, **features, ENVIRONMENT: environment_json(),
+            "repro": repro_command(case, runner)}
 
 
 def golden_pair(call: dict[str, Any], rules: str = DEFAULT) -> tuple[Any, Any]:
@@ -68,31 +79,34 @@ def error_ratio(row: dict[str, Any]) -> float:
     return float(err) / max(float(base), _RATIO_FLOOR)
 
 
-def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = None
-             ) -> dict[str, Any]:
+def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = None,
+             call: dict[str, Any] | None = None) -> dict[str, Any]:
     """The result row of `case` on `runner` (never raises for a legal case): its identity
     and features (`base_row`) and what running it gave (`measure`).
 
     When `outputs` is given, the device's (attention_out, softmax_lse) and the
-    golden's (bundles.GOLDEN_NAMES) are put there, for failure bundles.
+    golden's (bundles.GOLDEN_NAMES) are put there, for failure bundles. `call`: the case
+    already materialised (`case.call()`), not materialised again.
     """
     row = base_row(case, runner.name)
-    row.update(measure(case, runner, outputs))
+    row.update(measure(case, runner, outputs, call))
     return row
 
 
-def measure(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = None
-            ) -> dict[str, Any]:
-    """What running `case` on `runner` gives: outcome, error, metrics, verdicts and stage
-    timings (t_materialise, t_golden, t_runner, t_diff), without the case's identity or
-    features (a campaign's device process measures; its partition makes the row)."""
+def measure(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = None,
+            call: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What running `case` on `runner` gives: outcome, error, the input digest, metrics,
+    verdicts and stage timings (t_materialise, which includes the digest, t_golden,
+    t_runner, t_diff), without the case's identity or features (a campaign's device process
+    measures; its partition makes the row)."""
     row: dict[str, Any] = {}
     ok, why = runner.supports(case)
     if not ok:
         row.update(outcome="unsupported", error=why)
         return row
     t0 = time.perf_counter()
-    call = case.call()
+    call = case.call() if call is None else call
+    row[INPUT_DIGEST] = input_digest(call)
     t1 = time.perf_counter()
     try:
         truth, baseline = golden_pair(call, case.rules)

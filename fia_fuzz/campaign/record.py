@@ -10,7 +10,9 @@ start, or the task raised outside the backend's call: no failure kind, never bun
 or shrunk, and the campaign's exit status says so),
 then the failure kind (once), the signature and, when the case fails and may be bundled,
 the bundle: written here (`bundles.write_bundle`), its array files staged by the device
-process that still holds the outputs.
+process that still holds the outputs. A bundled case that crashed or hung its device
+process is materialised again here for its input digest, which the device process took
+with it.
 """
 
 from __future__ import annotations
@@ -25,9 +27,14 @@ from fia_fuzz.campaign.device_worker import evaluate_task, negative_task, stage_
 from fia_fuzz.campaign.evaluate import base_row
 from fia_fuzz.campaign.state import PartitionState
 from fia_fuzz.diff.signature import failure_kind, signature
+from fia_fuzz.files.cases import INPUT_DIGEST
 from fia_fuzz.op.case import Case
+from fia_fuzz.op.digest import input_digest
 from fia_fuzz.runners.isolation import HARNESS, TaskResult, resolve_runner
 
+#: Outcomes whose device process died with the case's materialised inputs: a bundle of such
+#: a case materialises it again here for its input digest.
+DIED = ("crashed", "timeout")
 #: When a case gets a bundle: when it fails (and its cell has room), always (a shrink's
 #: minimal case, beside its steps), or never (a shrink's candidates).
 BUNDLE_IF_FAILING, BUNDLE_ALWAYS, BUNDLE_NEVER = "failing", "always", "never"
@@ -79,6 +86,8 @@ def evaluate_case(st: PartitionState, case: Case, tags: dict[str, Any], *, timeo
     if kind or bundle == BUNDLE_ALWAYS:
         row["signature"] = signature(row)
     if (kind and bundle == BUNDLE_IF_FAILING) or bundle == BUNDLE_ALWAYS:
+        if res.outcome in DIED and INPUT_DIGEST not in row:
+            row[INPUT_DIGEST] = input_digest(case.call())  # its arrays died with the process
         staged = _stage(st, case, row, timeout) if res.ok and hold else None
         made = write_bundle(cfg.out, case, row, arrays=staged)
         if made is not None:

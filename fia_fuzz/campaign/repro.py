@@ -4,6 +4,11 @@ A bundle with stored device outputs reproduces anywhere: the golden is
 recomputed locally (bit-identical inputs, op/values.py) and the same
 judging prints the same diff the campaign recorded. With `--runner` (or for
 a case without stored outputs) the case runs live on that backend.
+
+Before anything runs, the case is materialised once and its input digest compared with
+the one the campaign recorded: different inputs are a different case, whatever the
+verdict, so repro stops (`InputsDiffer`) and names the versions that moved between the
+recorded environment and this one.
 """
 
 from __future__ import annotations
@@ -16,25 +21,32 @@ from typing import Any, TextIO
 from fia_fuzz.campaign.bundles import Bundle, find_bundle, load_bundle
 from fia_fuzz.campaign.evaluate import evaluate, golden_pair, judge_outputs
 from fia_fuzz.diff.signature import failure_kind, signature
-from fia_fuzz.files.cases import InputError, load_case
+from fia_fuzz.files.cases import InputError, Recorded, load_case, load_recorded, recorded
+from fia_fuzz.numerics.environment import differences
 from fia_fuzz.op.case import Case
+from fia_fuzz.op.digest import input_digest
 from fia_fuzz.rules.validate import case_violations
+from fia_fuzz.runners import Runner
 
 DEFAULT_RUNNER = "torch-sdpa"
 
 
-def resolve(ref: str, results: list[str]) -> tuple[Case, Bundle | None, str | None]:
-    """(case, its bundle if any, the runner that recorded it if known)."""
+class InputsDiffer(Exception):
+    """The inputs materialised here differ from those recorded: not the same case."""
+
+
+def resolve(ref: str, results: list[str]
+            ) -> tuple[Case, Bundle | None, str | None, Recorded]:
+    """(case, its bundle if any, the runner that recorded it if known, its recorded input
+    digest and environment)."""
     path = Path(ref)
     if path.is_dir() and (path / "case.json").exists():
-        b = load_bundle(path)
-        return b.case, b, b.metrics.get("runner_spec") or b.metrics.get("runner")
+        return _from_bundle(load_bundle(path))
     if path.is_file():
-        return load_case(path), None, None
+        return load_case(path), None, None, load_recorded(path)
     found = find_bundle(ref, results)
     if found is not None:
-        b = load_bundle(found)
-        return b.case, b, b.metrics.get("runner_spec") or b.metrics.get("runner")
+        return _from_bundle(load_bundle(found))
     from fia_fuzz.reports import read_results
 
     df = read_results(results)
@@ -45,7 +57,35 @@ def resolve(ref: str, results: list[str]) -> tuple[Case, Bundle | None, str | No
                          f"{[d for d in results if d not in missing]}"
                          + (f" ({', '.join(missing)}: no such directory)" if missing else ""))
     first = hit.iloc[0]
-    return Case.from_json(first["case_json"]), None, first.get("runner_spec") or first.get("runner")
+    return (Case.from_json(first["case_json"]), None,
+            first.get("runner_spec") or first.get("runner"),
+            recorded(first, f"the row of {ref} in {results}"))
+
+
+def _from_bundle(b: Bundle) -> tuple[Case, Bundle, str | None, Recorded]:
+    """A bundle's case; what it recorded of its inputs from case.json, else from its row."""
+    record = b.recorded if b.recorded.digest is not None else \
+        recorded(b.metrics, str(b.path / "metrics.json"))
+    return b.case, b, b.metrics.get("runner_spec") or b.metrics.get("runner"), record
+
+
+def check_inputs(record: Recorded, digest: str) -> str:
+    """The line repro prints about its inputs; InputsDiffer when `digest` (of the inputs
+    materialised here) is not the recorded one, naming the versions that differ."""
+    if record.digest is None:
+        return (f"input digest {digest}: none recorded with this case (a case file written "
+                "by hand or by import-msprobe, a case that ran out of memory, or one "
+                "written before digests were recorded), so its inputs go unchecked")
+    if record.digest == digest:
+        return f"input digest {digest}: the same as recorded"
+    if record.environment is None:
+        moved = "no environment recorded to compare with this one"
+    else:
+        changed = differences(record.environment)
+        moved = ("versions that differ (recorded -> here): " + ", ".join(changed)) if changed \
+            else "none of the recorded versions differ: the code of fia-fuzz moved"
+    raise InputsDiffer(f"the inputs differ from the recorded case: not the same case (input "
+                       f"digest {digest}, recorded {record.digest}); {moved}")
 
 
 def _num(v: Any) -> float | None:
@@ -95,37 +135,48 @@ def headline(row: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _live_runner(name: str, bundle: Bundle | None) -> Runner:
+    """The runner `name`, available here, or InputError saying why not."""
+    from fia_fuzz.runners import RunnerSpecError, get_runner
+
+    try:
+        r = get_runner(name)
+    except RunnerSpecError as exc:
+        raise InputError(str(exc)) from None
+    ok, why = r.available()
+    if not ok:
+        raise InputError(f"runner {name!r} is not available here: {why}"
+                         + ("" if bundle is None or bundle.outputs is None
+                            else " (drop --runner to use the stored device output)"))
+    return r
+
+
 def reproduce(ref: str, runner: str | None, results: list[str],
               stream: TextIO | None = None, features: bool = False) -> int:
     """Print the verdict, its reason and worst element, then the diff (and with `features`
-    the case's features); exit status 1 when it (still) fails, else 0."""
+    the case's features); exit status 1 when it (still) fails, else 0. InputsDiffer, before
+    anything runs, when the case's inputs are not those recorded (`check_inputs`)."""
     out = stream or sys.stdout
-    case, bundle, recorded_runner = resolve(ref, results)
+    case, bundle, recorded_runner, record = resolve(ref, results)
     illegal = case_violations(case)
     if illegal:  # refused before its tensors are allocated
         raise InputError(f"{ref}: illegal case, not run: "
                          + "; ".join(f"[{v.rule}] {v.message}" for v in illegal))
-    out.write(f"case {case.case_id}\n")
-    if runner is None and bundle is not None and bundle.outputs is not None:
+    stored = bundle.outputs if runner is None and bundle is not None else None
+    name = runner or recorded_runner or DEFAULT_RUNNER
+    live = _live_runner(name, bundle) if stored is None else None
+    call = case.call()
+    inputs = check_inputs(record, input_digest(call))
+    out.write(f"case {case.case_id}\n{inputs}\n")
+    if live is not None:
+        out.write(f"mode: live on {name}\n")
+        row = evaluate(case, live, call=call)
+    else:
+        assert stored is not None and bundle is not None  # no live runner: the stored output
         out.write(f"mode: stored device output of {recorded_runner} from {bundle.path}; "
                   "golden recomputed here\n")
-        truth, baseline = golden_pair(case.call(), case.rules)
-        row = {"outcome": "ok", **judge_outputs(case, bundle.outputs, truth, baseline)}
-    else:
-        from fia_fuzz.runners import RunnerSpecError, get_runner
-
-        name = runner or recorded_runner or DEFAULT_RUNNER
-        try:
-            r = get_runner(name)
-        except RunnerSpecError as exc:
-            raise InputError(str(exc)) from None
-        ok, why = r.available()
-        if not ok:
-            raise InputError(f"runner {name!r} is not available here: {why}"
-                             + ("" if bundle is None or bundle.outputs is None
-                                else " (drop --runner to use the stored device output)"))
-        out.write(f"mode: live on {name}\n")
-        row = evaluate(case, r)
+        truth, baseline = golden_pair(call, case.rules)
+        row = {"outcome": "ok", **judge_outputs(case, stored, truth, baseline)}
     for line in headline(row) + format_row(row):
         out.write(line + "\n")
     if bundle is not None and bundle.metrics:

@@ -41,12 +41,14 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hseed
 
 from fia_fuzz.campaign.bundles import BUNDLES, GOLDEN_NAMES, OUTPUT_NAMES, _plain
-from fia_fuzz.campaign.evaluate import base_row, golden_pair, judge_outputs
+from fia_fuzz.campaign.evaluate import base_row, environment_json, golden_pair, judge_outputs
 from fia_fuzz.campaign.repro_npu import call_spec
 from fia_fuzz.diff.signature import failure_kind
-from fia_fuzz.files.cases import write_case
+from fia_fuzz.files.cases import ENVIRONMENT, INPUT_DIGEST, Recorded, write_case
 from fia_fuzz.metamorphic.relations.replay import COMPARISON, diagnose, replay_fresh
+from fia_fuzz.numerics.environment import environment
 from fia_fuzz.op import stored
+from fia_fuzz.op.digest import input_digest
 from fia_fuzz.op.sequence import IllegalSequence, Sequence, Step
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners.isolation import resolve_runner
@@ -166,6 +168,7 @@ def sequence_task(ref: tuple[str, str], seq_json: str, hold: bool = False
         st = data.state
         row = base_row(data.case, name)
         row.update(_step_columns(seq, st))
+        row[INPUT_DIGEST] = input_digest(data.call)
         ok, why = probe.supports_step(data.case)
         t0 = time.perf_counter()
         if not ok:
@@ -260,7 +263,8 @@ def evaluate_sequence(st: Any, seq: Sequence, tags: dict[str, Any], *, timeout: 
         "step_kind": "sequence", "position": "sequence", "runner": cfg.runner,
         **{f"seq_{k}": v for k, v in summary.items()}, "layout": seq.form,
         "q_dtype": seq.dtype, "B": seq.batch, "N": seq.heads[0], "KV_N": seq.heads[1],
-        "D": seq.heads[2], "block_size": seq.block_size, "paged": True}
+        "D": seq.heads[2], "block_size": seq.block_size, "paged": True,
+        ENVIRONMENT: environment_json()}
     row.update(tags)
     for s in steps:
         s.update(tags)
@@ -342,7 +346,7 @@ def write_arrays(d: Path, seq: Sequence, runner: str,
         i = data.index
         sd = d / "steps" / str(i)
         sd.mkdir(parents=True, exist_ok=True)
-        write_case(sd / "case.json", data.case)
+        write_case(sd / "case.json", data.case, Recorded(input_digest(data.call), environment()))
         if held and i < len(held):
             stored.save(sd / "outputs.npz", held[i])
             for name in GOLDEN_NAMES:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +39,64 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 KNOWN_DISTS = (*FLOAT_DISTS, *MASK_DISTS, *INT_DISTS, STORED)
 
 
+#: What a campaign records of a case's inputs, in its rows and beside the case in the case
+#: files it writes: their digest (`op.digest.input_digest`) and the environment that made
+#: them (`numerics.environment.environment()`: an object in a case file, its JSON in a row).
+INPUT_DIGEST, ENVIRONMENT = "input_digest", "environment"
+
+
 class InputError(Exception):
     """A file or flag a person gave us is unusable; the message says what and where."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A case's recorded input digest and environment (None: not recorded, as in files
+    written by hand or before fia-fuzz recorded them)."""
+
+    digest: str | None = None
+    environment: dict[str, Any] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The keys a case file holds them under (none for what is not recorded)."""
+        out: dict[str, Any] = {}
+        if self.digest is not None:
+            out[INPUT_DIGEST] = self.digest
+        if self.environment is not None:
+            out[ENVIRONMENT] = dict(self.environment)
+        return out
+
+
+def _absent(v: Any) -> bool:
+    return v is None or v == "" or (isinstance(v, float) and math.isnan(v))
+
+
+def recorded(doc: Mapping[str, Any], where: str) -> Recorded:
+    """The recorded digest and environment of a case file or result row (`doc`), each
+    None when absent; InputError when one is there but not what a campaign writes."""
+    digest, env = doc.get(INPUT_DIGEST), doc.get(ENVIRONMENT)
+    if _absent(digest):
+        digest = None
+    elif not isinstance(digest, str):
+        raise _fail(where, INPUT_DIGEST, f"expected a hex string, got {_brief(digest)}")
+    if isinstance(env, str) and env:
+        try:
+            env = json.loads(env)
+        except json.JSONDecodeError:
+            raise _fail(where, ENVIRONMENT, f"not JSON: {_brief(env)}") from None
+    if _absent(env):
+        env = None
+    elif not isinstance(env, dict) or any(
+            v is not None and not isinstance(v, str) for v in env.values()):
+        raise _fail(where, ENVIRONMENT, f"expected an object of names and versions, got "
+                    f"{_brief(env)}")
+    return Recorded(digest, env)
+
+
+def load_recorded(path: str | os.PathLike[str]) -> Recorded:
+    """The recorded digest and environment in the case file at `path`."""
+    doc = read_json(path)
+    return recorded(doc, str(path)) if isinstance(doc, dict) else Recorded()
 
 
 def read_json(path: str | os.PathLike[str], max_bytes: int = MAX_CASE_BYTES,
@@ -230,10 +288,14 @@ def load_case(path: str | os.PathLike[str]) -> Case:
                 stored=arrays)
 
 
-def write_case(path: str | os.PathLike[str], case: Case) -> Path:
-    """Write `case` to `path` as JSON, its stored tensors to the .npz beside it."""
+def write_case(path: str | os.PathLike[str], case: Case, record: Recorded | None = None
+               ) -> Path:
+    """Write `case` to `path` as JSON (with what `record` holds of its inputs beside its
+    fields: they are no part of the case or its id), its stored tensors to the .npz
+    beside it."""
     p = Path(path)
-    p.write_text(case.to_json(indent=2) + "\n")
+    doc = {**case.to_dict(), **(record.fields() if record is not None else {})}
+    p.write_text(json.dumps(doc, sort_keys=True, indent=2) + "\n")
     if case.stored:
         stored.save(p.with_suffix(".npz"), case.stored)
     return p

@@ -450,3 +450,37 @@ def throughput(df: pd.DataFrame) -> pd.DataFrame:
             rec[f"share_{stage}"] = spent / busy if busy > 0 else float("nan")
         out.append(rec)
     return pd.DataFrame(out)
+
+
+#: The row column holding the environment that made a case's bits (JSON of names and
+#: versions, `numerics/environment.py`), and how a row without one is shown.
+ENVIRONMENT, NOT_RECORDED = "environment", "not recorded"
+
+
+def environments(df: pd.DataFrame) -> pd.DataFrame:
+    """Each distinct environment of the rows (a column per recorded key, in the order
+    recorded; rows written before environments were recorded are one `not recorded`
+    group), with its rows and where they were written (`where`: run directory and the
+    shards, `run_dir shard,shard`). Empty without rows."""
+    if df.empty:
+        return pd.DataFrame()
+    env = df[ENVIRONMENT] if ENVIRONMENT in df else pd.Series(None, index=df.index)
+    env = env.map(lambda v: v if isinstance(v, str) and v else NOT_RECORDED)
+    where = df["run_dir"].astype(str) if "run_dir" in df else pd.Series("", index=df.index)
+    shard = df["shard"].astype(str) if "shard" in df else pd.Series("", index=df.index)
+    out = []
+    for text, g in pd.DataFrame({"env": env, "where": where, "shard": shard}).groupby(
+            "env", sort=False):
+        try:
+            fields = json.loads(text) if text != NOT_RECORDED else {}
+        except json.JSONDecodeError:
+            fields = {}
+        if not isinstance(fields, dict):
+            fields = {}
+        places = [f"{d} {','.join(sorted(set(s['shard'])))}".strip()
+                  for d, s in g.groupby("where", sort=True)]
+        out.append({ENVIRONMENT: text, **{k: "absent" if v is None else str(v)
+                                          for k, v in fields.items()},
+                    "rows": len(g), "where": "; ".join(places)})
+    return pd.DataFrame(out).sort_values("rows", ascending=False, kind="stable") \
+        .reset_index(drop=True)

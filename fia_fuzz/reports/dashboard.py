@@ -7,11 +7,13 @@ this module only lays them out: headline pass rates per policy, pass-rate
 heatmaps per feature cell (each with a policy selector), error ECDFs per
 output dtype, a trend over runs, the worst cases with their repro command,
 the runs that raised, the unsupported cases by reason, throughput (cases per minute,
-the workers' busy share, stage shares), and (for a `--metamorphic` campaign) the
-metamorphic relations. With several runners there is one tab per runner. A call given
-with an attribute at its default counts as the call without it (`agg.call_key`): once
-per run in every count, once in the worst cases. Long cells wrap, so the tables fit
-the page, and every repro command has a copy button.
+the workers' busy share, stage shares), (for a `--metamorphic` campaign) the
+metamorphic relations, and the environments the rows were made in (library versions,
+OpenBLAS core, CPU architecture; a value that differs between them marked). With
+several runners there is one tab per runner. A call given with an attribute at its
+default counts as the call without it (`agg.call_key`): once per run in every count,
+once in the worst cases. Long cells wrap, so the tables fit the page, and every repro
+command has a copy button.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ cursor:pointer}.tabs button.active{background:#333;color:#fff}
 margin-right:.3em}
 table.worst,table.signatures,table.problems{width:100%}
 table.worst td,table.signatures td,table.problems td{overflow-wrap:anywhere}
+td.differs{background:#fde2c8;font-weight:bold}
 .cmd{display:flex;gap:.3em;align-items:flex-start}
 .cmd code{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.9em;min-width:0}
 button.copy{font-size:.75em;padding:0 .4em;cursor:pointer;flex:none;white-space:nowrap;
@@ -315,6 +318,36 @@ def throughput_table(df: pd.DataFrame) -> str | None:
     return f"{note}<table class='throughput'>{head}" + "".join(rows) + "</table>"
 
 
+def environments_table(df: pd.DataFrame) -> str | None:
+    """Each distinct environment of the rows (library versions, OpenBLAS core, CPU
+    architecture; `agg.environments`), with its rows and run directories and shards; a
+    value that differs between recorded environments is marked. None without rows."""
+    envs = agg.environments(df)
+    if envs.empty:
+        return None
+    keys = [c for c in envs.columns if c not in (agg.ENVIRONMENT, "rows", "where")] \
+        or [agg.ENVIRONMENT]
+    recorded = envs[envs[agg.ENVIRONMENT] != agg.NOT_RECORDED]
+    differ = {k for k in keys if k in recorded and recorded[k].nunique(dropna=False) > 1}
+    head = "<tr>" + "".join(f"<th>{html.escape(k)}</th>" for k in keys) \
+        + "<th>rows</th><th>run dir and shards</th></tr>"
+    rows = []
+    for _, r in envs.iterrows():
+        if r[agg.ENVIRONMENT] == agg.NOT_RECORDED:
+            cells = f"<td colspan={len(keys)}>{agg.NOT_RECORDED}</td>"
+        else:
+            cells = "".join(f"<td{' class=differs' if k in differ else ''}>"
+                            f"{html.escape(str(r[k]))}</td>" for k in keys)
+        rows.append(f"<tr>{cells}<td>{int(r['rows'])}</td>"
+                    f"<td><code>{html.escape(str(r['where']))}</code></td></tr>")
+    note = ("<p class='note'>The environment each row's case was materialised and judged "
+            "in, recorded with the digest of its inputs (a repro whose inputs differ names "
+            "the versions that moved). Marked: a value that differs between environments."
+            "</p>")
+    return f"{note}<table id='environments' class='environments'>{head}" + "".join(rows) \
+        + "</table>"
+
+
 def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int,
              raw: pd.DataFrame | None = None) -> str:
     """One tab: `df` counts each call once per run and runner (`agg.dedupe_calls`); `raw`
@@ -407,6 +440,9 @@ def render(df: pd.DataFrame, out: str | Path, title: str = "fia-fuzz precision d
                     f"data-runner={json.dumps(name)}>")
         body.append(_section(part, f"t{i}", policy, worst_n, raw_tabs.get(name)))
         body.append("</section>")
+    envs = environments_table(raw)
+    if envs is not None:
+        body.append("<h2>Environments</h2>" + envs)
     body.append(_policy_notes())
     page = ("<!doctype html><html><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>{CSS}</style>"

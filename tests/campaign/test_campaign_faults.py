@@ -9,7 +9,9 @@ so that timeout is waited out once.
 import runner_doubles
 from runner_doubles import STREAM_SEED
 
+from fia_fuzz.campaign.bundles import load_bundle
 from fia_fuzz.cli import main
+from fia_fuzz.op.digest import input_digest
 from fia_fuzz.reports import read_results
 
 #: The machinery under test, on the simple cases every backend here expresses.
@@ -42,3 +44,7 @@ def test_faults_become_rows_and_the_other_cases_finish(tmp_path, monkeypatch) ->
     assert crashes <= {"worker died with SIGSEGV", "worker died with SIGABRT"}
     bundles = {p.name for p in (out / "bundles").iterdir()}
     assert set(df[df["outcome"] != "ok"]["case_id"]) == bundles
+    # a crashed or hung case's bundle records its input digest all the same
+    for cid in df[df["outcome"].isin(["crashed", "timeout"])]["case_id"]:
+        b = load_bundle(out / "bundles" / cid)
+        assert b.recorded.digest == input_digest(b.case.call()) == b.metrics["input_digest"]

@@ -33,6 +33,8 @@ def test_negative_campaign_flags_a_backend_that_silently_accepts(tmp_path) -> No
     assert len(df) == 2 and set(df["outcome"]) <= {*ACCEPTED, "rejected"}
     accepted = df[df["outcome"].isin(ACCEPTED)]
     assert (accepted["accepted_shapes"] != "").all()
+    # what reached the backend was materialised, and its digest recorded
+    assert not accepted.empty and accepted["input_digest"].str.fullmatch("[0-9a-f]{16}").all()
 
 
 def _empty_output(case_json: str) -> bool:

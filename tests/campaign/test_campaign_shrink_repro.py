@@ -11,6 +11,7 @@ from runner_doubles import SEED
 
 from fia_fuzz.campaign import CampaignConfig, run_campaign
 from fia_fuzz.campaign.bundles import load_bundle
+from fia_fuzz.numerics.environment import environment
 from fia_fuzz.reports import read_results
 
 
@@ -27,6 +28,11 @@ def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -
     assert in_cell.any() and (~in_cell).any()
     assert set(df[in_cell]["verdict"]) == {"fail"}
     assert "fail" not in set(df[~in_cell]["verdict"])
+    # every row records its environment and the digest of the inputs it judged
+    assert {json.dumps(environment(), separators=(",", ":"))} == set(df["environment"])
+    judged = df[df["outcome"] == "ok"]
+    assert judged["input_digest"].str.fullmatch("[0-9a-f]{16}").all()
+    digests = dict(zip(judged["case_id"], judged["input_digest"], strict=True))
 
     summaries = [json.loads(p.read_text()) for p in (out / "shrunk").glob("*.json")]
     assert summaries and {s["cell"]["layout"] for s in summaries} == {layout}
@@ -44,6 +50,9 @@ def test_failing_cell_is_found_shrunk_bundled_and_reproduced(tmp_path, capsys) -
         s1 = 1 if feats["branch"] == "decode" else 2
         assert (v.B, v.S1, v.S2, v.D, b.case.seed) == (1, s1, 1, 16, 0)
         assert b.outputs is not None and np.isfinite(b.outputs[0].astype(np.float32)).all()
+        # its case file records what its row does
+        assert b.recorded.environment == environment()
+        assert b.recorded.digest == b.metrics["input_digest"] == digests[b.case.case_id]
     capsys.readouterr()
 
     bundle = summaries[0]["bundle"]
