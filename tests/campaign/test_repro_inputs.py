@@ -21,7 +21,7 @@ from fia_fuzz.cli import INPUTS_DIFFER, USAGE_ERROR, main
 from fia_fuzz.numerics.environment import environment
 from fia_fuzz.op import case as case_module
 
-BUNDLE = Path(__file__).parents[1] / "data" / "bundles" / "bsh-bf16-gqa-band"
+BUNDLE = Path(__file__).parents[1] / "data" / "bundles" / "bsh-bf16-gqa-large-keys"
 RECORDED = json.loads((BUNDLE / "case.json").read_text())["input_digest"]
 
 
@@ -31,7 +31,7 @@ def test_the_stored_bundle_replays_with_the_recorded_input_digest() -> None:
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 1, res.stderr  # the planted failure still fails
     lines = res.stdout.splitlines()
-    assert lines[:2] == ["case b049a4ec181f6bf1",
+    assert lines[:2] == ["case d193096959983c85",
                          f"input digest {RECORDED}: the same as recorded"], res.stdout
     assert "verdict: fail" in res.stdout
 
@@ -105,7 +105,7 @@ def test_an_old_bundle_without_a_digest_says_so_in_one_line_and_runs(tmp_path,
     _edit(bundle / "metrics.json", input_digest=None, environment=None)
     assert main(["repro", str(bundle)]) == 1  # still the planted failure
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "case b049a4ec181f6bf1"
+    assert out[0] == "case d193096959983c85"
     assert out[1].startswith(f"input digest {RECORDED}: none recorded with this case")
     assert out[2].startswith("mode: stored device output")
     assert "same diff as recorded by the campaign" in out
