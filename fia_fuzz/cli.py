@@ -150,19 +150,44 @@ def _fail_on(values: list[str]) -> tuple[str, ...]:
         raise InputError(str(exc)) from None
 
 
-def _gate(run_dirs: list[str], tokens: tuple[str, ...], policy: str | None = None) -> int:
+def _triage(path: str | None) -> Any:
+    """The triage file `--triage` names (None: an empty one); InputError with one line."""
+    from fia_fuzz.reports.triage import TriageError, load_triage
+
+    try:
+        return load_triage(path)
+    except TriageError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _gate(run_dirs: list[str], tokens: tuple[str, ...], policy: str | None = None,
+          triage: Any = None) -> int:
     """FOUND (one stderr line) when the run's results hold what `--fail-on` names, else 0."""
     if not tokens:
         return 0
     from fia_fuzz.diff import DEFAULT_POLICY
     from fia_fuzz.reports import read_results
-    from fia_fuzz.reports.gate import FOUND, found, verdict_line
+    from fia_fuzz.reports.gate import FOUND, TRIAGE_TOKENS, found, marked, verdict_line
 
-    counts = found(read_results(run_dirs), tokens, policy or DEFAULT_POLICY)
+    df = read_results(run_dirs)
+    counts = found(df, tokens, policy or DEFAULT_POLICY, triage)
     if not counts:
         return 0
-    print(verdict_line(counts), file=sys.stderr)
+    named = {t: list(marked(df, triage, t)) for t in counts if t in TRIAGE_TOKENS}
+    print(verdict_line(counts, named), file=sys.stderr)
     return FOUND
+
+
+def _print_marks(df: Any, triage: Any, fixed_after: int) -> None:
+    """One line per failing signature: new, known (its ticket) or regressed; then the
+    signatures possibly fixed, with a passing repro."""
+    from fia_fuzz.reports.signatures import possibly_fixed, signatures
+
+    for _, r in signatures(df, triage).iterrows():
+        filed = f" [{r['ticket']}, {r['status']}]" if r["ticket"] else ""
+        print(f"{r['triage']}: {r['signature']} ({int(r['count'])} rows){filed}")
+    for sig, repro in possibly_fixed(df, fixed_after).items():
+        print(f"possibly fixed (bundles pass {fixed_after} nights): {sig}: {repro}")
 
 
 def _seed_cases(directory: str) -> tuple[Case, ...]:
@@ -240,13 +265,18 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         if short:
             raise InputError(f"--memory-limit {args.memory_limit}: too small: {short}")
     seeds = _seed_cases(args.seed_cases) if args.seed_cases else ()
+    triage = _triage(args.triage)
+    for d in args.replay:
+        if not (Path(d) / "bundles").is_dir():
+            raise InputError(f"--replay {d}: no bundles/ in it (expected a campaign's --out)")
     cfg = CampaignConfig(
         runner=args.runner, out=Path(args.out), max_cases=args.max_cases, budget_s=budget,
         seed=args.seed, profile=args.profile, filters=filters, workers=args.workers,
         devices=devices, shard=shard, shards=shards, negative=args.negative, rules=args.rules,
         case_timeout_s=timeout, memory_limit=memory, device_memory=device_memory,
         shrink=not args.no_shrink,
-        metamorphic=args.metamorphic, seed_cases=seeds)
+        metamorphic=args.metamorphic, seed_cases=seeds,
+        replay=tuple(Path(d) for d in args.replay))
     s = run_campaign(cfg, started=started)
     added = "" if s.attempt == 1 else (
         f" over {s.attempt} attempts (this one added {s.added_cases}: outcomes "
@@ -259,13 +289,31 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         what = "minimal" if sh["shrunk"] else "unshrunk"
         print(f"{what} {sh['kind']} case of {sh['cell']}: {sh['minimal']} -> {sh['bundle']}")
     print(f"results: {s.results}")
-    found = _gate([args.out], fail_on)
+    from fia_fuzz.reports import read_results
+
+    this_run = read_results([args.out])
+    if not this_run.empty and "run_id" in this_run:
+        this_run = this_run[this_run["run_id"].astype(str) == s.run_id]
+    _print_replays(this_run)
+    _print_marks(this_run, triage, args.fixed_after)
+    found = _gate([args.out], fail_on, triage=triage)
     if s.harness:
         print(f"fia-fuzz campaign: {s.harness} case(s) could not be run by the tool "
               f"(outcome harness, no finding about the backend): "
               f"{' '.join(s.harness_note.split())[:300]}", file=sys.stderr)
         return HARNESS_FAILED
     return found
+
+
+def _print_replays(df: Any) -> None:
+    """How the replayed bundles fared: counts of each result, one line."""
+    from fia_fuzz.reports.signatures import replays
+
+    rep = replays(df)
+    if not rep.empty:
+        counts = rep["replay_result"].value_counts()
+        print(f"replayed {len(rep)} bundle(s): "
+              + ", ".join(f"{k} {int(v)}" for k, v in counts.items()))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -277,7 +325,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if policy not in POLICIES:
         raise InputError(f"--policy {policy!r} is not one of {sorted(POLICIES)}")
     _positive("--worst", args.worst)
+    _positive("--fixed-after", args.fixed_after)
     fail_on = _fail_on(args.fail_on)
+    triage = _triage(args.triage)
     for d in args.run_dirs:
         if Path(d).exists() and not Path(d).is_dir():
             raise InputError(f"{d}: is a file, expected a run directory (a campaign's --out)")
@@ -294,8 +344,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     for line in lines:
         print(line, file=sys.stderr)
     html = Path(args.html) if args.html else Path(args.run_dirs[0]) / "dashboard.html"
-    path = render(df, html, policy=policy, worst_n=args.worst)
+    path = render(df, html, policy=policy, worst_n=args.worst, triage=triage,
+                  fixed_after=args.fixed_after)
     print(aggregate.headline(df).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    _print_replays(df)
+    _print_marks(df, triage, args.fixed_after)
     print(f"dashboard: {path.resolve()}")
     if args.junit:
         print(f"junit: {write_junit(df, args.junit, policy=policy).resolve()}")
@@ -306,7 +359,20 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(f"screenshot: {screenshot(path, args.screenshot)}")
         except (OSError, RuntimeError) as exc:
             print(f"screenshot skipped: {exc}", file=sys.stderr)
-    return _gate(args.run_dirs, fail_on, policy)
+    return _gate(args.run_dirs, fail_on, policy, triage)
+
+
+def cmd_triage_add(args: argparse.Namespace) -> int:
+    """Add (or update) one signature's entry in the triage file."""
+    from fia_fuzz.reports.triage import Entry, TriageError, add_entry
+
+    try:
+        how = add_entry(args.triage, Entry(args.signature, args.ticket, args.status,
+                                           args.note))
+    except TriageError as exc:
+        raise InputError(str(exc)) from None
+    print(f"{how} {args.signature!r} -> {args.ticket} ({args.status}) in {args.triage}")
+    return 0
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
@@ -528,6 +594,18 @@ def _fail_on_flag(p: argparse.ArgumentParser) -> None:
                         f"{', '.join(TOKENS)} (repeatable; default: exit 0 whatever was found)")
 
 
+def _triage_flags(p: argparse.ArgumentParser) -> None:
+    from fia_fuzz.reports.signatures import FIXED_AFTER
+
+    p.add_argument("--triage", metavar="FILE",
+                   help="TOML file of known failure signatures (fia-fuzz triage add writes "
+                        "it): each failing signature is marked new, known or regressed, and "
+                        "--fail-on new gates on untriaged ones only")
+    p.add_argument("--fixed-after", type=int, default=FIXED_AFTER, metavar="N",
+                   help="a failure whose replayed bundles passed on each of the last N "
+                        "nights is reported possibly fixed")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from fia_fuzz.runners import RUNNERS
 
@@ -579,6 +657,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seed-cases", metavar="DIR",
                    help="replay the cases DIR/*.json first (origin=seed, e.g. from "
                         "import-msprobe), then draw from their feature cells")
+    c.add_argument("--replay", nargs="+", default=[], metavar="DIR",
+                   help="run directories of earlier nights: replay their bundles first; each "
+                        "gets a replay_result (still fails, now passes, now unsupported)")
+    _triage_flags(c)
     _fail_on_flag(c)
     _rules_flag(c)
     c.set_defaults(fn=cmd_campaign)
@@ -593,8 +675,26 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--worst", type=int, default=20, help="rows in the worst-cases table")
     r.add_argument("--screenshot", metavar="OUT.png",
                    help="also save a headless-Chromium screenshot of the page")
+    _triage_flags(r)
     _fail_on_flag(r)
     r.set_defaults(fn=cmd_report)
+
+    tr = sub.add_parser("triage", help="edit the triage file of known failure signatures",
+                        formatter_class=Formatter, epilog=EXIT_CODES)
+    trs = tr.add_subparsers(dest="triage_command", required=True)
+    ta = trs.add_parser("add", help="add or update the entry of one signature (or glob)",
+                        formatter_class=Formatter, epilog=EXIT_CODES)
+    ta.add_argument("signature", help="a failure signature as report and campaign print it, "
+                                      "or a glob of them (*, ?, [...])")
+    ta.add_argument("--ticket", required=True, help="where it is filed: a URL or an id")
+    ta.add_argument("--status", default="open",
+                    help="open, wontfix (documented behaviour) or 'fixed-in VERSION'")
+    ta.add_argument("--note", default="", help="a line for whoever reads it next")
+    ta.add_argument("--triage", required=True, metavar="FILE",
+                    help="the triage file (TOML; created when absent)")
+    ta.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                    help="on bad input, show the traceback instead of one line")
+    ta.set_defaults(fn=cmd_triage_add)
 
     rp = sub.add_parser("repro", help="rerun one case (bundle dir, CASE.json or case id)",
                         formatter_class=Formatter, epilog=EXIT_CODES)
