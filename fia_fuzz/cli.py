@@ -316,11 +316,33 @@ def _print_replays(df: Any) -> None:
               + ", ".join(f"{k} {int(v)}" for k, v in counts.items()))
 
 
+def _issue(args: argparse.Namespace) -> int:
+    """`report --issue BUNDLE`: the Markdown issue body, on stdout or into --issue-out."""
+    from fia_fuzz.campaign.issue import issue_body
+
+    bundle = Path(args.issue)
+    if not (bundle / "case.json").is_file():
+        raise InputError(f"--issue {args.issue}: not a bundle directory (no case.json in it)")
+    if args.run_dirs:
+        raise InputError("--issue BUNDLE takes no run directories")
+    body = issue_body(bundle)
+    if args.issue_out:
+        Path(args.issue_out).write_text(body, encoding="utf-8")
+        print(f"issue body: {Path(args.issue_out).resolve()}")
+    else:
+        sys.stdout.write(body)
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
     from fia_fuzz.reports import aggregate, read_results, render, write_junit
     from fia_fuzz.reports.dataset import damage_warning
 
+    if args.issue:
+        return _issue(args)
+    if not args.run_dirs:
+        raise InputError("give one or more run directories (or --issue BUNDLE)")
     policy = args.policy or DEFAULT_POLICY
     if policy not in POLICIES:
         raise InputError(f"--policy {policy!r} is not one of {sorted(POLICIES)}")
@@ -667,7 +689,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("report", help="merge run directories into one HTML dashboard",
                        formatter_class=Formatter, epilog=EXIT_CODES)
-    r.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="campaign --out directories")
+    r.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="campaign --out directories")
+    r.add_argument("--issue", metavar="BUNDLE",
+                   help="instead: write a Markdown issue body for one failure bundle (summary, "
+                        "environment, minimal call, expected against actual, a standalone "
+                        "repro in the backend's own framework)")
+    r.add_argument("--issue-out", metavar="FILE", help="write the --issue body here "
+                   "(default: stdout)")
     r.add_argument("--html", help="output HTML path (default RUN_DIR/dashboard.html)")
     r.add_argument("--junit", metavar="OUT.xml", help="also write a JUnit XML of the results")
     r.add_argument("--policy", default=None, help="verdict policy the page and JUnit use "
