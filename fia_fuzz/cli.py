@@ -397,6 +397,39 @@ def cmd_triage_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bisect(args: argparse.Namespace) -> int:
+    """The bundle's repro under each --env interpreter; the first and last that fail."""
+    from fia_fuzz.campaign.bisect import FAILS, parse_env, run_env, summary
+    from fia_fuzz.campaign.bundles import load_bundle
+
+    bundle = Path(args.bundle)
+    if not (bundle / "case.json").is_file():
+        raise InputError(f"{args.bundle}: not a bundle directory (no case.json in it)")
+    try:
+        envs = [parse_env(e) for e in args.env]
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    for name, python in envs:
+        import shutil
+
+        if shutil.which(python) is None:
+            raise InputError(f"--env {name}={python}: no such interpreter")
+    _positive("--timeout", args.timeout)
+    metrics = load_bundle(bundle).metrics
+    runner = args.runner or str(metrics.get("runner_spec") or metrics.get("runner") or "")
+    if not runner:
+        raise InputError(f"{args.bundle}: the bundle names no runner; give --runner")
+    results = []
+    for name, python in envs:
+        r = run_env(name, python, bundle.resolve(), runner, args.timeout)
+        results.append(r)
+        print(f"{r.name}: {r.result}" + (f" ({r.detail})" if r.detail else "")
+              + f"; {r.versions_text()}", flush=True)
+    for line in summary(results):
+        print(line)
+    return 1 if any(r.result == FAILS for r in results) else 0
+
+
 def cmd_repro(args: argparse.Namespace) -> int:
     from fia_fuzz.campaign.repro import reproduce
 
@@ -723,6 +756,19 @@ def build_parser() -> argparse.ArgumentParser:
     ta.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="on bad input, show the traceback instead of one line")
     ta.set_defaults(fn=cmd_triage_add)
+
+    bi = sub.add_parser("bisect", help="rerun a bundle under several interpreters (each with "
+                        "another backend release): where does it fail?",
+                        formatter_class=Formatter, epilog=EXIT_CODES)
+    bi.add_argument("bundle", help="a failure bundle directory")
+    bi.add_argument("--env", action="append", required=True, metavar="NAME=PYTHON",
+                    help="an environment: its name and its Python, which has fia-fuzz "
+                         "installed (repeatable, oldest first); each runs "
+                         "PYTHON -m fia_fuzz repro BUNDLE --runner R")
+    bi.add_argument("--runner", help="the runner to rerun it on (default: the bundle's)")
+    bi.add_argument("--timeout", type=float, default=600.0,
+                    help="seconds one environment's repro may take")
+    bi.set_defaults(fn=cmd_bisect)
 
     rp = sub.add_parser("repro", help="rerun one case (bundle dir, CASE.json or case id)",
                         formatter_class=Formatter, epilog=EXIT_CODES)
