@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -410,8 +411,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise InputError(str(exc)) from None
     for name, python in envs:
-        import shutil
-
         if shutil.which(python) is None:
             raise InputError(f"--env {name}={python}: no such interpreter")
     _positive("--timeout", args.timeout)

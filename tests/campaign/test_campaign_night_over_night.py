@@ -4,6 +4,9 @@ fixed backend report "now passes"."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import runner_doubles  # noqa: F401  (registers the doubles)
 from runner_doubles import NIGHT_CELLS, STREAM_SEED
 
@@ -60,13 +63,58 @@ def test_triaged_failures_pass_the_gate_new_ones_fail_it_fixed_ones_replay_clean
 
 
 def test_the_same_replay_on_the_broken_backend_still_fails(tmp_path, capsys) -> None:
+    """Also on bundles as older campaigns wrote them (no signature, no runner_spec in
+    metrics.json); a bundle that cannot be read is named, not replayed."""
     night1, night2 = tmp_path / "n1", tmp_path / "n2"
     assert main(["campaign", "--runner", "test-double-night-one", *NIGHT,
                  "--out", str(night1)]) == 0
+    bundles = sorted((night1 / "bundles").iterdir())
+    old = bundles[0] / "metrics.json"
+    metrics = json.loads(old.read_text())
+    was = metrics.pop("signature")
+    metrics.pop("runner_spec")
+    old.write_text(json.dumps(metrics))
+    damaged = night1 / "bundles" / "0123456789abcdef"
+    damaged.mkdir()
+    (damaged / "case.json").write_text("{not json")
+    capsys.readouterr()
     assert main(["campaign", "--runner", "test-double-night-one", *NIGHT[:2],
                  "--max-cases", "1", "--no-shrink", "--out", str(night2),
                  "--replay", str(night1)]) == 0
     df = read_results(night2)
     replayed = df[df["origin"] == "replay"]
-    assert len(replayed) and (replayed["replay_result"] == "still fails").all()
-    assert "still fails" in capsys.readouterr().out
+    assert len(replayed) == len(bundles)
+    assert (replayed["replay_result"] == "still fails").all()
+    assert was in set(replayed["replay_signature"])
+    printed = capsys.readouterr()
+    assert "still fails" in printed.out
+    assert "1 bundle(s) cannot be read" in printed.out and str(damaged) in printed.out
+
+
+def test_the_dashboard_counts_new_known_regressed_and_possibly_fixed_per_night(
+        tmp_path, capsys) -> None:
+    triage, night1 = tmp_path / "triage.toml", tmp_path / "n1"
+    assert main(["campaign", "--runner", "test-double-night-one", *NIGHT,
+                 "--out", str(night1)]) == 0
+    first = sorted(_signatures(night1))
+    assert main(["triage", "add", first[0], "--ticket", "https://example.org/1",
+                 "--triage", str(triage)]) == 0
+    fixed = [tmp_path / f"f{i}" for i in range(2)]
+    for d in fixed:   # two nights on a fixed backend, replaying the first night's bundles
+        assert main(["campaign", "--runner", "golden", *NIGHT[:2], "--max-cases", "1",
+                     "--no-shrink", "--out", str(d), "--replay", str(night1)]) == 0
+    html = tmp_path / "d.html"
+    capsys.readouterr()
+    assert main(["report", str(night1), *map(str, fixed), "--triage", str(triage),
+                 "--fixed-after", "2", "--html", str(html)]) == 0
+    out = capsys.readouterr().out
+    assert f"known: {first[0]}" in out and "possibly fixed (bundles pass 2 nights)" in out
+    page = html.read_text()
+    assert "id='nights'" in page and "data-triage='known'" in page
+    assert "Possibly fixed" in page and "https://example.org/1" in page
+    table = re.search(r"<table id='nights'.*?</table>", page).group(0)
+    nights = [re.findall(r"<td>(\d+)</td>", row) for row in table.split("<tr data-run=")[1:]]
+    # new, known, regressed, possibly fixed: the first night found them (one triaged); the
+    # fixed nights found nothing, and after two of them every signature is possibly fixed
+    assert nights == [[str(len(first) - 1), "1", "0", "0"], ["0", "0", "0", "0"],
+                      ["0", "0", "0", str(len(first))]], nights
