@@ -1,4 +1,5 @@
-"""The `fia-fuzz` command line: campaign, report, repro, validate, coverage, runners.
+"""The `fia-fuzz` command line: campaign, report, triage, bisect, repro, validate, coverage,
+runners.
 
 Bad input (unreadable or malformed files, unknown names, bad sizes) ends with
 exit status 2 and one line saying what and where; `--debug` shows the
@@ -27,7 +28,8 @@ USAGE_ERROR = 2
 HARNESS_FAILED = 3
 EXIT_CODES = """exit status:
   0  done (campaign, report: whatever they found, unless --fail-on names it)
-  1  a finding: --fail-on matched (campaign, report); the case still fails (repro); the
+  1  a finding: --fail-on matched (campaign, report; --fail-on new: an untriaged
+     signature); the case still fails (repro); it fails in an environment (bisect); the
      call is illegal (validate, import-msprobe); a value or breaker never reached (coverage)
   2  bad input: an unusable file, flag or name (one line on stderr; --debug: traceback)
   3  harness failure (campaign): cases the tool could not run (a device process that did
