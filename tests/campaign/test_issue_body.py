@@ -82,3 +82,29 @@ def test_issue_refuses_what_is_not_a_bundle(tmp_path, capsys) -> None:
     assert "not a bundle directory" in capsys.readouterr().err
     assert main(["report"]) == 2
     assert "run directories" in capsys.readouterr().err
+
+
+def _copy(tmp_path: Path, **metrics) -> Path:
+    import json
+    import shutil
+
+    b = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, b)
+    m = json.loads((b / "metrics.json").read_text())
+    (b / "metrics.json").write_text(json.dumps({**m, **metrics}))
+    return b
+
+
+def test_an_npu_bundle_gets_its_torch_npu_script_and_a_crash_bundle_one_line(
+        tmp_path, capsys) -> None:
+    from fia_fuzz.campaign.issue import issue_body
+
+    b = _copy(tmp_path, runner="npu", runner_spec="npu")
+    body = issue_body(b, run_script=False)
+    assert "## Reproduce: torch_npu, no fia-fuzz" in body
+    assert (b / "repro_npu.py").read_text().strip() in body
+    assert "disagree" not in body   # no other backend of torch_npu runs here
+    (b / "outputs.npz").unlink()
+    assert main(["report", "--issue", str(b)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no device outputs" in err
