@@ -376,7 +376,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     _print_marks(df, triage, args.fixed_after)
     print(f"dashboard: {path.resolve()}")
     if args.junit:
-        print(f"junit: {write_junit(df, args.junit, policy=policy).resolve()}")
+        print(f"junit: {write_junit(df, args.junit, policy=policy, triage=triage).resolve()}")
     if args.screenshot:
         from fia_fuzz.reports.browser import screenshot
 

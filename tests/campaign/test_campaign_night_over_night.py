@@ -106,7 +106,11 @@ def test_the_dashboard_counts_new_known_regressed_and_possibly_fixed_per_night(
     html = tmp_path / "d.html"
     capsys.readouterr()
     assert main(["report", str(night1), *map(str, fixed), "--triage", str(triage),
-                 "--fixed-after", "2", "--html", str(html)]) == 0
+                 "--fixed-after", "2", "--html", str(html), "--junit",
+                 str(tmp_path / "j.xml")]) == 0
+    junit = (tmp_path / "j.xml").read_text()
+    assert 'message="known, https://example.org/1 (open): ' in junit
+    assert 'message="new: ' in junit
     out = capsys.readouterr().out
     assert f"known: {first[0]}" in out and "possibly fixed (bundles pass 2 nights)" in out
     page = html.read_text()
