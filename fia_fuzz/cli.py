@@ -225,6 +225,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         raise InputError("give --max-cases N or --budget DURATION (or both)")
     _positive("--max-cases", args.max_cases)
     _positive("--workers", args.workers)
+    _positive("--fixed-after", args.fixed_after)
     from fia_fuzz.campaign.config import host_workers
 
     most, why = host_workers()
@@ -269,6 +270,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             raise InputError(f"--memory-limit {args.memory_limit}: too small: {short}")
     seeds = _seed_cases(args.seed_cases) if args.seed_cases else ()
     triage = _triage(args.triage)
+    if args.replay and args.negative:
+        raise InputError("--replay: negative mode writes no bundles and replays none")
     for d in args.replay:
         if not (Path(d) / "bundles").is_dir():
             raise InputError(f"--replay {d}: no bundles/ in it (expected a campaign's --out)")

@@ -31,7 +31,7 @@ from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.files.cases import InputError
 from fia_fuzz.op.call import CallView
 from fia_fuzz.op.case import Case
-from fia_fuzz.op.geometry import SEQ_AXIS
+from fia_fuzz.op.geometry import DENSE_LAYOUTS, to_bnsd
 
 #: Distributions whose versions the environment section lists (those installed).
 PACKAGES = ("fia-fuzz", "torch", "torch_npu", "numpy", "ml_dtypes", "mindspore")
@@ -52,17 +52,6 @@ def versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return found
-
-
-def _bnsd(out: np.ndarray, layout: str, heads: int) -> np.ndarray:
-    """An attention_out in `layout` as (B, N, S, D)."""
-    if layout == "BNSD":
-        return out
-    if layout == "BSH":
-        out = out.reshape(*out.shape[:2], heads, out.shape[-1] // heads)
-    if layout in ("BSH", "BSND"):
-        return out.transpose(0, 2, 1, 3)
-    raise ValueError(layout)
 
 
 def worst_element(actual: np.ndarray, truth: np.ndarray) -> tuple[tuple[int, ...], str]:
@@ -136,7 +125,7 @@ def _siblings(case: Case, runner: str, at: tuple[int, ...], layout: str, heads: 
         if row.get("outcome") != "ok" or "attention_out" not in outputs:
             found.append((name, None, False, str(row.get("error") or row.get("outcome"))))
             continue
-        out = _bnsd(np.asarray(outputs["attention_out"], np.float64), layout, heads)
+        out = to_bnsd(np.asarray(outputs["attention_out"], np.float64), layout, heads)
         found.append((name, float(out[at]), failure_kind(row) is None,
                       str(row.get("verdict"))))
     return found
@@ -188,16 +177,15 @@ def issue_body(bundle_dir: str | Path, run_script: bool = True) -> str:
                          "has the commands")
     view = CallView(case.call())
     layout, heads = str(view.out_layout), view.N
-    if layout not in SEQ_AXIS or layout not in ("BSH", "BSND", "BNSD"):
+    if layout not in (*DENSE_LAYOUTS, "NBSD"):
         raise InputError(f"{bundle_dir}: output layout {layout}: an issue body is written for "
-                         "BSH, BSND and BNSD outputs")
+                         f"the dense output layouts ({', '.join(DENSE_LAYOUTS)}, NBSD)")
     truth, _ = golden_pair(case.call(), case.rules)
-    actual = _bnsd(np.asarray(b.outputs[0], np.float64), layout, heads)
-    expected = _bnsd(np.asarray(truth[0], np.float64), layout, heads)
+    actual = to_bnsd(np.asarray(b.outputs[0], np.float64), layout, heads)
+    expected = to_bnsd(np.asarray(truth[0], np.float64), layout, heads)
     at, why = worst_element(actual, expected)
     a, e = float(actual[at]), float(expected[at])
-    row = {**m}
-    words = failure_words(case, a, e, row)
+    words = failure_words(case, a, e, m)
     framework = _framework(runner)
     sibs = _siblings(case, runner, at, layout, heads) if framework == "torch" else []
     parts = [f"# {words} ({runner})", ""]
@@ -208,7 +196,7 @@ def issue_body(bundle_dir: str | Path, run_script: bool = True) -> str:
                                                     for n, v, _, _ in agree if v is not None)
                   + f" (fp64 golden: {_value(e)}), on the same inputs.", ""]
     parts += ["## Summary", "", f"{words}, on `{runner}`.", "",
-              f"- signature: `{m.get('signature') or signature(row)}`",
+              f"- signature: `{m.get('signature') or signature(m)}`",
               f"- bundle: `{b.path}` (case `{case.case_id}`)", "",
               "## Environment", ""]
     parts += [f"- {k} {v}" for k, v in versions().items()]

@@ -129,3 +129,16 @@ def test_possibly_fixed_after_n_passing_nights_only() -> None:
 def test_rows_of_runs_without_replay_results_are_no_evidence() -> None:
     old = pd.DataFrame([_fail(SIG, "n0", 0.0), {**_fail(SIG, "n1", 1.0), "origin": "replay"}])
     assert possibly_fixed(old, 1) == {}
+
+
+def test_replay_flags_refuse_what_cannot_be_replayed(tmp_path, capsys) -> None:
+    (tmp_path / "night").mkdir()
+    assert main(["campaign", "--max-cases", "1", "--out", str(tmp_path / "o"),
+                 "--replay", str(tmp_path / "night")]) == 2
+    assert "no bundles/" in capsys.readouterr().err
+    (tmp_path / "night" / "bundles").mkdir()
+    assert main(["campaign", "--negative", "--max-cases", "1", "--out", str(tmp_path / "o"),
+                 "--replay", str(tmp_path / "night")]) == 2
+    assert "negative mode" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "night"), "--fixed-after", "0"]) == 2
+    assert "--fixed-after 0: must be positive" in capsys.readouterr().err
