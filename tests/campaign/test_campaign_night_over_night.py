@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from pathlib import Path
 
+import pytest
 import runner_doubles  # noqa: F401  (registers the doubles)
 from runner_doubles import NIGHT_CELLS, STREAM_SEED
 
@@ -122,3 +125,21 @@ def test_the_dashboard_counts_new_known_regressed_and_possibly_fixed_per_night(
     # fixed nights found nothing, and after two of them every signature is possibly fixed
     assert nights == [[str(len(first) - 1), "1", "0", "0"], ["0", "0", "0", "0"],
                       ["0", "0", "0", str(len(first))]], nights
+
+
+def test_a_real_bundle_replays_still_failing_on_flash_and_passing_on_math(tmp_path,
+                                                                           capsys) -> None:
+    """The NaN-query bundle a campaign on torch-api-flash wrote (tests/data): today's CPU
+    flash kernel still returns 0 for the NaN row, torch's math backend NaN."""
+    pytest.importorskip("torch")
+    night = tmp_path / "night"
+    src = Path(__file__).parents[1] / "data" / "bundles" / "nan-query-flash"
+    shutil.copytree(src, night / "bundles" / "657dd1e90a2ab36d")
+    for runner, result in (("torch-api-flash", "still fails"), ("torch-api-math", "now passes")):
+        out = tmp_path / runner
+        assert main(["campaign", "--runner", runner, "--max-cases", "1", "--no-shrink",
+                     "--out", str(out), "--replay", str(night)]) == 0
+        replayed = read_results(out).query("origin == 'replay'")
+        assert replayed["replay_result"].tolist() == [result], runner
+        assert replayed["replay_signature"].tolist() == [
+            "BNSD/bfloat16/prefill nonfinite:nan_to_finite: out"]

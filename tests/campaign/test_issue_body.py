@@ -1,7 +1,8 @@
 """`report --issue BUNDLE` on a real failure: torch-api-flash on the CPU returns 0 where torch's
 math backend returns NaN, for a query row holding NaN with fewer than 16 keys. The bundle
-(tests/data/bundles/nan-query-flash) is what a campaign on torch-api-flash filtered to
-values=nan_attended, plain, BNSD, bfloat16 (seed 3, 12 cases) shrank its failure to; its
+(tests/data/bundles/nan-query-flash) is what `fia-fuzz campaign --runner torch-api-flash
+--filter values=nan_attended --filter plain=true --filter layout=BNSD --filter
+q_dtype=bfloat16 --seed 3 --max-cases 12` shrank its failure to (S1=2, S2=1, D=16); its
 body's torch script, run alone, prints the mismatch."""
 
 from __future__ import annotations
