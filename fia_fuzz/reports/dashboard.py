@@ -388,11 +388,6 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int,
     if seq_report.has_sequences(df) and key == "t0":
         parts.append("<h2>Call sequences: pass rate per step position</h2>"
                      + seq_report.position_table(df, policy))
-    nights = nights_table(raw if raw is not None else df, triage, fixed_after) \
-        if key == "t0" else ""
-    if nights:
-        parts.append("<h2>Failures per night: new, known, regressed, possibly fixed</h2>"
-                     + nights)
     parts.append("<h2>Failure signatures</h2>" + signatures_table(
         df, "signatures" if key == "t0" else f"signatures-{key}", triage, fixed_after))
     parts.append(f"<h2>Worst cases (top {worst_n}, {html.escape(policy)})</h2>")
@@ -454,6 +449,10 @@ def render(df: pd.DataFrame, out: str | Path, title: str = "fia-fuzz precision d
         body.append(_section(part, f"t{i}", policy, worst_n, raw_tabs.get(name), triage,
                              fixed_after))
         body.append("</section>")
+    nights = nights_table(raw, triage, fixed_after)
+    if nights:   # over every runner: a night's failures, whichever backend showed them
+        body.append("<h2>Failures per night: new, known, regressed, possibly fixed</h2>"
+                    + nights)
     body.append(_policy_notes())
     page = ("<!doctype html><html><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>{CSS}</style>"
