@@ -1,4 +1,5 @@
-"""The `fia-fuzz` command line: campaign, report, repro, validate, coverage, runners.
+"""The `fia-fuzz` command line: campaign, report, triage, bisect, repro, validate, coverage,
+runners.
 
 Bad input (unreadable or malformed files, unknown names, bad sizes) ends with
 exit status 2 and one line saying what and where; `--debug` shows the
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,7 +30,8 @@ HARNESS_FAILED = 3
 INPUTS_DIFFER = 4
 EXIT_CODES = """exit status:
   0  done (campaign, report: whatever they found, unless --fail-on names it)
-  1  a finding: --fail-on matched (campaign, report); the case still fails (repro); the
+  1  a finding: --fail-on matched (campaign, report; --fail-on new: an untriaged
+     signature); the case still fails (repro); it fails in an environment (bisect); the
      call is illegal (validate, import-msprobe); a value or breaker never reached (coverage)
   2  bad input: an unusable file, flag or name (one line on stderr; --debug: traceback)
   3  harness failure (campaign): cases the tool could not run (a device process that did
@@ -154,19 +157,44 @@ def _fail_on(values: list[str]) -> tuple[str, ...]:
         raise InputError(str(exc)) from None
 
 
-def _gate(run_dirs: list[str], tokens: tuple[str, ...], policy: str | None = None) -> int:
+def _triage(path: str | None) -> Any:
+    """The triage file `--triage` names (None: an empty one); InputError with one line."""
+    from fia_fuzz.reports.triage import TriageError, load_triage
+
+    try:
+        return load_triage(path)
+    except TriageError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _gate(run_dirs: list[str], tokens: tuple[str, ...], policy: str | None = None,
+          triage: Any = None) -> int:
     """FOUND (one stderr line) when the run's results hold what `--fail-on` names, else 0."""
     if not tokens:
         return 0
     from fia_fuzz.diff import DEFAULT_POLICY
     from fia_fuzz.reports import read_results
-    from fia_fuzz.reports.gate import FOUND, found, verdict_line
+    from fia_fuzz.reports.gate import FOUND, TRIAGE_TOKENS, found, marked, verdict_line
 
-    counts = found(read_results(run_dirs), tokens, policy or DEFAULT_POLICY)
+    df = read_results(run_dirs)
+    counts = found(df, tokens, policy or DEFAULT_POLICY, triage)
     if not counts:
         return 0
-    print(verdict_line(counts), file=sys.stderr)
+    named = {t: list(marked(df, triage, t)) for t in counts if t in TRIAGE_TOKENS}
+    print(verdict_line(counts, named), file=sys.stderr)
     return FOUND
+
+
+def _print_marks(df: Any, triage: Any, fixed_after: int) -> None:
+    """One line per failing signature: new, known (its ticket) or regressed; then the
+    signatures possibly fixed, with a passing repro."""
+    from fia_fuzz.reports.signatures import possibly_fixed, signatures
+
+    for _, r in signatures(df, triage).iterrows():
+        filed = f" [{r['ticket']}, {r['status']}]" if r["ticket"] else ""
+        print(f"{r['triage']}: {r['signature']} ({int(r['count'])} rows){filed}")
+    for sig, repro in possibly_fixed(df, fixed_after).items():
+        print(f"possibly fixed (bundles pass {fixed_after} nights): {sig}: {repro}")
 
 
 def _seed_cases(directory: str) -> tuple[Case, ...]:
@@ -201,6 +229,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         raise InputError("give --max-cases N or --budget DURATION (or both)")
     _positive("--max-cases", args.max_cases)
     _positive("--workers", args.workers)
+    _positive("--fixed-after", args.fixed_after)
     from fia_fuzz.campaign.config import host_workers
 
     most, why = host_workers()
@@ -244,13 +273,20 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         if short:
             raise InputError(f"--memory-limit {args.memory_limit}: too small: {short}")
     seeds = _seed_cases(args.seed_cases) if args.seed_cases else ()
+    triage = _triage(args.triage)
+    if args.replay and args.negative:
+        raise InputError("--replay: negative mode writes no bundles and replays none")
+    for d in args.replay:
+        if not (Path(d) / "bundles").is_dir():
+            raise InputError(f"--replay {d}: no bundles/ in it (expected a campaign's --out)")
     cfg = CampaignConfig(
         runner=args.runner, out=Path(args.out), max_cases=args.max_cases, budget_s=budget,
         seed=args.seed, profile=args.profile, filters=filters, workers=args.workers,
         devices=devices, shard=shard, shards=shards, negative=args.negative, rules=args.rules,
         case_timeout_s=timeout, memory_limit=memory, device_memory=device_memory,
         shrink=not args.no_shrink,
-        metamorphic=args.metamorphic, seed_cases=seeds)
+        metamorphic=args.metamorphic, seed_cases=seeds,
+        replay=tuple(Path(d) for d in args.replay))
     s = run_campaign(cfg, started=started)
     added = "" if s.attempt == 1 else (
         f" over {s.attempt} attempts (this one added {s.added_cases}: outcomes "
@@ -263,7 +299,14 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         what = "minimal" if sh["shrunk"] else "unshrunk"
         print(f"{what} {sh['kind']} case of {sh['cell']}: {sh['minimal']} -> {sh['bundle']}")
     print(f"results: {s.results}")
-    found = _gate([args.out], fail_on)
+    from fia_fuzz.reports import read_results
+
+    this_run = read_results([args.out])
+    if not this_run.empty and "run_id" in this_run:
+        this_run = this_run[this_run["run_id"].astype(str) == s.run_id]
+    _print_replays(this_run)
+    _print_marks(this_run, triage, args.fixed_after)
+    found = _gate([args.out], fail_on, triage=triage)
     if s.harness:
         print(f"fia-fuzz campaign: {s.harness} case(s) could not be run by the tool "
               f"(outcome harness, no finding about the backend): "
@@ -272,16 +315,51 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     return found
 
 
+def _print_replays(df: Any) -> None:
+    """How the replayed bundles fared: counts of each result, one line."""
+    from fia_fuzz.reports.signatures import replays
+
+    rep = replays(df)
+    if not rep.empty:
+        counts = rep["replay_result"].value_counts()
+        print(f"replayed {len(rep)} bundle(s): "
+              + ", ".join(f"{k} {int(v)}" for k, v in counts.items()))
+
+
+def _issue(args: argparse.Namespace) -> int:
+    """`report --issue BUNDLE`: the Markdown issue body, on stdout or into --issue-out."""
+    from fia_fuzz.campaign.issue import issue_body
+
+    bundle = Path(args.issue)
+    if not (bundle / "case.json").is_file():
+        raise InputError(f"--issue {args.issue}: not a bundle directory (no case.json in it)")
+    if args.run_dirs:
+        raise InputError("--issue BUNDLE takes no run directories")
+    body = issue_body(bundle)
+    if args.issue_out:
+        Path(args.issue_out).write_text(body, encoding="utf-8")
+        print(f"issue body: {Path(args.issue_out).resolve()}")
+    else:
+        sys.stdout.write(body)
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from fia_fuzz.diff import DEFAULT_POLICY, POLICIES
     from fia_fuzz.reports import aggregate, read_results, render, write_junit
     from fia_fuzz.reports.dataset import damage_warning
 
+    if args.issue:
+        return _issue(args)
+    if not args.run_dirs:
+        raise InputError("give one or more run directories (or --issue BUNDLE)")
     policy = args.policy or DEFAULT_POLICY
     if policy not in POLICIES:
         raise InputError(f"--policy {policy!r} is not one of {sorted(POLICIES)}")
     _positive("--worst", args.worst)
+    _positive("--fixed-after", args.fixed_after)
     fail_on = _fail_on(args.fail_on)
+    triage = _triage(args.triage)
     for d in args.run_dirs:
         if Path(d).exists() and not Path(d).is_dir():
             raise InputError(f"{d}: is a file, expected a run directory (a campaign's --out)")
@@ -298,11 +376,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     for line in lines:
         print(line, file=sys.stderr)
     html = Path(args.html) if args.html else Path(args.run_dirs[0]) / "dashboard.html"
-    path = render(df, html, policy=policy, worst_n=args.worst)
+    path = render(df, html, policy=policy, worst_n=args.worst, triage=triage,
+                  fixed_after=args.fixed_after)
     print(aggregate.headline(df).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    _print_replays(df)
+    _print_marks(df, triage, args.fixed_after)
     print(f"dashboard: {path.resolve()}")
     if args.junit:
-        print(f"junit: {write_junit(df, args.junit, policy=policy).resolve()}")
+        print(f"junit: {write_junit(df, args.junit, policy=policy, triage=triage).resolve()}")
     if args.screenshot:
         from fia_fuzz.reports.browser import screenshot
 
@@ -310,7 +391,51 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(f"screenshot: {screenshot(path, args.screenshot)}")
         except (OSError, RuntimeError) as exc:
             print(f"screenshot skipped: {exc}", file=sys.stderr)
-    return _gate(args.run_dirs, fail_on, policy)
+    return _gate(args.run_dirs, fail_on, policy, triage)
+
+
+def cmd_triage_add(args: argparse.Namespace) -> int:
+    """Add (or update) one signature's entry in the triage file."""
+    from fia_fuzz.reports.triage import Entry, TriageError, add_entry
+
+    try:
+        how = add_entry(args.triage, Entry(args.signature, args.ticket, args.status,
+                                           args.note))
+    except TriageError as exc:
+        raise InputError(str(exc)) from None
+    print(f"{how} {args.signature!r} -> {args.ticket} ({args.status}) in {args.triage}")
+    return 0
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    """The bundle's repro under each --env interpreter; the first and last that fail."""
+    from fia_fuzz.campaign.bisect import FAILS, parse_env, run_env, summary
+    from fia_fuzz.campaign.bundles import load_bundle
+
+    bundle = Path(args.bundle)
+    if not (bundle / "case.json").is_file():
+        raise InputError(f"{args.bundle}: not a bundle directory (no case.json in it)")
+    try:
+        envs = [parse_env(e) for e in args.env]
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    for name, python in envs:
+        if shutil.which(python) is None:
+            raise InputError(f"--env {name}={python}: no such interpreter")
+    _positive("--timeout", args.timeout)
+    metrics = load_bundle(bundle).metrics
+    runner = args.runner or str(metrics.get("runner_spec") or metrics.get("runner") or "")
+    if not runner:
+        raise InputError(f"{args.bundle}: the bundle names no runner; give --runner")
+    results = []
+    for name, python in envs:
+        r = run_env(name, python, bundle.resolve(), runner, args.timeout)
+        results.append(r)
+        print(f"{r.name}: {r.result}" + (f" ({r.detail})" if r.detail else "")
+              + f"; {r.versions_text()}", flush=True)
+    for line in summary(results):
+        print(line)
+    return 1 if any(r.result == FAILS for r in results) else 0
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
@@ -536,6 +661,18 @@ def _fail_on_flag(p: argparse.ArgumentParser) -> None:
                         f"{', '.join(TOKENS)} (repeatable; default: exit 0 whatever was found)")
 
 
+def _triage_flags(p: argparse.ArgumentParser) -> None:
+    from fia_fuzz.reports.signatures import FIXED_AFTER
+
+    p.add_argument("--triage", metavar="FILE",
+                   help="TOML file of known failure signatures (fia-fuzz triage add writes "
+                        "it): each failing signature is marked new, known or regressed, and "
+                        "--fail-on new gates on untriaged ones only")
+    p.add_argument("--fixed-after", type=int, default=FIXED_AFTER, metavar="N",
+                   help="a failure whose replayed bundles passed on each of the last N "
+                        "nights is reported possibly fixed")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from fia_fuzz.runners import RUNNERS
 
@@ -587,13 +724,23 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seed-cases", metavar="DIR",
                    help="replay the cases DIR/*.json first (origin=seed, e.g. from "
                         "import-msprobe), then draw from their feature cells")
+    c.add_argument("--replay", nargs="+", default=[], metavar="DIR",
+                   help="run directories of earlier nights: replay their bundles first; each "
+                        "gets a replay_result (still fails, now passes, now unsupported)")
+    _triage_flags(c)
     _fail_on_flag(c)
     _rules_flag(c)
     c.set_defaults(fn=cmd_campaign)
 
     r = sub.add_parser("report", help="merge run directories into one HTML dashboard",
                        formatter_class=Formatter, epilog=EXIT_CODES)
-    r.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="campaign --out directories")
+    r.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="campaign --out directories")
+    r.add_argument("--issue", metavar="BUNDLE",
+                   help="instead: write a Markdown issue body for one failure bundle (summary, "
+                        "environment, minimal call, expected against actual, a standalone "
+                        "repro in the backend's own framework)")
+    r.add_argument("--issue-out", metavar="FILE", help="write the --issue body here "
+                   "(default: stdout)")
     r.add_argument("--html", help="output HTML path (default RUN_DIR/dashboard.html)")
     r.add_argument("--junit", metavar="OUT.xml", help="also write a JUnit XML of the results")
     r.add_argument("--policy", default=None, help="verdict policy the page and JUnit use "
@@ -601,8 +748,39 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--worst", type=int, default=20, help="rows in the worst-cases table")
     r.add_argument("--screenshot", metavar="OUT.png",
                    help="also save a headless-Chromium screenshot of the page")
+    _triage_flags(r)
     _fail_on_flag(r)
     r.set_defaults(fn=cmd_report)
+
+    tr = sub.add_parser("triage", help="edit the triage file of known failure signatures",
+                        formatter_class=Formatter, epilog=EXIT_CODES)
+    trs = tr.add_subparsers(dest="triage_command", required=True)
+    ta = trs.add_parser("add", help="add or update the entry of one signature (or glob)",
+                        formatter_class=Formatter, epilog=EXIT_CODES)
+    ta.add_argument("signature", help="a failure signature as report and campaign print it, "
+                                      "or a glob of them (*, ?, [...])")
+    ta.add_argument("--ticket", required=True, help="where it is filed: a URL or an id")
+    ta.add_argument("--status", default="open",
+                    help="open, wontfix (documented behaviour) or 'fixed-in VERSION'")
+    ta.add_argument("--note", default="", help="a line for whoever reads it next")
+    ta.add_argument("--triage", required=True, metavar="FILE",
+                    help="the triage file (TOML; created when absent)")
+    ta.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                    help="on bad input, show the traceback instead of one line")
+    ta.set_defaults(fn=cmd_triage_add)
+
+    bi = sub.add_parser("bisect", help="rerun a bundle under several interpreters (each with "
+                        "another backend release): where does it fail?",
+                        formatter_class=Formatter, epilog=EXIT_CODES)
+    bi.add_argument("bundle", help="a failure bundle directory")
+    bi.add_argument("--env", action="append", required=True, metavar="NAME=PYTHON",
+                    help="an environment: its name and its Python, which has fia-fuzz "
+                         "installed (repeatable, oldest first); each runs "
+                         "PYTHON -m fia_fuzz repro BUNDLE --runner R")
+    bi.add_argument("--runner", help="the runner to rerun it on (default: the bundle's)")
+    bi.add_argument("--timeout", type=float, default=600.0,
+                    help="seconds one environment's repro may take")
+    bi.set_defaults(fn=cmd_bisect)
 
     rp = sub.add_parser("repro", help="rerun one case (bundle dir, CASE.json or case id)",
                         formatter_class=Formatter, epilog=EXIT_CODES)

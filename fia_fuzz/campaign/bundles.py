@@ -185,17 +185,26 @@ def find_bundle(case_id: str, run_dirs: list[str]) -> Path | None:
     return None
 
 
-def bundle_cases(out_dir: str | os.PathLike[str]) -> list[tuple[Case, dict[str, Any]]]:
-    """Every bundled case under `out_dir` with its recorded metrics (the failure corpus)."""
+def bundle_cases(out_dir: str | os.PathLike[str], unreadable: list[str] | None = None
+                 ) -> list[tuple[Case, dict[str, Any], Path]]:
+    """Every bundled case under `out_dir` with its recorded metrics and its directory (the
+    failure corpus); `unreadable` gets `path: why` of each bundle that cannot be read (a
+    damaged one is no corpus case; its result row stays)."""
     root = Path(out_dir) / BUNDLES
     found = []
     if root.is_dir():
         for p in sorted(root.iterdir()):
-            if p.name.startswith(".") or not (p / "case.json").exists():
+            if p.name.startswith(".") or not p.is_dir():
+                continue
+            if not (p / "case.json").exists():
+                if unreadable is not None:
+                    unreadable.append(f"{p}: no case.json")
                 continue
             try:
                 b = load_bundle(p)
-            except InputError:
-                continue  # a damaged bundle is no corpus case; its result row stays
-            found.append((b.case, b.metrics))
+            except InputError as exc:
+                if unreadable is not None:
+                    unreadable.append(f"{p}: {exc}")
+                continue
+            found.append((b.case, b.metrics, p))
     return found

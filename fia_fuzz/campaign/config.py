@@ -56,6 +56,10 @@ class CampaignConfig:
     #: Cases replayed first (origin=seed, e.g. imported from a model's dump); the stream
     #: then draws from their feature cells only (`seed_cells`).
     seed_cases: tuple[Case, ...] = ()
+    #: Run directories of earlier nights whose bundles are replayed before the new draws
+    #: (`--replay`; each replay row records its `replay_result`). What is replayed is no
+    #: part of the fingerprint: the stream stays the command line's.
+    replay: tuple[Path, ...] = ()
 
     @property
     def mode(self) -> str:

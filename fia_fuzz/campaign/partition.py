@@ -58,10 +58,11 @@ from fia_fuzz.campaign.state import (
     steered,
     wind_down,
 )
-from fia_fuzz.diff.signature import failure_kind, negative_cell
+from fia_fuzz.diff.signature import failure_kind, negative_cell, signature
 from fia_fuzz.op.case import Case
 from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_result_file, result_files
+from fia_fuzz.reports.signatures import NOT_RUN, NOW_PASSES, NOW_UNSUPPORTED, STILL_FAILS
 from fia_fuzz.runners.isolation import HARNESS, IsolatedWorker, runner_query, runner_ref
 from fia_fuzz.strategies import cases
 from fia_fuzz.strategies.seeded import fixed_constants
@@ -95,13 +96,27 @@ def _timeout(st: PartitionState) -> tuple[float, bool]:
     return (capped, True) if capped < full else (full, False)
 
 
+def replay_result(row: dict[str, Any], kind: str | None) -> str:
+    """A replayed bundle's result: still fails, now passes, now unsupported, or not run (the
+    tool could not run it, or the device could not hold it: nothing said about the fix)."""
+    if kind:
+        return STILL_FAILS
+    outcome = row.get("outcome")
+    if outcome == "ok":
+        return NOW_PASSES
+    return NOW_UNSUPPORTED if outcome == "unsupported" else NOT_RUN
+
+
 def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
-             found: Found | None = None) -> dict[str, Any] | None:
+             found: Found | None = None, extra: dict[str, Any] | None = None
+             ) -> dict[str, Any] | None:
     """Run one case and record its row (`record.evaluate_case`); None if the budget cut it
     off.
 
     `found` carries how the case was drawn; a failing row records it (draw_choices,
     draw_xor) so this night's shrink and the next night's replay can shrink from it.
+    `extra` goes into the row (a replay's bundle and signature); a replay's row also gets
+    its `replay_result`.
     """
     cfg = st.cfg
     found = found or Found(case)
@@ -113,7 +128,8 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
             "worker": st.job.worker, "device": st.job.device, "seed": cfg.seed,
             "attempt": st.job.attempt, "origin": origin,
             "mode": cfg.mode,
-            "repro": repro_command(case, cfg.runner, str(cfg.out)), **found.tags}
+            "repro": repro_command(case, cfg.runner, str(cfg.out)), **found.tags,
+            **(extra or {})}
     drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
              {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
     done = evaluate_case(st, case, tags, timeout=timeout, drawn=drawn, budget_cut=budget_cut,
@@ -122,6 +138,8 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
         return None
     row, kind = done.row, done.kind
     row.update(t_generate=t_generate, t_case=time.perf_counter() - t0, timestamp=time.time())
+    if origin == "replay":
+        row["replay_result"] = replay_result(row, kind)
     if kind:
         cell = negative_cell(row) if cfg.negative else key_cell
         st.failing.setdefault(cell + (kind,), found)
@@ -201,22 +219,34 @@ def earlier_failures(st: PartitionState) -> int:
 
 
 def replay_corpus(st: PartitionState) -> None:
-    """Re-run the failure corpus of earlier runs in OUT first: did last night's failures stay?"""
+    """Re-run the failure corpus first: the bundles of earlier runs in OUT and of the run
+    directories given with --replay (each case once). Did last night's failures stay?"""
     prior = st.prior
     mine = prior[(prior["run_id"] == st.job.run_id) & (prior["origin"] == "replay")]
     replayed = set(mine["case_id"])
-    corpus = [(c, m) for c, m in bundle_cases(st.cfg.out)
-              if m.get("run_id") != st.job.run_id and c.case_id not in replayed
-              and st.job.owns(c.case_id)]
+    unreadable: list[str] = []
+    corpus = []
+    for d in (Path(st.cfg.out), *st.cfg.replay):
+        for c, m, path in bundle_cases(d, unreadable):
+            if m.get("run_id") == st.job.run_id or c.case_id in replayed \
+                    or not st.job.owns(c.case_id):
+                continue
+            replayed.add(c.case_id)
+            corpus.append((c, m, path))
+    if unreadable and st.job.worker == 0:
+        st.report({"type": "log", "text": f"warning: {len(unreadable)} bundle(s) cannot be "
+                   f"read, not replayed: {'; '.join(unreadable)[:500]}"})
     if corpus:
         st.report({"type": "log", "text": f"replaying {len(corpus)} corpus case(s) first"})
-    for case, metrics in corpus:
+    for case, metrics, path in corpus:
         if st.time_left() is not None and st.time_left() <= 0:
             return
         choices = metrics.get("draw_choices")
         found = Found(case, choices_from_hex(choices) if choices else None,
                       int(metrics.get("draw_xor") or 0))
-        run_case(st, case, "replay", 0.0, found)
+        was = str(metrics.get("signature") or signature(metrics) or "")
+        run_case(st, case, "replay", 0.0, found,
+                 extra={"replay_of": str(path), "replay_signature": was})
 
 
 def replay_seeds(st: PartitionState) -> None:

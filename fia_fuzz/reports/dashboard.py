@@ -31,6 +31,7 @@ from fia_fuzz.reports import aggregate as agg
 from fia_fuzz.reports import charts
 from fia_fuzz.reports import sequences as seq_report
 from fia_fuzz.reports import signatures as sig
+from fia_fuzz.reports.triage import Triage
 
 POLICY_ABBR = {"ascend-thousandth": "thou", "ascend-threshold": "thr",
                "ascend-benchmark": "bench", "flash-attention": "fa", "vendor-fia": "vend"}
@@ -219,24 +220,61 @@ def worst_table(df: pd.DataFrame, policy: str, n: int, table_id: str) -> str:
     return (f"<table id='{table_id}' class='worst'>{head}" + "".join(rows) + "</table>")
 
 
-def signatures_table(df: pd.DataFrame, table_id: str) -> str:
-    """Failure signatures (`reports.signatures`): one row per distinct failure, across runs."""
-    t = sig.signatures(df)
-    if t.empty:
+def signatures_table(df: pd.DataFrame, table_id: str, triage: Triage | None = None,
+                     fixed_after: int = sig.FIXED_AFTER) -> str:
+    """Failure signatures (`reports.signatures`): one row per distinct failure, across runs,
+    marked new / known / regressed against the triage file, and possibly fixed."""
+    t = sig.signatures(df, triage)
+    fixed = sig.possibly_fixed(df, fixed_after)
+    if t.empty and not fixed:
         return "<p>No failures.</p>"
-    head = ("<tr><th>signature</th><th>rows</th><th>cases</th><th>runs</th><th>first seen</th>"
-            "<th>last seen</th><th>minimal case (elements)</th><th>repro</th></tr>")
+    head = ("<tr><th>signature</th><th>triage</th><th>rows</th><th>cases</th><th>runs</th>"
+            "<th>first seen</th><th>last seen</th><th>minimal case (elements)</th>"
+            "<th>repro</th></tr>")
     rows = "".join(
         f"<tr class='{'fail' if is_wrong_result(r['kind']) else 'error'}' "
-        f"data-signature='{html.escape(str(r['signature']))}'>"
-        f"<td><b>{html.escape(str(r['signature']))}</b></td><td>{int(r['count'])}</td>"
+        f"data-signature='{html.escape(str(r['signature']))}' "
+        f"data-triage='{html.escape(str(r['triage']))}'>"
+        f"<td><b>{html.escape(str(r['signature']))}</b></td><td>{_triage_cell(r)}</td>"
+        f"<td>{int(r['count'])}</td>"
         f"<td>{int(r['cases'])}</td><td>{int(r['runs'])}</td>"
         f"<td>{html.escape(str(r['first_seen']))}</td><td>{html.escape(str(r['last_seen']))}</td>"
         f"<td><code>{html.escape(str(r['minimal_case']))}</code> ({_num(r['minimal_size'])}"
         f"{', shrunk' if r['minimal_shrunk'] else ''})</td>"
         f"<td>{command(r['repro'])}</td></tr>"
         for _, r in t.iterrows())
-    return f"<table id='{table_id}' class='signatures'>{head}{rows}</table>"
+    table = f"<table id='{table_id}' class='signatures'>{head}{rows}</table>" if rows else ""
+    if fixed:
+        table += (f"<p>Possibly fixed (every replay of its bundles passed on the last "
+                  f"{fixed_after} nights):</p><ul id='{table_id}-fixed'>" + "".join(
+                      f"<li data-signature='{html.escape(s)}'><b>{html.escape(s)}</b>: "
+                      f"{command(repro)}</li>" for s, repro in fixed.items()) + "</ul>")
+    return table
+
+
+def _triage_cell(r: pd.Series) -> str:
+    mark = html.escape(str(r["triage"]))
+    if not r["ticket"]:
+        return f"<b>{mark}</b>"
+    ticket = html.escape(str(r["ticket"]))
+    link = f"<a href='{ticket}'>{ticket}</a>" if ticket.startswith(("http://", "https://")) \
+        else ticket
+    return f"<b>{mark}</b> ({link}, {html.escape(str(r['status']))})"
+
+
+def nights_table(df: pd.DataFrame, triage: Triage | None, fixed_after: int) -> str:
+    """Per night: distinct failing signatures new, known, regressed, and those possibly
+    fixed as of that night; with several nights, the trend across them."""
+    t = sig.night_counts(df, triage, fixed_after)
+    if t.empty:
+        return ""
+    head = ("<tr><th>night (run)</th><th>new</th><th>known</th><th>regressed</th>"
+            "<th>possibly fixed</th></tr>")
+    rows = "".join(f"<tr data-run='{html.escape(str(r['run_id']))}'><td>"
+                   f"{html.escape(str(r['run_id']))}</td><td>{int(r['new'])}</td>"
+                   f"<td>{int(r['known'])}</td><td>{int(r['regressed'])}</td>"
+                   f"<td>{int(r['possibly_fixed'])}</td></tr>" for _, r in t.iterrows())
+    return f"<table id='nights' class='throughput'>{head}{rows}</table>"
 
 
 def problems_table(df: pd.DataFrame) -> str:
@@ -349,7 +387,8 @@ def environments_table(df: pd.DataFrame) -> str | None:
 
 
 def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int,
-             raw: pd.DataFrame | None = None) -> str:
+             raw: pd.DataFrame | None = None, triage: Triage | None = None,
+             fixed_after: int = sig.FIXED_AFTER) -> str:
     """One tab: `df` counts each call once per run and runner (`agg.dedupe_calls`); `raw`
     (every row, default `df`) gives the throughput, which counts the work done."""
     parts = [_cards(df, policy)]
@@ -383,7 +422,7 @@ def _section(df: pd.DataFrame, key: str, policy: str, worst_n: int,
         parts.append("<h2>Call sequences: pass rate per step position</h2>"
                      + seq_report.position_table(df, policy))
     parts.append("<h2>Failure signatures</h2>" + signatures_table(
-        df, "signatures" if key == "t0" else f"signatures-{key}"))
+        df, "signatures" if key == "t0" else f"signatures-{key}", triage, fixed_after))
     parts.append(f"<h2>Worst cases (top {worst_n}, {html.escape(policy)})</h2>")
     parts.append(worst_table(df, policy, worst_n, "worst" if key == "t0" else f"worst-{key}"))
     if agg.has_relations(df):
@@ -417,8 +456,10 @@ def _policy_notes() -> str:
 
 
 def render(df: pd.DataFrame, out: str | Path, title: str = "fia-fuzz precision dashboard",
-           policy: str = DEFAULT_POLICY, worst_n: int = agg.WORST_N) -> Path:
-    """Write the dashboard of `df` to `out` and return its path."""
+           policy: str = DEFAULT_POLICY, worst_n: int = agg.WORST_N,
+           triage: Triage | None = None, fixed_after: int = sig.FIXED_AFTER) -> Path:
+    """Write the dashboard of `df` to `out` and return its path; failing signatures are
+    marked against `triage` (none: all new)."""
     agg.verdict_col(policy)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -438,8 +479,13 @@ def render(df: pd.DataFrame, out: str | Path, title: str = "fia-fuzz precision d
     for i, (name, part) in enumerate(tabs):
         body.append(f"<section class='tab{' active' if i == 0 else ''}' "
                     f"data-runner={json.dumps(name)}>")
-        body.append(_section(part, f"t{i}", policy, worst_n, raw_tabs.get(name)))
+        body.append(_section(part, f"t{i}", policy, worst_n, raw_tabs.get(name), triage,
+                             fixed_after))
         body.append("</section>")
+    nights = nights_table(raw, triage, fixed_after)
+    if nights:   # over every runner: a night's failures, whichever backend showed them
+        body.append("<h2>Failures per night: new, known, regressed, possibly fixed</h2>"
+                    + nights)
     envs = environments_table(raw)
     if envs is not None:
         body.append("<h2>Environments</h2>" + envs)

@@ -10,6 +10,8 @@ import pandas as pd
 from fia_fuzz.diff import DEFAULT_POLICY
 from fia_fuzz.diff.signature import failure_kind
 from fia_fuzz.reports.aggregate import verdict_col
+from fia_fuzz.reports.signatures import failing
+from fia_fuzz.reports.triage import NEW, REGRESSED, Triage
 
 #: The exit status of a run that found what `--fail-on` names.
 FOUND = 1
@@ -19,7 +21,10 @@ VERDICT_TOKENS = ("fail", "warn", "inconclusive")
 OUTCOME_TOKENS = {"crash": "crashed", "crashed": "crashed", "timeout": "timeout",
                   "oom": "oom", "error": "error", "harness": "harness"}
 KIND_TOKENS = ("nonfinite", "state")
-TOKENS = (*VERDICT_TOKENS, *OUTCOME_TOKENS, *KIND_TOKENS)
+#: Failing rows by their signature's mark against the triage file (`--triage`; without
+#: one every failure is new): `new` gates only on what nobody has triaged.
+TRIAGE_TOKENS = (NEW, REGRESSED)
+TOKENS = (*VERDICT_TOKENS, *OUTCOME_TOKENS, *KIND_TOKENS, *TRIAGE_TOKENS)
 
 
 def parse_fail_on(values: Iterable[str]) -> tuple[str, ...]:
@@ -35,8 +40,16 @@ def parse_fail_on(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def found(df: pd.DataFrame, tokens: Iterable[str], policy: str = DEFAULT_POLICY
-          ) -> dict[str, int]:
+def marked(df: pd.DataFrame, triage: Triage, mark: str) -> dict[str, int]:
+    """Failing rows per signature whose mark against `triage` is `mark`."""
+    f = failing(df)
+    sigs = f["signature"].astype(str) if not f.empty else pd.Series(dtype=str)
+    hits = sigs[sigs.map(triage.mark) == mark]
+    return {str(k): int(v) for k, v in hits.value_counts().sort_index().items()}
+
+
+def found(df: pd.DataFrame, tokens: Iterable[str], policy: str = DEFAULT_POLICY,
+          triage: Triage | None = None) -> dict[str, int]:
     """Rows matching each token (only tokens with at least one row)."""
     counts: dict[str, int] = {}
     if df.empty:
@@ -47,6 +60,8 @@ def found(df: pd.DataFrame, tokens: Iterable[str], policy: str = DEFAULT_POLICY
     for token in tokens:
         if token in VERDICT_TOKENS:
             n = int((verdicts == token).sum())
+        elif token in TRIAGE_TOKENS:
+            n = sum(marked(df, triage or Triage(), token).values())
         elif token in OUTCOME_TOKENS:
             n = int((outcomes == OUTCOME_TOKENS[token]).sum())
         else:
@@ -59,6 +74,10 @@ def found(df: pd.DataFrame, tokens: Iterable[str], policy: str = DEFAULT_POLICY
     return counts
 
 
-def verdict_line(counts: dict[str, int]) -> str:
-    """One line for stderr: what --fail-on found."""
-    return "--fail-on: found " + ", ".join(f"{n} {t}" for t, n in counts.items())
+def verdict_line(counts: dict[str, int], named: dict[str, list[str]] | None = None) -> str:
+    """One line for stderr: what --fail-on found (`named`: the signatures behind a triage
+    token, listed after its count)."""
+    named = named or {}
+    return "--fail-on: found " + ", ".join(
+        f"{n} {t}" + (f" ({len(named[t])} signature(s): {' | '.join(named[t])})"
+                      if named.get(t) else "") for t, n in counts.items())

@@ -6,7 +6,8 @@ command), a runner error/crash/timeout an <error>, an unsupported case
 <skipped>; a `warn` passes with the reason in <system-out>; an
 `inconclusive` verdict (the fp64 truth cannot decide) is <skipped> with its reason.
 A last <testsuite> "fia-fuzz.signatures" holds one <testcase> per failure
-signature (`reports.signatures`): count, first/last seen, minimal case, repro.
+signature (`reports.signatures`): new, known or regressed against the triage file,
+count, first/last seen, minimal case, repro.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fia_fuzz.diff import DEFAULT_POLICY
 from fia_fuzz.diff.signature import is_wrong_result
 from fia_fuzz.reports import aggregate as agg
 from fia_fuzz.reports import signatures as sig
+from fia_fuzz.reports.triage import Triage
 
 DETAIL_KEYS = ("out_dtype", "out_max_abs", "out_worst_index", "out_worst_actual",
                "out_worst_golden", "out_mere", "out_mare", "out_rmse", "out_cosine",
@@ -39,8 +41,8 @@ def _details(r: pd.Series) -> str:
     return "\n".join(lines)
 
 
-def _signature_suite(root: ET.Element, df: pd.DataFrame) -> None:
-    t = sig.signatures(df)
+def _signature_suite(root: ET.Element, df: pd.DataFrame, triage: Triage | None) -> None:
+    t = sig.signatures(df, triage)
     suite = ET.SubElement(root, "testsuite", name="fia-fuzz.signatures", tests=str(len(t)),
                           failures=str(int(t["kind"].map(is_wrong_result).sum())),
                           errors=str(int((~t["kind"].map(is_wrong_result)).sum())),
@@ -49,16 +51,20 @@ def _signature_suite(root: ET.Element, df: pd.DataFrame) -> None:
         tc = ET.SubElement(suite, "testcase", classname="fia.signature",
                            name=str(r["signature"]), time="0")
         tag = "failure" if is_wrong_result(r["kind"]) else "error"
-        e = ET.SubElement(tc, tag, message=f"{r['count']} failing rows in {r['runs']} run(s)",
-                          type=str(r["kind"]))
+        filed = f", {r['ticket']} ({r['status']})" if r["ticket"] else ""
+        e = ET.SubElement(tc, tag, message=f"{r['triage']}{filed}: {r['count']} failing rows "
+                          f"in {r['runs']} run(s)", type=str(r["kind"]))
         e.text = (f"cases: {r['cases']}; first seen {r['first_seen']} ({r['first_run']}), "
                   f"last seen {r['last_seen']} ({r['last_run']})\n"
                   f"minimal case: {r['minimal_case']} ({r['minimal_size']:g} elements"
                   f"{', shrunk' if r['minimal_shrunk'] else ''})\nrepro: {r['repro']}")
 
 
-def write_junit(df: pd.DataFrame, path: str | Path, policy: str = DEFAULT_POLICY) -> Path:
-    """Write every row of `df` as a JUnit testcase judged by `policy`; returns the path."""
+def write_junit(df: pd.DataFrame, path: str | Path, policy: str = DEFAULT_POLICY,
+                triage: Triage | None = None) -> Path:
+    """Write every row of `df` as a JUnit testcase judged by `policy`; returns the path.
+    Each signature's testcase says whether it is new, known (and its ticket) or regressed
+    against `triage`."""
     col = agg.verdict_col(policy)
     root = ET.Element("testsuites", name=f"fia-fuzz ({policy})")
     for runner in agg.runners(df) or ["-"]:
@@ -94,7 +100,7 @@ def write_junit(df: pd.DataFrame, path: str | Path, policy: str = DEFAULT_POLICY
                     f"warn ({policy}): {r.get(f'reason_{policy}', '')}\n{_details(r)}")
         for k, v in counts.items():
             suite.set(k, str(v))
-    _signature_suite(root, df)
+    _signature_suite(root, df, triage)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -152,6 +152,27 @@ def _lse(q: Any, k: Any, mask: Any, causal: bool, scale: float) -> Any:
     return torch.where(lse == float("-inf"), torch.full((), float("inf"), device=lse.device), lse)
 
 
+def sdpa_arguments(call: dict[str, Any], batch: int, device: str = "cpu") -> dict[str, Any]:
+    """The public SDPA arguments a torch-api runner gives for one batch of `call`: query,
+    key and value as (1, N, rows, D) views of that batch's valid rows and keys, attn_mask
+    (True = attend, or None), is_causal, scale and enable_gqa; a standalone repro writes
+    them out (`campaign/repro_torch.py`). Empty when the batch has no rows or keys."""
+    view = CallView(call)
+    layout, n, kv_n = view.in_layout, view.N, view.KV_N
+    q = _bnsd(to_torch(call["query"], device), layout, n)
+    k = _bnsd(to_torch(call["key"], device), layout, kv_n)
+    v = _bnsd(to_torch(call["value"], device), layout, kv_n)
+    rows, keys = min(view.act_q[batch], q.shape[2]), min(view.act_kv[batch], k.shape[2])
+    if not rows or not keys:
+        return {}
+    mask, causal = _Plan(call, view, device).forms(slice(batch, batch + 1), rows, keys, 1, n,
+                                                   device)
+    b = slice(batch, batch + 1)
+    return {"query": q[b, :, :rows], "key": k[b, :, :keys], "value": v[b, :, :keys],
+            "attn_mask": mask, "is_causal": causal, "scale": float(view.attrs["scale"]),
+            "enable_gqa": kv_n != n}
+
+
 class TorchApiRunner(TorchComposition):
     """torch's public scaled_dot_product_attention under one explicit backend."""
 

@@ -16,6 +16,11 @@ values expose (the `values` axis):
 leaves a fully masked row's output at the mean of its values (the uncorrected kernel of
 golden `row_invalid="docs"`, where the docs promise no correction) instead of 0,
 `test-double-inf-clamp` turns +-Inf outputs into the dtype's largest finite value.
+Two serve the night-over-night tests (triage, replay, bisect): `test-double-night-one`
+breaks NIGHT_CELLS[0] as the perturbing double does, `test-double-night-two` breaks both
+NIGHT_CELLS (the first night's bug and a new one); `night_one` (a plug-in factory,
+`runner_doubles:night_one`) is the first with the bug fixed while FIXED_ENV is set, as
+an environment with a fixed backend is.
 One carries a planted bug of the kind negative mode exposes: `test-double-one-sided-bound`
 refuses illegal calls as a validating backend does, except that it checks one two-sided
 bound (ONE_SIDED_RULE) on one side only, and accepts and miscomputes calls past the other.
@@ -63,6 +68,41 @@ class PerturbedCellDouble(GoldenRunner):
         if _cell(call) == PERTURBED_CELL:   # off by 0.5 and by 2% (large fills too)
             out = (out.astype(np.float32) * 1.02 + 0.5).astype(out.dtype)
         return out, lse
+
+
+def _perturb(out: np.ndarray) -> np.ndarray:
+    """Off by 0.5 and by 2% (large fills too)."""
+    return (out.astype(np.float32) * 1.02 + 0.5).astype(out.dtype)
+
+
+#: The cells the night doubles break: the first night's, then a new one.
+NIGHT_CELLS = (("BNSD", "float16"), ("BNSD", "bfloat16"))
+#: Set (to anything) in an environment whose backend has the first night's bug fixed.
+FIXED_ENV = "FIA_TEST_DOUBLE_FIXED"
+
+
+@register("test-double-night-one")
+class NightOneDouble(GoldenRunner):
+    name = "test-double-night-one"
+    cells = NIGHT_CELLS[:1]
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = super().run(call)
+        if _cell(call) in self.cells and not os.environ.get(FIXED_ENV):
+            out = _perturb(out)
+        return out, lse
+
+
+@register("test-double-night-two")
+class NightTwoDouble(NightOneDouble):
+    name = "test-double-night-two"
+    cells = NIGHT_CELLS
+
+
+def night_one() -> NightOneDouble:
+    """`runner_doubles:night_one`: the first night's double as a plug-in, so a fresh
+    interpreter (bisect's) rebuilds it from its spec."""
+    return NightOneDouble()
 
 
 def segfault() -> None:
