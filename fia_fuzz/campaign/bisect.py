@@ -8,7 +8,7 @@ environment judges the failure by the same call and the same verdict as the camp
 (a standalone script would judge only what it re-implements). Its exit status says
 `fails` (1) or `passes` (0; `unsupported` where the runner refuses the case there), and
 `cannot run` for anything else (bad input, a missing import), with its last line. Each
-environment's versions are read in it with importlib.metadata. The first and last
+environment's versions are its `numerics/environment.py` record. The first and last
 environment that fail bound the range.
 """
 
@@ -20,15 +20,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Distributions whose versions each environment reports (those installed there).
-PACKAGES = ("torch", "torch_npu", "numpy", "mindspore", "fia-fuzz")
 FAILS, PASSES, UNSUPPORTED, CANNOT_RUN = "fails", "passes", "unsupported", "cannot run"
-_VERSIONS = ("import importlib.metadata as m, json, platform\n"
-             "v = {'python': platform.python_version()}\n"
-             "for n in %r:\n"
-             "    try:\n        v[n] = m.version(n)\n"
-             "    except m.PackageNotFoundError:\n        pass\n"
-             "print(json.dumps(v))\n")
+_VERSIONS = ("import json; from fia_fuzz.numerics.environment import environment; "
+             "print(json.dumps({k: v for k, v in environment().items() if v is not None}))")
 
 
 @dataclass
@@ -55,7 +49,7 @@ def parse_env(text: str) -> tuple[str, str]:
 
 def _versions(python: str, timeout: float) -> dict[str, str]:
     try:
-        res = subprocess.run([python, "-c", _VERSIONS % (PACKAGES,)], capture_output=True,
+        res = subprocess.run([python, "-c", _VERSIONS], capture_output=True,
                              text=True, timeout=timeout)
         return dict(json.loads(res.stdout.strip().splitlines()[-1])) if res.returncode == 0 \
             else {}

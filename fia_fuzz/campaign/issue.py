@@ -3,7 +3,7 @@
 It holds, in order: the failure class in words on one line (e.g. "NaN query row returns
 0 (fp64 golden: NaN)"); where backends of the same framework disagree on the call (torch's
 MATH against FLASH_ATTENTION), that first, as the strongest evidence; the environment
-(versions read here with importlib.metadata, and what the campaign recorded); the
+(`numerics/environment.py` here, and what the campaign recorded); the
 minimal call; expected (the fp64 golden, and the other backends of the framework that
 agree with it) against actual at the worst element; and a self-contained script in the
 backend's own framework: plain torch for the torch runners (`repro_torch.py`, run here
@@ -14,7 +14,6 @@ of the bundle they read.
 
 from __future__ import annotations
 
-import importlib.metadata
 import platform
 import subprocess
 import sys
@@ -29,29 +28,17 @@ from fia_fuzz.campaign.evaluate import evaluate, golden_pair
 from fia_fuzz.campaign.repro_torch import BACKENDS, script_for
 from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.files.cases import InputError
+from fia_fuzz.numerics.environment import environment
 from fia_fuzz.op.call import CallView
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.geometry import DENSE_LAYOUTS, to_bnsd
 
-#: Distributions whose versions the environment section lists (those installed).
-PACKAGES = ("fia-fuzz", "torch", "torch_npu", "numpy", "ml_dtypes", "mindspore")
 #: The torch runners a torch bundle's call is also run on, to see which agree.
 TORCH_SIBLINGS = ("torch-api-math", "torch-api-flash", "torch-math", "torch-sdpa")
 #: Special fill values in words.
 SPECIAL_WORDS = {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf", "ninf": "-Inf"}
 #: Seconds the standalone script may take when it is run to show its output.
 SCRIPT_TIMEOUT = 120.0
-
-
-def versions() -> dict[str, str]:
-    """Installed versions of PACKAGES (importlib.metadata), and Python's."""
-    found = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return found
 
 
 def worst_element(actual: np.ndarray, truth: np.ndarray) -> tuple[tuple[int, ...], str]:
@@ -199,8 +186,11 @@ def issue_body(bundle_dir: str | Path, run_script: bool = True) -> str:
               f"- signature: `{m.get('signature') or signature(m)}`",
               f"- bundle: `{b.path}` (case `{case.case_id}`)", "",
               "## Environment", ""]
-    parts += [f"- {k} {v}" for k, v in versions().items()]
-    parts.append(f"- {platform.system()} {platform.machine()}")
+    parts += [f"- {k} {v}" for k, v in environment().items() if v is not None]
+    parts.append(f"- {platform.system()}")
+    if b.recorded.environment:
+        parts.append("- the campaign's environment: " + ", ".join(
+            f"{k} {v}" for k, v in b.recorded.environment.items() if v is not None))
     recorded = {k.removeprefix("meta_"): v for k, v in m.items()
                 if k.startswith("meta_") and v not in (None, "")}
     if recorded:

@@ -19,7 +19,7 @@ from fia_fuzz.numerics.blas import blas_core
 
 #: Distributions whose version is recorded, by the key they are recorded under.
 DISTRIBUTIONS = {"numpy": "numpy", "ml_dtypes": "ml_dtypes", "torch": "torch",
-                 "torch_npu": "torch_npu", "numba": "numba"}
+                 "torch_npu": "torch_npu", "mindspore": "mindspore", "numba": "numba"}
 #: Every key of `environment()`, in the order it is shown.
 KEYS = ("python", *DISTRIBUTIONS, "openblas_core", "machine")
 

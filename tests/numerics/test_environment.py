@@ -18,7 +18,7 @@ from fia_fuzz.numerics.environment import KEYS, differences, environment
 def test_keys_and_values_are_this_process_s() -> None:
     env = environment()
     assert tuple(env) == KEYS == ("python", "numpy", "ml_dtypes", "torch", "torch_npu",
-                                  "numba", "openblas_core", "machine")
+                                  "mindspore", "numba", "openblas_core", "machine")
     assert env["python"] == platform.python_version()
     assert env["numpy"] == importlib.metadata.version("numpy")
     assert env["ml_dtypes"] == importlib.metadata.version("ml_dtypes")
