@@ -1,19 +1,41 @@
 #!/usr/bin/env bash
-# Create (or refresh) .venv with fia-fuzz, the CPU build of torch and the test tools.
-# Idempotent: reinstalls only when pyproject.toml changed since the last set-up.
+# Create (or refresh) .venv with fia-fuzz and the releases of requirements.lock: exact versions
+# checked by their hashes, for Linux x86_64 and Python 3.11, the CPU build of torch among them
+# (scripts/lock.sh refreshes the lock). Idempotent: reinstalls only when the lock,
+# pyproject.toml or the settings below changed since the last set-up.
+#   FIA_UNLOCKED=1       the newest releases pyproject.toml admits instead of the lock
+#   FIA_TORCH_SPEC=SPEC  this torch instead of the locked one (e.g. a CUDA build on a GPU box),
+#                        installed after the rest, without a hash
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${FIA_PYTHON:-python3}"
-# torch is pinned to the CPU build on purpose: a bare `torch` requirement pulls a
-# multi-GB CUDA build. Override with FIA_TORCH_SPEC (e.g. a CUDA build on a GPU box).
-TORCH_SPEC="${FIA_TORCH_SPEC:-torch==2.13.0}"
-STAMP=".venv/.fia-setup-$(sha256sum pyproject.toml | cut -c1-16)"
+LOCK=requirements.lock
+UNLOCKED="${FIA_UNLOCKED:-0}"
+TORCH_SPEC="${FIA_TORCH_SPEC:-}"
+STAMP=".venv/.fia-setup-$( { cat pyproject.toml "$LOCK"; echo "$UNLOCKED $TORCH_SPEC"; } \
+    | sha256sum | cut -c1-16)"
+pip() { .venv/bin/python -m pip --quiet --disable-pip-version-check "$@"; }
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 if [ ! -f "$STAMP" ]; then
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC"
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[torch,test]'
+    if [ "$UNLOCKED" = 1 ]; then
+        # the locked torch unless told otherwise: a bare `torch` is the registry's CUDA build
+        pip install --upgrade "${TORCH_SPEC:-$(grep -o '^torch==[^ ]*' "$LOCK")}"
+        pip install --upgrade --upgrade-strategy eager -e '.[torch,test]'
+    elif [ -n "$TORCH_SPEC" ]; then
+        # the lock less its torch entry (the pin line and its hash lines)
+        NO_TORCH="$(mktemp)"
+        awk '/^torch==/ {skip = 1; next} skip && /^ / {next} {skip = 0; print}' "$LOCK" \
+            >"$NO_TORCH"
+        pip install --require-hashes -r "$NO_TORCH"
+        rm -f "$NO_TORCH"
+        pip install "$TORCH_SPEC"
+        pip install --no-deps -e .
+    else
+        pip install --require-hashes -r "$LOCK"
+        pip install --no-deps -e .
+    fi
     rm -f .venv/.fia-setup-*
     touch "$STAMP"
 fi

@@ -87,9 +87,11 @@ class Injected:
 def _target_cell(drawn: list[Case]) -> tuple[str, str]:
     cells = pd.Series([(c.features()["layout"], c.features()["q_dtype"]) for c in drawn
                        if c.features()["q_dtype"] in ("float16", "bfloat16")])
-    counts = cells.value_counts()
+    counts = cells.value_counts(sort=False)
     assert len(counts) >= 2, "the smoke profile should reach several layout x dtype cells"
-    return counts.index[0]
+    # the most drawn cell, ties to the first drawn: pandas releases order value_counts' ties
+    # differently
+    return counts.idxmax()
 
 
 def build_injected(root: Path) -> Injected:

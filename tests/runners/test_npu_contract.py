@@ -30,7 +30,7 @@ from fia_fuzz.strategies import cases
 
 torch = pytest.importorskip("torch")
 
-#: torch_npu release matching the pinned torch (scripts/setup.sh pins torch 2.13.0).
+#: torch_npu release matching the locked torch (requirements.lock pins torch 2.13.0).
 TORCH_NPU_VERSION = "2.13.0"
 
 
