@@ -25,6 +25,9 @@ _SYMBOLS = (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_thread
             ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
             ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
             ("openblas_set_num_threads", "openblas_get_num_threads"))
+#: Names of the function returning OpenBLAS's build string ("OpenBLAS 0.3.31 ..."), by build.
+_CONFIGS = ("scipy_openblas_get_config64_", "scipy_openblas_get_config",
+            "openblas_get_config64_", "openblas_get_config")
 #: Names of the function returning the core (kernel set) OpenBLAS chose, by build.
 _CORENAMES = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
               "openblas_get_corename64_", "openblas_get_corename")
@@ -97,6 +100,18 @@ def single_threaded_blas() -> Iterator[None]:
         yield
     finally:
         set_threads(before)
+
+
+def blas_version() -> str | None:
+    """The loaded OpenBLAS's version (e.g. '0.3.31.188.0'), or None if unknown: its kernels,
+    and so the golden's matmul bits, change between releases."""
+    config = next((getattr(_LIB, n) for n in _CONFIGS if _LIB is not None and hasattr(_LIB, n)),
+                  None)
+    if config is None:
+        return None
+    config.restype = ctypes.c_char_p
+    words = config().decode(errors="replace").split()
+    return words[1] if len(words) > 1 and words[0] == "OpenBLAS" else None
 
 
 def blas_core() -> str | None:

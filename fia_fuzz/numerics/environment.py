@@ -15,13 +15,13 @@ import platform
 import sys
 from collections.abc import Mapping
 
-from fia_fuzz.numerics.blas import blas_core
+from fia_fuzz.numerics.blas import blas_core, blas_version
 
 #: Distributions whose version is recorded, by the key they are recorded under.
 DISTRIBUTIONS = {"numpy": "numpy", "ml_dtypes": "ml_dtypes", "torch": "torch",
                  "torch_npu": "torch_npu", "mindspore": "mindspore", "numba": "numba"}
 #: Every key of `environment()`, in the order it is shown.
-KEYS = ("python", *DISTRIBUTIONS, "openblas_core", "machine")
+KEYS = ("python", *DISTRIBUTIONS, "openblas", "openblas_core", "machine")
 
 
 def _version(distribution: str) -> str | None:
@@ -38,7 +38,8 @@ def _version(distribution: str) -> str | None:
 def _environment() -> tuple[tuple[str, str | None], ...]:
     found: dict[str, str | None] = {"python": platform.python_version()}
     found.update((key, _version(dist)) for key, dist in DISTRIBUTIONS.items())
-    found.update(openblas_core=blas_core(), machine=platform.machine() or None)
+    found.update(openblas=blas_version(), openblas_core=blas_core(),
+                 machine=platform.machine() or None)
     return tuple((k, found[k]) for k in KEYS)
 
 

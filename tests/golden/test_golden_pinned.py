@@ -2,10 +2,11 @@
 
 The cases (`pinned_cases/*.json`, one per family and value regime) are files, not
 draws, so a venv with another Hypothesis runs the same calls. Their inputs are pinned
-on every machine; the golden's outputs depend on the BLAS kernels (numerics/blas.py:
-the CPU and the OpenBLAS core), so they are pinned per machine kind, and
-`scripts/compat.sh` runs this in venvs at the oldest and the newest library versions:
-the same bits there show that no library decides a rounding of ours.
+on every machine and in every venv (`scripts/compat.sh` runs this at the oldest and the
+newest library versions): no library decides a rounding of ours. The golden's outputs
+depend on the BLAS kernels and NumPy's own ufuncs (its log, its float64 sums), so they
+are pinned per machine kind: the CPU architecture, the OpenBLAS core and release, and
+NumPy's release (numerics/blas.py, numerics/environment.py).
 
 Record a new machine kind: `python tests/golden/test_golden_pinned.py` prints its
 entry for `digests.json`.
@@ -24,7 +25,7 @@ import numpy as np
 import pytest
 
 from fia_fuzz.campaign.evaluate import golden_pair
-from fia_fuzz.numerics.blas import blas_core
+from fia_fuzz.numerics.blas import blas_core, blas_version
 from fia_fuzz.op.case import Case
 
 pytestmark = pytest.mark.compat
@@ -35,8 +36,8 @@ PINNED = json.loads((HERE / "digests.json").read_text())
 
 
 def machine() -> str:
-    """The machine kind golden bits are pinned for: CPU architecture and OpenBLAS core."""
-    return f"{platform.machine()}/{blas_core()}"
+    """The machine kind golden bits are pinned for (see the module docstring)."""
+    return f"{platform.machine()}/{blas_core()}/OpenBLAS {blas_version()}/numpy {np.__version__}"
 
 
 def _update(h: Any, x: Any) -> None:

@@ -11,18 +11,20 @@ import subprocess
 import sys
 
 from fia_fuzz.numerics import environment as env_mod
-from fia_fuzz.numerics.blas import blas_core
+from fia_fuzz.numerics.blas import blas_core, blas_version
 from fia_fuzz.numerics.environment import KEYS, differences, environment
 
 
 def test_keys_and_values_are_this_process_s() -> None:
     env = environment()
     assert tuple(env) == KEYS == ("python", "numpy", "ml_dtypes", "torch", "torch_npu",
-                                  "mindspore", "numba", "openblas_core", "machine")
+                                  "mindspore", "numba", "openblas", "openblas_core",
+                                  "machine")
     assert env["python"] == platform.python_version()
     assert env["numpy"] == importlib.metadata.version("numpy")
     assert env["ml_dtypes"] == importlib.metadata.version("ml_dtypes")
     assert env["openblas_core"] == blas_core()
+    assert env["openblas"] == blas_version() and (blas_version() or "0")[0].isdigit()
     assert env["machine"] == platform.machine()
     assert all(v is None or isinstance(v, str) for v in env.values())
     json.dumps(env)  # a row and a case file hold it as JSON
