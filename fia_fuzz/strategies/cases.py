@@ -21,7 +21,7 @@ from fia_fuzz.op.forms import implied_pins
 from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.rules.profiles import get as get_rules
 from fia_fuzz.rules.validate import case_violations
-from fia_fuzz.strategies import device_a2, values
+from fia_fuzz.strategies import device_a2, routes, values
 from fia_fuzz.strategies.axes import AXES
 from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, RandomChooser
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
@@ -62,6 +62,10 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
     extra = DEVICE_FAMILIES.get(rules, {})
     weights = {**FAMILY_WEIGHTS, "workloads": prof.workload_weight,
                **{f: w for f, (_, w) in extra.items()}}
+    aimed = routes.aim(ch, prof, pins)
+    if aimed:
+        ch.pins = {**{k: v for k, v in aimed.items() if k not in pins}, **pins}
+        families = [f for f in families_for(aimed) if f in families] or families
     weighted = [f for f in families for _ in range(weights[f])]
     family = ch.one(weighted if len(families) > 1 else families)
     dr = Draft(prof=prof, ch=ch)

@@ -26,6 +26,10 @@ class Dead(Exception):
 class Chooser:
     def __init__(self, pins: dict[str, Any]):
         self.pins = pins
+        #: A route aim's boundary (strategies/routes.py): "edge" with the offset lengths
+        #: take from a tile multiple (-1, 0, 1), or "units" for B x KV heads on a split
+        #: threshold; None: sizes draw their own mix.
+        self.aim: tuple[str, int] | None = None
 
     def one(self, options: Sequence[Any]) -> Any:
         raise NotImplementedError

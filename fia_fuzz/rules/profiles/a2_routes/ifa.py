@@ -88,12 +88,18 @@ def s2_tile(c: CallView) -> int:
     return paged_floor(tile, c)
 
 
+def split_threshold_vector() -> int:
+    """The largest B*KV_N a vector template splits the KV for: under 0.4 of the vector
+    cores."""
+    limit = VEC_RATIO * AIC_CORES[0] * CV_RATIO
+    return int(limit) if limit != int(limit) else int(limit) - 1
+
+
 def split_threshold(c: CallView) -> int:
     """The largest B*KV_N that still takes the KV split (CheckCoreOkFlag)."""
     if cube_template(c):
         return int(CUBE_RATIO * AIC_CORES[0])
-    limit = VEC_RATIO * AIC_CORES[0] * CV_RATIO
-    return int(limit) if limit != int(limit) else int(limit) - 1
+    return split_threshold_vector()
 
 
 def split_allowed(c: CallView) -> bool:

@@ -10,7 +10,9 @@ for TND/NTD and long queries, else 512..32 as the S2 tile grows. MLA: S2 tile
 (batch, KV head, row block) triples over the cube cores; a call with fewer
 triples than cores and more than one S2 tile gets its KV split over cores
 (flash decode: `SplitCore` assigns S2 ranges of one row to several cores and
-`IsFlashDecode` reads the heads it split).
+`IsFlashDecode` reads the heads it split). The MLA kernel sizes its row blocks so that
+B x KV_N x blocks fills the cores where it can (`FiaTilingNonQuantMla::CalcMBaseSize`,
+least common multiple with the core count), so it has no one-unit threshold here.
 """
 
 from __future__ import annotations
