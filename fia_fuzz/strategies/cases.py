@@ -58,14 +58,28 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
 
     Under a device rule profile `rules`, documented draws are adapted to it
     (ADAPTERS), its own families join, and a draw still illegal under it is Dead.
+    A draw aiming at a route (strategies/routes.py) whose path cannot carry the aim's
+    pins draws again without them (its decisions recorded, so a replay takes the same
+    two paths); a route filter's aim is the filter, and stays Dead.
     """
+    aimed = routes.aim(ch, prof, pins)
+    if aimed:
+        try:
+            return _build(ch, prof, [f for f in families_for(aimed) if f in families]
+                          or families, pins, rules, aimed)
+        except Dead:
+            if pins:
+                raise
+            ch.aim = None
+    return _build(ch, prof, families, pins, rules, {})
+
+
+def _build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
+           rules: str, aimed: dict[str, Any]) -> Case:
     extra = DEVICE_FAMILIES.get(rules, {})
     weights = {**FAMILY_WEIGHTS, "workloads": prof.workload_weight,
                **{f: w for f, (_, w) in extra.items()}}
-    aimed = routes.aim(ch, prof, pins)
-    if aimed:
-        ch.pins = {**{k: v for k, v in aimed.items() if k not in pins}, **pins}
-        families = [f for f in families_for(aimed) if f in families] or families
+    ch.pins = {**{k: v for k, v in aimed.items() if k not in pins}, **pins}
     weighted = [f for f in families for _ in range(weights[f])]
     family = ch.one(weighted if len(families) > 1 else families)
     dr = Draft(prof=prof, ch=ch)

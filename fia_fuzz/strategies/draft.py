@@ -17,12 +17,11 @@ from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.choices import Chooser, Dead
 from fia_fuzz.strategies.sizes import (
     ROUTE_TILES,
-    ROUTE_UNITS,
     TILES,
-    UNITS_AIM,
     heads_cap,
     kv_length,
     length,
+    units_aim,
 )
 
 
@@ -184,7 +183,7 @@ def heads(dr: Draft, max_n: int, groups: tuple[int, ...], kv_fixed: int | None =
           ) -> None:
     """N and KV_N with G = N/KV_N from `groups` (simplest first), honouring gqa/g_class pins;
     a draw aiming at a route's split (Chooser.aim) takes a KV_N that divides one of the
-    routes' work-unit targets (sizes.ROUTE_UNITS)."""
+    work units it aims at (sizes.units_aim)."""
     ch = dr.ch
     gq = ch.pins.get("gqa")
     max_n = heads_cap(ch, max_n)
@@ -203,8 +202,7 @@ def heads(dr: Draft, max_n: int, groups: tuple[int, ...], kv_fixed: int | None =
     else:
         lo = 2 if gq == "gqa" else 1
         hi = max(lo, max_n // g)
-        aimed = [k for k in range(lo, hi + 1) if any(t % k == 0 for t in ROUTE_UNITS)] \
-            if ch.aim == UNITS_AIM else []
+        aimed = [k for k in range(lo, hi + 1) if any(t % k == 0 for t in units_aim(ch))]
         kv_n = ch.one(aimed) if aimed else ch.int(lo, hi)
     dr.n, dr.kv_n = g * kv_n, kv_n
 

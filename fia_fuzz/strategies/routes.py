@@ -18,7 +18,7 @@ from typing import Any
 from fia_fuzz.rules.profiles.a2_routes import ANTIQUANT_MODES, FREE, GROUPS, groups
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Profile
-from fia_fuzz.strategies.sizes import UNITS_AIM
+from fia_fuzz.strategies.sizes import CORE_UNITS, SPLIT_UNITS
 
 
 def _antiquant_value(mode: str) -> str:
@@ -36,23 +36,25 @@ AIMS: dict[str, dict[str, Any]] = {
        for m in ANTIQUANT_MODES},
     "ifa.mla_quant": {"rope_d": "512", "q_dtype": "int8"},
     "ifa.post_quant": {"branch": "decode", "post_quant": True, "q_dtype": "float16"},
-    "pfa.antiquant": {"branch": "prefill", "kv_dtype": "int8", "q_dtype": "float16"},
+    "pfa.antiquant": {"branch": "prefill", "antiquant": "combined:0"},
     "pfa.full_quant": {"branch": "prefill", "q_dtype": "int8", "rope_d": "none"},
     "pfa.post_quant": {"branch": "prefill", "post_quant": True, "q_dtype": "float16"},
 }
 #: Aims drawn more often than once per route: the post-quant routes' draws die more often
-#: (their pins meet D % 32 and dtype limits late in the construction)
-AIM_WEIGHTS = {"pfa.post_quant": 4, "ifa.post_quant": 2}
+#: (their pins meet D % 32 and dtype limits late in the construction), and the rarest
+#: antiquant modes' families carry them in few layouts
+AIM_WEIGHTS = {"pfa.post_quant": 6, "ifa.post_quant": 2, "ifa.antiquant.4/4": 2,
+               "ifa.antiquant.2/2": 2}
 #: One unfiltered draw in AIM_SHARE takes an aim
 AIM_SHARE = 4
 
 
-def _boundary_aim(ch: Chooser, route: str, boundary: str | None) -> tuple[str, int]:
+def _boundary_aim(ch: Chooser, route: str, boundary: str | None) -> tuple[str, Any]:
     """Chooser.aim for one of the route's boundary kinds (`boundary` a cell's, or drawn)."""
     kind = next(g for g, cells in GROUPS.items() if boundary in cells) if boundary \
         else ch.one(groups(route))
     if kind in ("cores", "split"):
-        return UNITS_AIM
+        return ("units", CORE_UNITS if kind == "cores" else SPLIT_UNITS)
     if boundary:
         return ("edge", -1 if boundary.endswith("-1") else 1 if boundary.endswith("+1") else 0)
     return ("edge", ch.one((-1, 0, 1)))

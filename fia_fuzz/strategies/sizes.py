@@ -36,12 +36,17 @@ ROUTE_TILES = TILES + tuple(sorted({*v3.SHORT_Q_TILES, *ifa.GROUP_TILES} - set(T
 #: Work units (B x KV heads) the routes split on: one off the cube cores (V3, split-fuse,
 #: PFA) and either side of the decode kernel's flash-decode thresholds (cube and vector
 #: templates; ifa.CheckCoreOkFlag).
-ROUTE_UNITS = tuple(sorted({c + d for c in AIC_CORES[:1] for d in (-1, 0, 1)}
-                           | {t + d for t in (int(ifa.CUBE_RATIO * AIC_CORES[0]),
-                                              ifa.split_threshold_vector())
-                              for d in (0, 1)}))
-#: Chooser.aim of a draw aiming at a route's work-unit threshold (strategies/routes.py)
-UNITS_AIM = ("units", 0)
+CORE_UNITS = tuple(AIC_CORES[0] + d for d in (-1, 0, 1))
+SPLIT_UNITS = tuple(t + d for t in (int(ifa.CUBE_RATIO * AIC_CORES[0]),
+                                    ifa.split_threshold_vector()) for d in (0, 1))
+ROUTE_UNITS = tuple(sorted(CORE_UNITS + SPLIT_UNITS))
+
+
+def units_aim(ch: Chooser) -> tuple[int, ...]:
+    """The work units a draw aiming at a route's split threshold puts B x heads on
+    (Chooser.aim ("units", targets), strategies/routes.py), () for other draws."""
+    return ch.aim[1] if ch.aim is not None and ch.aim[0] == "units" else ()
+
 #: The tiles a size_edge filter's edges are drawn on (the ones op/edges.py counts).
 EDGE_TILES = tuple(t for t in TILES if t >= EDGE_TILE)
 OFFSETS = dict(EDGE_REMAINDERS)
@@ -133,10 +138,11 @@ def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
     near = sorted({b for c in CORE_COUNTS for b in range((c - 1) // n, (c + 1) // n + 1)
                    if lo <= b <= hi and near_cores(b * n)})
     if kv_n is not None and pin is None:
-        units = [b for b in range(lo, hi + 1) if b * kv_n in ROUTE_UNITS or b * n in ROUTE_UNITS]
+        targets = units_aim(ch) or ROUTE_UNITS
+        units = [b for b in range(lo, hi + 1) if b * kv_n in targets or b * n in targets]
         if long:
             units = [b for b in units if b * n < SPLIT_BN]
-        aimed = ch.aim == UNITS_AIM
+        aimed = bool(units_aim(ch))
         if units and (aimed or ch.one((False, False, True))):
             return ch.one(units)
     if long:  # long_kv saw to it that B = lo fits
