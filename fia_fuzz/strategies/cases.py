@@ -58,19 +58,26 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
 
     Under a device rule profile `rules`, documented draws are adapted to it
     (ADAPTERS), its own families join, and a draw still illegal under it is Dead.
-    A draw aiming at a route (strategies/routes.py) whose path cannot carry the aim's
-    pins draws again without them (its decisions recorded, so a replay takes the same
-    two paths); a route filter's aim is the filter, and stays Dead.
+    A draw aiming at a route cell (strategies/routes.py) tries up to AIM_TRIES paths to
+    land on it, and one whose paths cannot carry the aim's pins draws again without them
+    (every decision recorded, so a replay takes the same paths); a route filter's aim is
+    the filter, and stays Dead.
     """
-    aimed = routes.aim(ch, prof, pins)
-    if aimed:
-        try:
-            return _build(ch, prof, [f for f in families_for(aimed) if f in families]
-                          or families, pins, rules, aimed)
-        except Dead:
-            if pins:
-                raise
-            ch.aim = None
+    target = routes.aim(ch, prof, pins)
+    if target is not None:
+        carriers = [f for f in families_for(target.pins) if f in families
+                    and f in target.families] or families
+        for attempt in range(routes.AIM_TRIES):
+            try:
+                case = _build(ch, prof, carriers, pins, rules, target.pins)
+            except Dead:
+                if pins:
+                    raise
+                continue
+            if not target.cell or attempt == routes.AIM_TRIES - 1 \
+                    or case.features().get("route_edge") == target.cell:
+                return case
+        ch.aim = None
     return _build(ch, prof, families, pins, rules, {})
 
 

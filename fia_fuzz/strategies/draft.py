@@ -194,6 +194,8 @@ def heads(dr: Draft, max_n: int, groups: tuple[int, ...], kv_fixed: int | None =
                 and (gq != "mqa" or kv_fixed == 1)]
     elif gq == "gqa":
         opts = [g for g in opts if 2 * g <= max_n]
+    if units_aim(ch) and 1 in opts and ch.coin():  # odd unit counts need G = 1
+        opts = [1]
     g = ch.pick("_g", opts)
     if kv_fixed is not None:
         kv_n = kv_fixed
@@ -282,7 +284,8 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
 def kv_len(dr: Draft, lo: int, hi: int, top: bool = False) -> int:
     """A KV length in [lo, hi], free or at a kernel edge (strategies/sizes.py), LONG_KV+
     in a long-KV draw where hi allows."""
-    return kv_length(dr.ch, lo, hi, top, dr.long, sizes_tiles(dr))
+    return kv_length(dr.ch, lo, hi, top, dr.long, sizes_tiles(dr),
+                     dr.n // dr.kv_n if dr.n and dr.kv_n else 1)
 
 
 def sizes_tiles(dr: Draft) -> tuple[int, ...]:

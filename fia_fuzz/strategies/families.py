@@ -239,7 +239,7 @@ def dense(dr: Draft) -> None:
     dr.b = sizes.batch(ch, dr.n, _batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor,
                                                           dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr))
-    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi, s2_floor))
+    dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi, s2_floor))
     s2_hi = _kv_hi(dr)
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
     # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]; an empty KV takes it too, and
@@ -467,7 +467,7 @@ def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
     dr.long = sizes.long_kv(ch, dr.n)
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr))
-    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
+    dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
     s2_hi = _kv_hi(dr)
     dr.s2 = kv_len(dr, 1, s2_cap(dr, 1, s2_hi, dr.s1))
     _qkv_contiguous(dr)
@@ -553,7 +553,7 @@ def packed(dr: Draft) -> None:
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, low, 128 if dr.paged else 1,
                                                     dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr))
-    m = sizes.length(ch, low, s1_cap(dr, low, top))
+    m = sizes.query_length(ch, low, s1_cap(dr, low, top))
     q_lens = [m] + [sizes.length(ch, 0, m, top=True) for _ in range(dr.b - 1)]
     dr.s1 = m
     mode = ch.pick("sparse_mode", (0, 3))
@@ -654,7 +654,7 @@ def mla(dr: Draft) -> None:
     dr.long = sizes.long_kv(ch, dr.n)
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr))
-    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
+    dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
     s2max = s2_cap(dr, 1, _kv_hi(dr), dr.s1)
     if tnd:
         q_lens = [dr.s1] + [sizes.length(ch, lo, dr.s1, top=True) for _ in range(dr.b - 1)]
@@ -734,7 +734,7 @@ def gqa_nz(dr: Draft) -> None:
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.max_batch),
                        dr.long,
                        kv_n=aim_units(dr))
-    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
+    dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
     s2max = s2_cap(dr, 1, _kv_hi(dr), dr.s1)
     bs = paged.block_size(dr, NZ_BLOCK_SIZES)
     kv = lengths(dr, "actual_kv", [s2max] * dr.b, ("one", "per_batch", "longer"))

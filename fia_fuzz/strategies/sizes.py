@@ -57,19 +57,22 @@ MIX = ("free", "edge", "edge", "top")
 
 
 def length(ch: Chooser, lo: int, hi: int, top: bool = False,
-           tiles: tuple[int, ...] = TILES) -> int:
+           tiles: tuple[int, ...] = TILES, group: int = 1) -> int:
     """A length in [lo, hi]: free, hi, or a tile multiple or one below/above it.
 
     A size_edge filter naming an edge draws that edge (on tiles >= EDGE_TILE)
     and "free" draws off the edges. `top`: free values are a shortfall below
-    hi, so they shrink toward the full length.
+    hi, so they shrink toward the full length. A draw aiming at a route's boundary
+    (Chooser.aim ("edge", (offset, tiles of the group size))) draws that edge of the
+    route's tiles for its group size `group`.
     """
     if hi <= lo:
         return max(lo, hi)
     pin = ch.pins.get("size_edge")
     offset = OFFSETS.get(pin)
     if pin is None and ch.aim is not None and ch.aim[0] == "edge":
-        kind, offset = "edge", ch.aim[1]
+        kind, (offset, by_group) = "edge", ch.aim[1]
+        tiles = by_group(group)
     else:
         kind = "edge" if offset is not None else "free" if pin is not None else ch.one(MIX)
     if kind == "edge":
@@ -83,8 +86,21 @@ def length(ch: Chooser, lo: int, hi: int, top: bool = False,
     return _off_edge(x, lo, hi) if pin == "free" else x
 
 
+#: The longest query a draw aiming at a work-unit threshold takes: one query-row block of
+#: the prompt and split-fuse kernels (pfa.S1_TILE, fai.Q_TILE), so B x heads are the units
+UNITS_Q_CAP = 128
+
+
+def query_length(ch: Chooser, lo: int, hi: int) -> int:
+    """A query length as `length`; at most UNITS_Q_CAP in a draw aiming at a work-unit
+    threshold (sizes.units_aim), so its units are B x heads."""
+    if units_aim(ch):
+        hi = max(lo, min(hi, UNITS_Q_CAP))
+    return length(ch, lo, hi)
+
+
 def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = False,
-              tiles: tuple[int, ...] = TILES) -> int:
+              tiles: tuple[int, ...] = TILES, group: int = 1) -> int:
     """A KV length as `length`; a long-KV draw (`long`, or a "long" filter) keeps it at
     LONG_KV+ where hi allows, a length-edge or "free" filter below LONG_KV where lo allows."""
     pin = ch.pins.get("size_edge")
@@ -92,7 +108,7 @@ def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = Fal
         lo, hi = _octave(ch, max(lo, LONG_KV), hi)
     elif pin in SHORT_KV and lo < LONG_KV:
         hi = min(hi, LONG_KV - 1)
-    return length(ch, lo, hi, top, tiles)
+    return length(ch, lo, hi, top, tiles, group)
 
 
 def _octave(ch: Chooser, lo: int, hi: int) -> tuple[int, int]:
