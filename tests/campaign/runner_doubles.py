@@ -16,6 +16,10 @@ values expose (the `values` axis):
 leaves a fully masked row's output at the mean of its values (the uncorrected kernel of
 golden `row_invalid="docs"`, where the docs promise no correction) instead of 0,
 `test-double-inf-clamp` turns +-Inf outputs into the dtype's largest finite value.
+One carries a planted bug of the kind only a kernel route exposes:
+`test-double-split-fuse-stack-edge` is wrong only on the TND split-fuse route (a2_routes
+"fai") when a request's KV holds one key past a full 512-key stack (ROUTE_CELL), the
+tail handling of the route's own tiling, which no documented axis names.
 One carries a planted bug of the kind negative mode exposes: `test-double-one-sided-bound`
 refuses illegal calls as a validating backend does, except that it checks one two-sided
 bound (ONE_SIDED_RULE) on one side only, and accepts and miscomputes calls past the other.
@@ -34,6 +38,7 @@ import numpy as np
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.lenient import Undefined, unchecked_golden
 from fia_fuzz.op.call import CallView
+from fia_fuzz.rules.profiles import a2_routes
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners.base import register
 from fia_fuzz.runners.golden_runner import GoldenRunner
@@ -61,6 +66,21 @@ class PerturbedCellDouble(GoldenRunner):
     def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         out, lse = super().run(call)
         if _cell(call) == PERTURBED_CELL:   # off by 0.5 and by 2% (large fills too)
+            out = (out.astype(np.float32) * 1.02 + 0.5).astype(out.dtype)
+        return out, lse
+
+
+#: The (route, boundary) cell the split-fuse double breaks.
+ROUTE_CELL = ("fai", "fai:s2+1")
+
+
+@register("test-double-split-fuse-stack-edge")
+class SplitFuseStackEdgeDouble(GoldenRunner):
+    name = "test-double-split-fuse-stack-edge"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = super().run(call)
+        if a2_routes.cell(CallView(call)) == ROUTE_CELL:  # off by 0.5 and by 2%
             out = (out.astype(np.float32) * 1.02 + 0.5).astype(out.dtype)
         return out, lse
 
