@@ -67,14 +67,16 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
     if target is not None:
         carriers = [f for f in families_for(target.pins) if f in families
                     and f in target.families] or families
-        for attempt in range(routes.AIM_TRIES):
+        built = 0
+        for _ in range(2 * routes.AIM_TRIES):  # dead paths cost a try of their own
             try:
                 case = _build(ch, prof, carriers, pins, rules, target.pins)
             except Dead:
                 if pins:
                     raise
                 continue
-            if not target.cell or attempt == routes.AIM_TRIES - 1 \
+            built += 1
+            if not target.cell or built == routes.AIM_TRIES \
                     or case.features().get("route_edge") == target.cell:
                 return case
         ch.aim = None
