@@ -1,5 +1,5 @@
-"""Route aims: the feature pins that steer a draw onto each Atlas A2 route
-(rules/profiles/a2_routes) that the families' own mix reaches rarely.
+"""Route aims: what steers a draw onto one Atlas A2 route and boundary cell
+(rules/profiles/a2_routes), which the families' own mix reaches rarely or never.
 
 A profile that aims at routes (`Profile.route_aims`: nightly, stress) gives an
 unfiltered draw an aim in AIMED draws of AIM_OF: a (route, boundary) cell, picked
@@ -148,8 +148,7 @@ class Aim:
     cell: str
 
 
-def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any],
-        weights: Mapping[str, int] | None = None) -> Aim | None:
+def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]) -> Aim | None:
     """The aim of this draw, its boundary in `ch.aim`: the route a route or route_edge
     filter names, else AIMED in AIM_OF unfiltered draws of a profile with route aims
     (None for the others; smoke draws nothing here)."""
@@ -163,7 +162,7 @@ def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any],
         return None
     if ch.int(0, AIM_OF - 1) < AIM_OF - AIMED:  # shrinks toward the families' own mix
         return None
-    weights = weights or AIM_WEIGHTS
+    weights = AIM_WEIGHTS
     # route, then its cell, each about even (_even)
     tiled = list(dict.fromkeys(c.split(":")[0] for c in CELLS))
     route = _even(ch, [r for r in tiled for _ in range(weights.get(r, 1))])
