@@ -517,7 +517,12 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     import time
 
     from fia_fuzz.rules.validate import validate
-    from fia_fuzz.strategies.axes import AXES, FILTER_ONLY_IN_SMOKE, LARGE_ONLY
+    from fia_fuzz.strategies.axes import (
+        AXES,
+        FILTER_ONLY_IN_SMOKE,
+        LARGE_ONLY,
+        ROUTES_NOT_IN_SMOKE,
+    )
     from fia_fuzz.strategies.bars import measure
     from fia_fuzz.strategies.cases import DEVICE_REGIONS
     from fia_fuzz.strategies.sample import draw_cases
@@ -541,7 +546,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         cells = []
         for v in values:
             n = counts[axis].pop(repr(v), 0)
-            excused = args.profile == "smoke" and (axis, v) in LARGE_ONLY | FILTER_ONLY_IN_SMOKE
+            excused = args.profile == "smoke" and \
+                (axis, v) in LARGE_ONLY | FILTER_ONLY_IN_SMOKE | ROUTES_NOT_IN_SMOKE
             missed += n == 0 and not excused
             cells.append(f"{v}: {n}" if n else f"{v}: 0 (nightly/stress only)" if excused
                          else f"{v}: 0 (MISSED)")

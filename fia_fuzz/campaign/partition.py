@@ -137,6 +137,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     if done is None:
         return None
     row, kind = done.row, done.kind
+    st.routes[str(row.get("route"))] += 1
     row.update(t_generate=t_generate, t_case=time.perf_counter() - t0, timestamp=time.time())
     if origin == "replay":
         row["replay_result"] = replay_result(row, kind)
@@ -358,7 +359,9 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
 
 
 def _steer_round(st: PartitionState, k: int) -> bool:
-    """A private round that maximises `hypothesis.target(error_ratio)`; False to stop.
+    """A private round that maximises `hypothesis.target(error_ratio)` and the rarity of
+    the case's route among the partition's cases (1 / cases run on that route, so the
+    routes drawn least weigh most); False to stop.
 
     Seeded per partition and with data seeds in a per-partition space, so
     partitions steer independently and still never draw the same case.
@@ -384,6 +387,8 @@ def _steer_round(st: PartitionState, k: int) -> bool:
             raise StopExploring
         if row.get("outcome") == "ok":
             target(min(float(row["error_ratio"]), 1e9), label="error_ratio")
+        # the routes drawn least weigh most: the round climbs toward them too
+        target(1.0 / st.routes[str(row.get("route"))], label="route_rarity")
 
     try:
         with fixed_constants():

@@ -127,6 +127,9 @@ class PartitionState:
     stage_s: Counter[str] = field(default_factory=Counter)
     outcomes: Counter[str] = field(default_factory=Counter)
     verdicts: Counter[str] = field(default_factory=Counter)
+    #: Cases run per Atlas A2 route (case.features()["route"]): steering rounds favour the
+    #: routes drawn least (partition._steer_round).
+    routes: Counter[str] = field(default_factory=Counter)
     failing: dict[tuple[Any, ...], Found] = field(default_factory=dict)
     #: Cases in a row the harness could not run (outcome `harness`), and the first
     #: such message of this partition.

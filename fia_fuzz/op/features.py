@@ -7,6 +7,7 @@ pins.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fia_fuzz.op import args, edges
@@ -18,6 +19,13 @@ from fia_fuzz.op.undetermined import Undetermined
 
 if TYPE_CHECKING:
     from fia_fuzz.op.case import Case
+
+
+#: Features a higher layer decides (name of the group -> function of the case returning
+#: features), filled when that layer is imported: the device route model
+#: (`fia_fuzz.rules.profiles.a2_routes`: `route`, `route_edge`) lives in `rules`, which
+#: the op layer cannot import. A group that cannot judge a case gives its features None.
+DERIVED: dict[str, Callable[[Case], dict[str, Any]]] = {}
 
 
 def _safe(fn: Any, default: Any = None) -> Any:
@@ -95,6 +103,8 @@ def case_features(case: Case) -> dict[str, Any]:
     feats["workload"] = _safe(lambda: _workload(case, v, feats), "none")
     feats["size_edge"] = _safe(lambda: _size_edge(v, feats), "free")
     feats.update(args.argument_forms(case, v))
+    for fn in DERIVED.values():
+        feats.update(_safe(lambda fn=fn: fn(case), {}))
     return feats
 
 

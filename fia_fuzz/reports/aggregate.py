@@ -47,6 +47,7 @@ HEATMAPS = (
     Heatmap("kv_source", "branch", "KV source x branch"),
     Heatmap("mask", "pse", f"{keyword_of('mask')} dtype x {keyword_of('pse')}"),
     Heatmap("actual_q", "actual_kv", "actual_seq_lengths x actual_seq_lengths_kv"),
+    Heatmap("route", "branch", "Atlas A2 route (kernel.template) x branch"),
 )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from fia_fuzz.op import args
 from fia_fuzz.op.edges import SIZE_EDGES
 from fia_fuzz.op.features import VALUES, WORKLOADS
+from fia_fuzz.rules.profiles import a2_routes
 
 BOOL = (False, True)
 
@@ -45,9 +46,16 @@ CORE_AXES: dict[str, tuple[Any, ...]] = {
     "size_edge": SIZE_EDGES,
 }
 
+#: The Atlas A2 route a call takes and the (route, boundary) cell it sits on
+#: (rules/profiles/a2_routes; case.features() reports them through op/features DERIVED).
+ROUTE_AXES: dict[str, tuple[Any, ...]] = {
+    "route": a2_routes.ROUTES,
+    "route_edge": (a2_routes.FREE, *a2_routes.CELLS),
+}
+
 #: Every axis: the core ones, each argument's features, then one axis per argument form.
 AXES: args.DerivedDict = args.DerivedDict(
-    lambda: {**CORE_AXES, **args.feature_axes(), **args.form_axes()})
+    lambda: {**CORE_AXES, **ROUTE_AXES, **args.feature_axes(), **args.form_axes()})
 
 
 #: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its
@@ -59,3 +67,7 @@ LARGE_ONLY: frozenset[tuple[str, Any]] = frozenset({("cache_reach", "2^31"),
 #: only profiles with `specials`), though a smoke filter for one draws it.
 FILTER_ONLY_IN_SMOKE: frozenset[tuple[str, Any]] = frozenset(
     ("values", v) for v in VALUES if v != "finite") | args.special_forms()
+#: Route values and cells the smoke stream need not reach: its stream is fixed, and the
+#: routes are what the nightly profile aims at (Profile.route_aims, strategies/routes.py).
+ROUTES_NOT_IN_SMOKE: frozenset[tuple[str, Any]] = frozenset(
+    (axis, v) for axis, values in ROUTE_AXES.items() for v in values)

@@ -21,7 +21,7 @@ from fia_fuzz.op.forms import implied_pins
 from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.rules.profiles import get as get_rules
 from fia_fuzz.rules.validate import case_violations
-from fia_fuzz.strategies import device_a2, values
+from fia_fuzz.strategies import device_a2, routes, values
 from fia_fuzz.strategies.axes import AXES
 from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, RandomChooser
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
@@ -58,10 +58,37 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
 
     Under a device rule profile `rules`, documented draws are adapted to it
     (ADAPTERS), its own families join, and a draw still illegal under it is Dead.
+    A draw aiming at a route cell (strategies/routes.py) tries up to AIM_TRIES paths to
+    land on it, and one whose paths cannot carry the aim's pins draws again without them
+    (every decision recorded, so a replay takes the same paths); a route filter's aim is
+    the filter, and stays Dead.
     """
+    target = routes.aim(ch, prof, pins)
+    if target is not None:
+        carriers = [f for f in families_for(target.pins) if f in families
+                    and f in target.families] or families
+        built = 0
+        for _ in range(2 * routes.AIM_TRIES):  # dead paths cost a try of their own
+            try:
+                case = _build(ch, prof, carriers, pins, rules, target.pins)
+            except Dead:
+                if pins:
+                    raise
+                continue
+            built += 1
+            if not target.cell or built == routes.AIM_TRIES \
+                    or case.features().get("route_edge") == target.cell:
+                return case
+        ch.aim = None
+    return _build(ch, prof, families, pins, rules, {})
+
+
+def _build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
+           rules: str, aimed: dict[str, Any]) -> Case:
     extra = DEVICE_FAMILIES.get(rules, {})
     weights = {**FAMILY_WEIGHTS, "workloads": prof.workload_weight,
                **{f: w for f, (_, w) in extra.items()}}
+    ch.pins = {**{k: v for k, v in aimed.items() if k not in pins}, **pins}
     weighted = [f for f in families for _ in range(weights[f])]
     family = ch.one(weighted if len(families) > 1 else families)
     dr = Draft(prof=prof, ch=ch)

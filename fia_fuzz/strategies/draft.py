@@ -15,7 +15,14 @@ from typing import Any
 from fia_fuzz.op.edges import LONG_KV
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.choices import Chooser, Dead
-from fia_fuzz.strategies.sizes import heads_cap, kv_length, length
+from fia_fuzz.strategies.sizes import (
+    ROUTE_TILES,
+    TILES,
+    heads_cap,
+    kv_length,
+    length,
+    units_aim,
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,10 @@ class Profile:
     explicitly, a sentinel given, a zero meaning another argument's: each argument's
     `special` draw, op/args); False (smoke) draws none unless a filter pins one, and
     makes no decision for them, so smoke's stream stays as it was.
+    route_aims: sizes also aim at the Atlas A2 routes' thresholds (strategies/sizes.py
+    ROUTE_TILES, ROUTE_UNITS: the V3 and decode kernels' 4096/8192 S2 tiles, B x KV heads
+    one unit off the cube cores and on either side of the flash-decode split); False
+    (smoke) makes no decision for them, so smoke's stream stays as it was.
     """
 
     max_batch: int
@@ -53,6 +64,7 @@ class Profile:
     workload_weight: int = 1
     values_share: int = 0
     specials: bool = False
+    route_aims: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -61,11 +73,11 @@ PROFILES: dict[str, Profile] = {
     "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
                        cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=5,
-                       values_share=11, specials=True),
+                       values_share=11, specials=True, route_aims=True),
     "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536, long_kv=262144,
                       max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
                       cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6,
-                      values_share=11, specials=True),
+                      values_share=11, specials=True, route_aims=True),
 }
 
 #: The budget of a far draw (a lazy cache referenced past 2^31 / 2^32 elements): the
@@ -169,7 +181,9 @@ def cap(lo: int, hi: int, budget: float) -> int:
 
 def heads(dr: Draft, max_n: int, groups: tuple[int, ...], kv_fixed: int | None = None
           ) -> None:
-    """N and KV_N with G = N/KV_N from `groups` (simplest first), honouring gqa/g_class pins."""
+    """N and KV_N with G = N/KV_N from `groups` (simplest first), honouring gqa/g_class pins;
+    a draw aiming at a route's split (Chooser.aim) takes a KV_N that divides one of the
+    work units it aims at (sizes.units_aim)."""
     ch = dr.ch
     gq = ch.pins.get("gqa")
     max_n = heads_cap(ch, max_n)
@@ -180,6 +194,8 @@ def heads(dr: Draft, max_n: int, groups: tuple[int, ...], kv_fixed: int | None =
                 and (gq != "mqa" or kv_fixed == 1)]
     elif gq == "gqa":
         opts = [g for g in opts if 2 * g <= max_n]
+    if units_aim(ch) and 1 in opts and ch.coin():  # odd unit counts need G = 1
+        opts = [1]
     g = ch.pick("_g", opts)
     if kv_fixed is not None:
         kv_n = kv_fixed
@@ -187,7 +203,9 @@ def heads(dr: Draft, max_n: int, groups: tuple[int, ...], kv_fixed: int | None =
         kv_n = 1
     else:
         lo = 2 if gq == "gqa" else 1
-        kv_n = ch.int(lo, max(lo, max_n // g))
+        hi = max(lo, max_n // g)
+        aimed = [k for k in range(lo, hi + 1) if any(t % k == 0 for t in units_aim(ch))]
+        kv_n = ch.one(aimed) if aimed else ch.int(lo, hi)
     dr.n, dr.kv_n = g * kv_n, kv_n
 
 
@@ -200,6 +218,12 @@ def q_seq_bounds(dr: Draft, cls: str) -> tuple[int, int]:
     p = dr.prof
     return {"0": (0, 0), "1": (1, 1), "2-16": (2, 16), "17-2048": (17, min(2048, p.max_seq)),
             ">2048": (2049, p.long_seq)}[cls]
+
+
+def aim_units(dr: Draft) -> int | None:
+    """The KV heads whose multiples of B a profile that aims at routes puts on the routes'
+    split thresholds (sizes.batch), None in the others (no decision drawn)."""
+    return dr.kv_n if dr.prof.route_aims else None
 
 
 def batch_cap(dr: Draft, s1: int, s2: int, hi: int) -> int:
@@ -246,7 +270,7 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
         return None
     def draw(lo: int, hi: int) -> int:
         return kv_len(dr, lo, hi, top=True) if feature == "actual_kv" \
-            else length(ch, lo, hi, top=True)
+            else length(ch, lo, hi, top=True, tiles=sizes_tiles(dr))
 
     if form == "one":
         top = min(caps)
@@ -260,7 +284,13 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
 def kv_len(dr: Draft, lo: int, hi: int, top: bool = False) -> int:
     """A KV length in [lo, hi], free or at a kernel edge (strategies/sizes.py), LONG_KV+
     in a long-KV draw where hi allows."""
-    return kv_length(dr.ch, lo, hi, top, dr.long)
+    return kv_length(dr.ch, lo, hi, top, dr.long, sizes_tiles(dr),
+                     dr.n // dr.kv_n if dr.n and dr.kv_n else 1)
+
+
+def sizes_tiles(dr: Draft) -> tuple[int, ...]:
+    """The tiles a draw's lengths aim at: the routes' too where the profile aims at them."""
+    return ROUTE_TILES if dr.prof.route_aims else TILES
 
 
 def effective(values: list[int] | None, b: int, full: list[int]) -> list[int]:

@@ -37,6 +37,7 @@ from fia_fuzz.strategies import masks, paged, quant, sizes
 from fia_fuzz.strategies.choices import Dead
 from fia_fuzz.strategies.draft import (
     Draft,
+    aim_units,
     batch_cap,
     effective,
     g_class,
@@ -236,8 +237,9 @@ def dense(dr: Draft) -> None:
     _head_dims(dr, (16, 32, 64, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
     dr.long = sizes.long_kv(ch, dr.n, _batch_lo(dr))
     dr.b = sizes.batch(ch, dr.n, _batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor,
-                                                          dr.prof.max_batch), dr.long)
-    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi, s2_floor))
+                                                          dr.prof.max_batch), dr.long,
+                       kv_n=aim_units(dr))
+    dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi, s2_floor))
     s2_hi = _kv_hi(dr)
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
     # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]; an empty KV takes it too, and
@@ -425,7 +427,8 @@ def _antiquant_decode(dr: Draft) -> None:
     s2_floor = min(paged.block_sizes(dr, True)) if dr.paged else 1
     _head_dims(dr, (64, 32, 128, 96, 256) if int8 else (64, 128, 256), 1, s2_floor)
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, 1, s2_floor, dr.prof.max_batch), dr.long)
+    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, 1, s2_floor, dr.prof.max_batch), dr.long,
+                       kv_n=aim_units(dr))
     dr.s1 = 1
     s2max = s2_cap(dr, 1, _kv_hi(dr), 1)
     block_num = 0
@@ -462,8 +465,9 @@ def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
     heads(dr, _max_heads(dr, lo, 32), GROUPS)
     _head_dims(dr, (64, 32, 128, 96, 256), lo)
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long)
-    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
+    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
+                       kv_n=aim_units(dr))
+    dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
     s2_hi = _kv_hi(dr)
     dr.s2 = kv_len(dr, 1, s2_cap(dr, 1, s2_hi, dr.s1))
     _qkv_contiguous(dr)
@@ -547,8 +551,9 @@ def packed(dr: Draft) -> None:
     low = {"1": 1, "2-16": 2, "17-2048": 17}[cls]
     dr.long = sizes.long_kv(ch, dr.n)
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, low, 128 if dr.paged else 1,
-                                                    dr.prof.max_batch), dr.long)
-    m = sizes.length(ch, low, s1_cap(dr, low, top))
+                                                    dr.prof.max_batch), dr.long,
+                       kv_n=aim_units(dr))
+    m = sizes.query_length(ch, low, s1_cap(dr, low, top))
     q_lens = [m] + [sizes.length(ch, 0, m, top=True) for _ in range(dr.b - 1)]
     dr.s1 = m
     mode = ch.pick("sparse_mode", (0, 3))
@@ -647,8 +652,9 @@ def mla(dr: Draft) -> None:
     n_opts = tuple(n for n in table if n * per_head <= dr.prof.max_elements // 2) or table[:1]
     heads(dr, max(n_opts), n_opts, kv_fixed=1)
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long)
-    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
+    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
+                       kv_n=aim_units(dr))
+    dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
     s2max = s2_cap(dr, 1, _kv_hi(dr), dr.s1)
     if tnd:
         q_lens = [dr.s1] + [sizes.length(ch, lo, dr.s1, top=True) for _ in range(dr.b - 1)]
@@ -726,8 +732,9 @@ def gqa_nz(dr: Draft) -> None:
     dr.d = dr.dv = NZ_D
     dr.long = sizes.long_kv(ch, dr.n)
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.max_batch),
-                       dr.long)
-    dr.s1 = sizes.length(ch, lo, s1_cap(dr, lo, hi))
+                       dr.long,
+                       kv_n=aim_units(dr))
+    dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
     s2max = s2_cap(dr, 1, _kv_hi(dr), dr.s1)
     bs = paged.block_size(dr, NZ_BLOCK_SIZES)
     kv = lengths(dr, "actual_kv", [s2max] * dr.b, ("one", "per_batch", "longer"))

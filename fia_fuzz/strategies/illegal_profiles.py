@@ -3,7 +3,9 @@
 A documented rule the profile holds is broken by its documented breaker and
 kept when the profile reports exactly that rule; a profile's own rule is
 broken by its worked examples (`atlas_a2_examples.NEGATIVE`, one call per
-device check, drawn with a fresh data seed). Rules the profile does not hold
+device check, drawn with a fresh data seed) and, where the check belongs to one code
+route, in half the draws by a breaker from a base on that route
+(`illegal/a2_routes.py` ROUTE_BREAKERS). Rules the profile does not hold
 (removed or replaced) cannot be asked for.
 """
 
@@ -21,6 +23,7 @@ from fia_fuzz.rules.profiles import atlas_a2_examples as a2
 from fia_fuzz.rules.rule import RULES
 from fia_fuzz.rules.validate import case_violations
 from fia_fuzz.strategies.edits import apply
+from fia_fuzz.strategies.illegal.a2_routes import ROUTE_BREAKERS
 from fia_fuzz.strategies.illegal.breaker import Breaker, host_sized
 from fia_fuzz.strategies.illegal.width import broken_sides
 
@@ -44,12 +47,19 @@ def profile_illegal_cases(profile: Profile, rule: str | None, breakers: dict[str
     ids = [rule] if rule else sorted(
         [r for r in breakers if r in RULES and r not in skip and profile.holds(r)] + list(own))
     bases = {r: breakers[r].cases() for r in ids if r not in own}
+    routed = {r: ROUTE_BREAKERS[r] for r in ids if r in own and r in ROUTE_BREAKERS}
+    bases.update({r: b.cases() for r, b in routed.items()})
 
     @st.composite
     def broken(draw: st.DrawFn) -> tuple[Case, frozenset[str]]:
         rid = draw(st.sampled_from(ids))
         sides: frozenset[str] = frozenset()
-        if rid in own:
+        if rid in routed and draw(st.booleans()):
+            base = draw(bases[rid])
+            case = apply(base, routed[rid].change(draw, base))
+            case = Case(params=case.params, fills=case.fills, seed=case.seed,
+                        rules=profile.name)
+        elif rid in own:
             params = draw(st.sampled_from(own[rid]))
             case = Case(params=params, seed=draw(st.integers(0, 2**32 - 1)), rules=profile.name)
         else:

@@ -22,11 +22,31 @@ from fia_fuzz.op.edges import (
     edge_of,
     near_cores,
 )
+from fia_fuzz.rules.profiles.a2_routes import ifa, v3
+from fia_fuzz.rules.profiles.a2_routes.tiling import AIC_CORES
 from fia_fuzz.strategies.choices import Chooser, Dead
 
 #: Kernel tiles (query rows 32..128, keys 64..512, and their multiples) whose
 #: multiples and one off them exercise tail handling [production-calls.md].
 TILES = (16, 32, 64, 128, 256, 512, 1024, 2048)
+#: With the Atlas A2 routes' S2 tiles the generic ones miss: the V3 and decode kernels'
+#: short-query tiles by group size (v3.SHORT_Q_TILES, ifa.GROUP_TILES), for profiles that
+#: aim at routes (Profile.route_aims).
+ROUTE_TILES = TILES + tuple(sorted({*v3.SHORT_Q_TILES, *ifa.GROUP_TILES} - set(TILES)))
+#: Work units (B x KV heads) the routes split on: one off the cube cores (V3, split-fuse,
+#: PFA) and either side of the decode kernel's flash-decode thresholds (cube and vector
+#: templates; ifa.CheckCoreOkFlag).
+CORE_UNITS = tuple(AIC_CORES[0] + d for d in (-1, 0, 1))
+SPLIT_UNITS = tuple(t + d for t in (int(ifa.CUBE_RATIO * AIC_CORES[0]),
+                                    ifa.split_threshold_vector()) for d in (0, 1))
+ROUTE_UNITS = tuple(sorted(CORE_UNITS + SPLIT_UNITS))
+
+
+def units_aim(ch: Chooser) -> tuple[int, ...]:
+    """The work units a draw aiming at a route's split threshold puts B x heads on
+    (Chooser.aim ("units", targets), strategies/routes.py), () for other draws."""
+    return ch.aim[1] if ch.aim is not None and ch.aim[0] == "units" else ()
+
 #: The tiles a size_edge filter's edges are drawn on (the ones op/edges.py counts).
 EDGE_TILES = tuple(t for t in TILES if t >= EDGE_TILE)
 OFFSETS = dict(EDGE_REMAINDERS)
@@ -36,20 +56,28 @@ SHORT_KV = ("free", "multiple", "below", "above")
 MIX = ("free", "edge", "edge", "top")
 
 
-def length(ch: Chooser, lo: int, hi: int, top: bool = False) -> int:
+def length(ch: Chooser, lo: int, hi: int, top: bool = False,
+           tiles: tuple[int, ...] = TILES, group: int = 1) -> int:
     """A length in [lo, hi]: free, hi, or a tile multiple or one below/above it.
 
     A size_edge filter naming an edge draws that edge (on tiles >= EDGE_TILE)
     and "free" draws off the edges. `top`: free values are a shortfall below
-    hi, so they shrink toward the full length.
+    hi, so they shrink toward the full length. A draw aiming at a route's boundary
+    (Chooser.aim ("edge", (offset, tiles of the group size))) draws that edge of the
+    route's tiles for its group size `group`.
     """
     if hi <= lo:
         return max(lo, hi)
     pin = ch.pins.get("size_edge")
     offset = OFFSETS.get(pin)
-    kind = "edge" if offset is not None else "free" if pin is not None else ch.one(MIX)
+    if pin is None and ch.aim is not None and ch.aim[0] == "edge":
+        kind, (offset, by_group) = "edge", ch.aim[1]
+        tiles = by_group(group)
+    else:
+        kind = "edge" if offset is not None else "free" if pin is not None else ch.one(MIX)
     if kind == "edge":
-        x = _edge(ch, lo, hi, offset, TILES if offset is None else EDGE_TILES)
+        x = _edge(ch, lo, hi, offset, tiles if offset is None else
+                  tuple(t for t in tiles if t >= EDGE_TILE))
         if x is not None:
             return x
     if kind == "top":
@@ -58,7 +86,21 @@ def length(ch: Chooser, lo: int, hi: int, top: bool = False) -> int:
     return _off_edge(x, lo, hi) if pin == "free" else x
 
 
-def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = False) -> int:
+#: The longest query a draw aiming at a work-unit threshold takes: one query-row block of
+#: the prompt and split-fuse kernels (pfa.S1_TILE, fai.Q_TILE), so B x heads are the units
+UNITS_Q_CAP = 128
+
+
+def query_length(ch: Chooser, lo: int, hi: int) -> int:
+    """A query length as `length`; at most UNITS_Q_CAP in a draw aiming at a work-unit
+    threshold (sizes.units_aim), so its units are B x heads."""
+    if units_aim(ch):
+        hi = max(lo, min(hi, UNITS_Q_CAP))
+    return length(ch, lo, hi)
+
+
+def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = False,
+              tiles: tuple[int, ...] = TILES, group: int = 1) -> int:
     """A KV length as `length`; a long-KV draw (`long`, or a "long" filter) keeps it at
     LONG_KV+ where hi allows, a length-edge or "free" filter below LONG_KV where lo allows."""
     pin = ch.pins.get("size_edge")
@@ -66,7 +108,7 @@ def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = Fal
         lo, hi = _octave(ch, max(lo, LONG_KV), hi)
     elif pin in SHORT_KV and lo < LONG_KV:
         hi = min(hi, LONG_KV - 1)
-    return length(ch, lo, hi, top)
+    return length(ch, lo, hi, top, tiles, group)
 
 
 def _octave(ch: Chooser, lo: int, hi: int) -> tuple[int, int]:
@@ -99,17 +141,28 @@ def long_kv(ch: Chooser, n: int, lo: int = 1) -> bool:
     return pin == "long" or (pin is None and can and ch.one((False, False, False, True)))
 
 
-def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False) -> int:
+def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
+          kv_n: int | None = None) -> int:
     """B in [lo, hi] for N = `n` heads: free, or B*N next to an AI-core count.
 
     A long-KV draw keeps B*N under SPLIT_BN; a "cores" filter needs B*N next
-    to a core count, the other size_edge filters away from them.
+    to a core count, the other size_edge filters away from them. Given `kv_n` (a
+    profile that aims at routes), an unfiltered draw also puts B*KV_N or B*N on one of
+    ROUTE_UNITS in some draws (every draw whose route aim is a split: Chooser.aim).
     """
     pin = ch.pins.get("size_edge")
-    if long:  # long_kv saw to it that B = lo fits
-        return ch.int(lo, max(lo, min(hi, (SPLIT_BN - 1) // n)))
     near = sorted({b for c in CORE_COUNTS for b in range((c - 1) // n, (c + 1) // n + 1)
                    if lo <= b <= hi and near_cores(b * n)})
+    if kv_n is not None and pin is None:
+        targets = units_aim(ch) or ROUTE_UNITS
+        units = [b for b in range(lo, hi + 1) if b * kv_n in targets or b * n in targets]
+        if long:
+            units = [b for b in units if b * n < SPLIT_BN]
+        aimed = bool(units_aim(ch))
+        if units and (aimed or ch.one((False, False, True))):
+            return ch.one(units)
+    if long:  # long_kv saw to it that B = lo fits
+        return ch.int(lo, max(lo, min(hi, (SPLIT_BN - 1) // n)))
     if pin == "cores" or (pin is None and near and ch.one((False, False, False, True))):
         if not near:
             raise Dead(f"no B in [{lo}, {hi}] puts B*N next to a core count for N={n}")

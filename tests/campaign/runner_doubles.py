@@ -21,6 +21,10 @@ breaks NIGHT_CELLS[0] as the perturbing double does, `test-double-night-two` bre
 NIGHT_CELLS (the first night's bug and a new one); `night_one` (a plug-in factory,
 `runner_doubles:night_one`) is the first with the bug fixed while FIXED_ENV is set, as
 an environment with a fixed backend is.
+One carries a planted bug of the kind only a kernel route exposes:
+`test-double-split-fuse-stack-edge` is wrong only on the TND split-fuse route (a2_routes
+"fai") when a request's KV holds one key past a full 512-key stack (ROUTE_CELL), the
+tail handling of the route's own tiling, which no documented axis names.
 One carries a planted bug of the kind negative mode exposes: `test-double-one-sided-bound`
 refuses illegal calls as a validating backend does, except that it checks one two-sided
 bound (ONE_SIDED_RULE) on one side only, and accepts and miscomputes calls past the other.
@@ -39,6 +43,7 @@ import numpy as np
 from fia_fuzz.golden import npu_fused_infer_attention_score
 from fia_fuzz.golden.lenient import Undefined, unchecked_golden
 from fia_fuzz.op.call import CallView
+from fia_fuzz.rules.profiles import a2_routes
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.runners.base import register
 from fia_fuzz.runners.golden_runner import GoldenRunner
@@ -103,6 +108,21 @@ def night_one() -> NightOneDouble:
     """`runner_doubles:night_one`: the first night's double as a plug-in, so a fresh
     interpreter (bisect's) rebuilds it from its spec."""
     return NightOneDouble()
+
+
+#: The (route, boundary) cell the split-fuse double breaks.
+ROUTE_CELL = ("fai", "fai:s2+1")
+
+
+@register("test-double-split-fuse-stack-edge")
+class SplitFuseStackEdgeDouble(GoldenRunner):
+    name = "test-double-split-fuse-stack-edge"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = super().run(call)
+        if a2_routes.cell(CallView(call)) == ROUTE_CELL:
+            out = _perturb(out)
+        return out, lse
 
 
 def segfault() -> None:

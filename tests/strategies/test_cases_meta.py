@@ -17,7 +17,13 @@ from fia_fuzz.op.case import Case
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import PROFILES, cases
-from fia_fuzz.strategies.axes import AXES, FILTER_ONLY_IN_SMOKE, LARGE_ONLY
+from fia_fuzz.strategies.axes import (
+    AXES,
+    FILTER_ONLY_IN_SMOKE,
+    LARGE_ONLY,
+    ROUTE_AXES,
+    ROUTES_NOT_IN_SMOKE,
+)
 from fia_fuzz.strategies.bars import measure
 from fia_fuzz.strategies.cases import build, families_for
 from fia_fuzz.strategies.choices import RandomChooser
@@ -94,16 +100,17 @@ def test_random_nightly_walks_reach_every_axis_value() -> None:
     for case in _walk(4000, seed=13, profile="nightly"):
         for axis, value in case.features().items():
             seen[axis][repr(value)] += 1
-    assert _missing(seen, "nightly") == {}
+    assert {a: v for a, v in _missing(seen, "nightly").items() if a not in ROUTE_AXES} == {}
     rare = {(a, v): seen[a][repr(v)] for a, vals in AXES.items() for v in vals
-            if seen[a][repr(v)] < 10}
+            if seen[a][repr(v)] < 10 and a not in ROUTE_AXES}
     assert rare == {}
 
 
 def _missing(seen: dict[str, set], profile: str = "smoke") -> dict[str, list]:
     """Axis values never seen (values only larger profiles draw excused in smoke)."""
     missing = {a: [v for v in vals if repr(v) not in seen[a]
-                   and (profile != "smoke" or (a, v) not in LARGE_ONLY | FILTER_ONLY_IN_SMOKE)]
+                   and (profile != "smoke"
+                        or (a, v) not in LARGE_ONLY | FILTER_ONLY_IN_SMOKE | ROUTES_NOT_IN_SMOKE)]
                for a, vals in AXES.items()}
     return {a: v for a, v in missing.items() if v}
 
@@ -125,7 +132,8 @@ def test_budget_holds() -> None:
         assert total <= 4 * prof.max_elements, case.to_json()
 
 
-FILTER_CELLS = [(axis, value) for axis, values in AXES.items() for value in values]
+FILTER_CELLS = [(axis, value) for axis, values in AXES.items() for value in values
+                if axis not in ROUTE_AXES]
 
 
 @pytest.mark.parametrize(("axis", "value"), FILTER_CELLS,
@@ -134,6 +142,25 @@ def test_filter_is_honoured(axis: str, value: object) -> None:
     @settings(max_examples=3, suppress_health_check=[HealthCheck.too_slow],
               phases=[Phase.generate])
     @given(cases(**{axis: value}, profile="nightly" if (axis, value) in LARGE_ONLY else "smoke"))
+    def check(case: Case) -> None:
+        assert case.features()[axis] == value
+        assert _violations(case) == []
+
+    check()
+
+
+ROUTE_FILTERS = [("route", r) for r in ROUTE_AXES["route"]] + [
+    ("route_edge", c) for c in ("fai:s2+1", "ifa.antiquant:split_on", "pfa.float:cores",
+                                "v3.gqa:s2-1", "ifa.mla_quant:s2")]
+
+
+@pytest.mark.parametrize(("axis", "value"), ROUTE_FILTERS,
+                         ids=[f"{a}={v}" for a, v in ROUTE_FILTERS])
+def test_route_filters_are_honoured(axis: str, value: str) -> None:
+    """A route or route_edge filter steers the draw onto its route (strategies/routes.py)."""
+    @settings(max_examples=2, suppress_health_check=list(HealthCheck), phases=[Phase.generate],
+              deadline=None)
+    @given(cases(**{axis: value}, profile="nightly"))
     def check(case: Case) -> None:
         assert case.features()[axis] == value
         assert _violations(case) == []

@@ -9,7 +9,10 @@ returns early). `docs` is the documented model, unchanged; a new chip is a
 new module registering one more Profile here, with no change to the engine.
 """
 
-from fia_fuzz.rules.profiles import atlas_a2  # noqa: F401  (registers atlas-a2)
+from fia_fuzz.rules.profiles import (
+    a2_routes,  # noqa: F401  (registers the route features)
+    atlas_a2,  # noqa: F401  (registers atlas-a2)
+)
 from fia_fuzz.rules.profiles.profile import (
     DEFAULT,
     PROFILES,

@@ -1,0 +1,184 @@
+"""Route aims: what steers a draw onto one Atlas A2 route and boundary cell
+(rules/profiles/a2_routes), which the families' own mix reaches rarely or never.
+
+A profile that aims at routes (`Profile.route_aims`: nightly, stress) gives an
+unfiltered draw an aim in AIMED draws of AIM_OF: a (route, boundary) cell, picked
+evenly (AIM_WEIGHTS per route), whose route's pins join the draw's (each pin a feature
+the construction picks, so the route comes from construction, not rejection) and whose
+boundary the size draws aim at (`Chooser.aim`: lengths one below, on or one above a
+tile multiple, or B x heads on the cell's work-unit count). Smoke makes no decision here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fia_fuzz.rules.profiles.a2_routes import (
+    ANTIQUANT_MODES,
+    CELLS,
+    FREE,
+    boundaries,
+    fai,
+    ifa,
+    pfa,
+    v3,
+)
+from fia_fuzz.strategies.choices import Chooser
+from fia_fuzz.strategies.draft import Profile
+from fia_fuzz.strategies.sizes import CORE_UNITS, SPLIT_UNITS
+
+
+def _antiquant_value(mode: str) -> str:
+    return f"separate:{mode}" if "/" in mode else f"combined:{mode}"
+
+
+#: route -> the pins that steer a draw onto it
+AIMS: dict[str, dict[str, Any]] = {
+    "v3.gqa": {"q_dtype": "float16", "kv_dtype": "float16", "rope_d": "none"},
+    "fai": {"layout": "TND", "rope_d": "none", "q_dtype": "bfloat16"},
+    "ifa.float": {"branch": "decode", "q_dtype": "float16", "kv_dtype": "float16", "pse": True,
+                  "post_quant": False},
+    "pfa.float": {"branch": "prefill", "pse": True},
+    "v3.mla": {"rope_d": "512", "q_dtype": "bfloat16"},
+    **{f"ifa.antiquant.{m}": {"branch": "decode", "antiquant": _antiquant_value(m)}
+       for m in ANTIQUANT_MODES},
+    "ifa.mla_quant": {"rope_d": "512", "q_dtype": "int8"},
+    "ifa.post_quant": {"branch": "decode", "post_quant": True, "q_dtype": "float16",
+                       "q_padding": False, "kv_padding": False},
+    "pfa.antiquant": {"branch": "prefill", "antiquant": "combined:0"},
+    "pfa.full_quant": {"branch": "prefill", "q_dtype": "int8", "rope_d": "none"},
+    "pfa.post_quant": {"branch": "prefill", "post_quant": True, "q_dtype": "float16",
+                       "q_padding": False, "kv_padding": False},
+}
+#: route -> the families that carry it (strategies/families.py), the others' paths die
+AIM_FAMILIES: dict[str, tuple[str, ...]] = {
+    "v3.gqa": ("dense",), "fai": ("packed",), "ifa.float": ("dense",), "pfa.float": ("dense",),
+    "v3.mla": ("mla",), "ifa.mla_quant": ("mla",), "ifa.post_quant": ("dense",),
+    "pfa.antiquant": ("antiquant",), "pfa.full_quant": ("full_quant",),
+    "pfa.post_quant": ("dense",),
+    **{f"ifa.antiquant.{m}": ("antiquant", "gqa_nz") for m in ANTIQUANT_MODES},
+}
+#: Routes whose cells are aimed at more often than once each: the antiquant cells carry
+#: nine routes (one per mode); float and post-quant decode land on theirs least often
+#: (their S2 tiles of 2048..8192 keys meet the budget)
+AIM_WEIGHTS = {"ifa.antiquant": 4, "ifa.float": 2, "ifa.post_quant": 2}
+#: Antiquant modes aimed at more often: their draws die most (combined per-token, mixed
+#: modes, and the separate modes 3-5 that few layouts and dtypes carry)
+MODE_WEIGHTS = {"ifa.antiquant.1": 2, "ifa.antiquant.0/1": 2, "ifa.antiquant.3/3": 3,
+                "ifa.antiquant.4/4": 3, "ifa.antiquant.5/5": 3}
+#: Cells aimed at more often: one unit off the cores needs an odd B x heads, which few
+#: head counts allow
+CELL_WEIGHTS = {"cores-1": 2, "cores+1": 2}
+#: Draws an aim may take to land on its cell before the draw keeps what it got
+AIM_TRIES = 5
+#: AIMED unfiltered draws in AIM_OF take an aim
+AIMED, AIM_OF = 1, 2
+
+
+def _even(ch: Chooser, options: list[Any]) -> Any:
+    """One of `options`, about evenly: Hypothesis draws integers unevenly (small values and
+    bounds first), so a pick among many, as the aims' routes and cells, mixes two draws."""
+    return options[(ch.int(0, 255) + 97 * ch.int(0, 255)) % len(options)]
+
+
+def _boundary_aim(ch: Chooser, route: str, boundary: str | None) -> tuple[str, Any]:
+    """Chooser.aim for a boundary cell of the route (drawn among its cells when None)."""
+    boundary = boundary or _even(ch, list(boundaries(route)))
+    offset = -1 if boundary.endswith("-1") else 1 if boundary.endswith("+1") else 0
+    if boundary.startswith("cores"):
+        return ("units", (CORE_UNITS[offset + 1],))
+    if boundary.startswith("split"):
+        # (cube on, cube off, vector on, vector off): float and post-quant decode take
+        # vector templates, MLA the cube one, antiquant either (by G)
+        units = SPLIT_UNITS[boundary == "split_off"::2]
+        if route in ("ifa.float", "ifa.post_quant"):
+            units = units[1:]
+        elif route == "ifa.mla_quant":
+            units = units[:1]
+        return ("units", units)
+    return ("edge", (offset, aim_tiles(route, boundary)))
+
+
+def aim_tiles(route: str, boundary: str) -> Callable[[int], tuple[int, ...]]:
+    """The tiles, by the draw's group size G, that a length aiming at the route's S1 or S2
+    boundary lands next to: the ones that route's tiling takes (a2_routes: v3, fai, ifa,
+    pfa)."""
+    if boundary.startswith("s1"):
+        return lambda g: (fai.Q_TILE,) if route == "fai" else (pfa.S1_TILE,)
+    if route == "v3.mla":
+        return lambda g: (v3.MLA_TILE,)
+    if route.startswith("v3."):
+        return lambda g: (v3.SHORT_Q_TILES[min(g // 5, 2)], v3.LONG_Q_TILE, v3.MASKED_CAP)
+    if route == "fai":
+        return lambda g: (fai.KV_STACK,)
+    if route == "ifa.mla_quant":
+        return lambda g: (ifa.ROPE_TILE,)
+    if route.startswith("ifa.antiquant"):
+        return lambda g: (ifa.ANTIQUANT_GQA_TILE if g > 1 else ifa.FULL_TILE,)
+    if route.startswith("ifa."):
+        return lambda g: (ifa.GROUP_TILES[min(g // 5, 2)],)
+    if route == "pfa.full_quant":  # an int8 query always takes the long tile
+        return lambda g: (pfa.S2_TILE,)
+    return lambda g: (pfa.SMALL_KV_TILE, pfa.S2_TILE)
+
+
+def _pinned_route(ch: Chooser, pins: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """(route, boundary) a route or route_edge filter names, None when neither does."""
+    if "route" in pins:
+        route, boundary = pins["route"], None
+    elif pins.get("route_edge", FREE) != FREE:
+        route, boundary = pins["route_edge"].split(":")
+    else:
+        return None
+    if route == "ifa.antiquant":  # a cell of the modes' shared tiling: any mode
+        route = _even(ch, [r for r in AIMS if r.startswith("ifa.antiquant.")
+                           for _ in range(MODE_WEIGHTS.get(r, 1))])
+    return route, boundary
+
+
+@dataclass(frozen=True)
+class Aim:
+    """Where a draw aims: the route's pins, the families that carry it, and the
+    route_edge cell ("" where a route filter leaves the boundary to the draw)."""
+
+    pins: dict[str, Any]
+    families: tuple[str, ...]
+    cell: str
+
+
+def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]) -> Aim | None:
+    """The aim of this draw, its boundary in `ch.aim`: the route a route or route_edge
+    filter names, else AIMED in AIM_OF unfiltered draws of a profile with route aims
+    (None for the others; smoke draws nothing here)."""
+    pinned = _pinned_route(ch, pins)
+    if pinned is not None:
+        route, boundary = pinned
+        if boundary is not None or route in AIMS:
+            ch.aim = _boundary_aim(ch, route, boundary)
+        return Aim(_pins(route, boundary), AIM_FAMILIES.get(route, ()), "")
+    if not prof.route_aims or pins:
+        return None
+    if ch.int(0, AIM_OF - 1) < AIM_OF - AIMED:  # shrinks toward the families' own mix
+        return None
+    weights = AIM_WEIGHTS
+    # route, then its cell, each about even (_even)
+    tiled = list(dict.fromkeys(c.split(":")[0] for c in CELLS))
+    route = _even(ch, [r for r in tiled for _ in range(weights.get(r, 1))])
+    boundary = _even(ch, [b for b in boundaries(route if route != "ifa.antiquant"
+                                                else "ifa.antiquant.0")
+                          for _ in range(CELL_WEIGHTS.get(b, 1))])
+    cell = f"{route}:{boundary}"
+    route = _pinned_route(ch, {"route": route})[0]
+    ch.aim = _boundary_aim(ch, route, boundary)
+    return Aim(_pins(route, boundary), AIM_FAMILIES[route], cell)
+
+
+def _pins(route: str, boundary: str | None) -> dict[str, Any]:
+    """The route's pins; a flash-decode split also needs a decode call whose batches share
+    one KV length (ragged MLA batches take the balanced split, ifa.balanced)."""
+    pins = dict(AIMS.get(route, {}))
+    if boundary in ("split_on", "split_off"):
+        pins.update(branch="decode", actual_kv="one")
+    return pins

@@ -1,0 +1,237 @@
+"""The Atlas A2 route model: per decision, a call that takes it and the calls on each side
+of what decides it (fia_fuzz/rules/profiles/a2_routes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fia_fuzz.op.call import CallView
+from fia_fuzz.rules.profiles import a2_routes
+from fia_fuzz.rules.profiles.a2_routes import dispatch, fai, ifa, pfa, v3
+from fia_fuzz.rules.rulebook.bases import T, bf, call, i8
+
+
+def view(base: str, **over: Any) -> CallView:
+    return CallView(call(base, **over))
+
+
+def route(base: str, **over: Any) -> str:
+    return a2_routes.route_of(view(base, **over))
+
+
+def bnsd(b: int, n: int, s: int, d: int, dtype: str = "float16") -> dict[str, Any]:
+    """BNSD query, KV of kv_n = n heads: the pieces of a plain call."""
+    return {"query": T(b, n, s, d, dtype=dtype), "key": T(b, n, 64, d, dtype=dtype),
+            "value": T(b, n, 64, d, dtype=dtype), "num_heads": n, "num_key_value_heads": n}
+
+
+def decode(b: int, n: int, kv_n: int, s2: int, d: int = 64, **over: Any) -> CallView:
+    """A BSH fp16 decode call."""
+    return view("decode", query=T(b, 1, n * d), key=T(b, s2, kv_n * d),
+                value=T(b, s2, kv_n * d), num_heads=n, num_key_value_heads=kv_n, **over)
+
+
+# ---- dispatch: which kernel and template ------------------------------------------------
+def test_float_calls_with_a_v3_template_take_v3() -> None:
+    assert route("prefill") == "v3.gqa"
+    assert route("decode") == "v3.gqa"
+
+
+@pytest.mark.parametrize("d, expected", [(64, "v3.gqa"), (128, "v3.gqa"), (256, "ifa.float")])
+def test_head_dims_off_the_v3_table_fall_back_to_the_decode_kernel(d: int, expected: str
+                                                                   ) -> None:
+    assert a2_routes.route_of(decode(2, 8, 2, 16, d=d)) == expected
+
+
+def test_a_float_prefill_off_the_v3_table_takes_the_prompt_kernel() -> None:
+    assert route("prefill", **bnsd(2, 4, 4, 64)) == "v3.gqa"
+    assert route("prefill", **bnsd(2, 4, 4, 256)) == "pfa.float"
+
+
+def test_optional_inputs_without_a_v3_template_leave_v3() -> None:
+    assert route("masked") == "pfa.float"  # pse_shift
+    assert route("masked", pse_shift=None) == "v3.gqa"
+
+
+def test_post_quant_takes_the_legacy_kernels() -> None:
+    assert route("post_quant") == "pfa.post_quant"
+    assert a2_routes.route_of(decode(2, 8, 2, 16, quant_scale2=T(1, dtype="float32"))) \
+        == "ifa.post_quant"
+
+
+def test_split_fuse_takes_plain_tnd_and_inner_precise_decides() -> None:
+    assert route("tnd", inner_precise=0) == "fai"
+    assert route("tnd", inner_precise=1) == "v3.gqa"  # G > 1 needs inner_precise 0
+    assert route("tnd", inner_precise=0, sparse_mode=1) == "v3.gqa"
+
+
+def test_mla_float_and_mla_full_quant() -> None:
+    assert route("mla") == "v3.mla"
+    assert route("tnd_rope") == "v3.gqa"  # rope with D 128: V3 without a GQA template check
+    assert route("mla_int8") == "ifa.mla_quant"
+
+
+def test_antiquant_takes_one_template_per_mode_in_decode_and_pfa_in_prefill() -> None:
+    assert route("aq_combined").startswith("ifa.antiquant.")
+    assert route("aq_combined", antiquant_mode=1) == "ifa.antiquant.1"
+    assert route("aq_separate").startswith("ifa.antiquant.")
+    assert route("aq_prefill") == "pfa.antiquant"
+
+
+def test_full_quant_decode_and_prefill() -> None:
+    assert route("int8") == "pfa.full_quant"
+    q = call("int8")["query"]
+    assert route("int8", query=i8(q.shape[0], q.shape[1], 1, q.shape[3])) == "ifa.full_quant"
+
+
+def test_nz_mtp_takes_the_decode_kernel() -> None:
+    """IsGqaMtp: Q_S 2..16 over 5-D caches stays on IFA; 17 rows go to the prompt kernel."""
+    for s1, expected in ((16, "ifa"), (17, "pfa")):
+        c = view("nz", query=bf(1, s1, 10 * 128))
+        assert dispatch.to_ifa(c) is (expected == "ifa")
+
+
+def test_an_empty_kv_is_its_own_route() -> None:
+    assert route("prefill", key=T(2, 2, 0, 64), value=T(2, 2, 0, 64)) == "empty"
+
+
+def test_every_route_cites_its_source() -> None:
+    assert all("ops-transformer attention/" in why for why in a2_routes.WHY.values())
+    assert set(a2_routes.WHY) >= {"dispatch.v3", "dispatch.fai", "dispatch.ifa", "dispatch.pfa",
+                                  "v3.s2_tile", "fai.s1_tile", "ifa.flash_decode",
+                                  "pfa.tiles"}
+
+
+# ---- V3 tiles and split --------------------------------------------------------------
+@pytest.mark.parametrize("n, tile", [(4, 8192), (5, 4096), (9, 4096), (10, 2048)])
+def test_v3_short_query_s2_tile_steps_with_the_group(n: int, tile: int) -> None:
+    assert v3.gqa_s2_tile(decode(1, n, 1, 64)) == tile
+
+
+def test_v3_long_queries_tnd_and_masks_take_smaller_tiles() -> None:
+    assert v3.gqa_s2_tile(view("prefill", **bnsd(1, 1, 16, 64))) == 8192
+    assert v3.gqa_s2_tile(view("prefill", **bnsd(1, 1, 17, 64))) == 512
+    assert v3.gqa_s2_tile(view("tnd", inner_precise=1)) == 512
+    assert v3.gqa_s2_tile(view("causal")) == 1024  # a short query's 8192, capped by the mask
+    assert v3.gqa_s2_tile(view("causal", query=T(1, 4, 17, 64))) == 512
+
+
+def test_v3_paged_tile_floors_to_the_block() -> None:
+    c = view("paged_decode", block_size=48, key=T(8, 48, 128), value=T(8, 48, 128),
+             actual_seq_lengths_kv=[40, 64])
+    assert v3.gqa_s2_tile(c) == 8192 // 48 * 48
+
+
+@pytest.mark.parametrize("b, cell", [(22, None), (23, "cores-1"), (24, "cores"),
+                                     (25, "cores+1"), (26, None)])
+def test_v3_work_units_against_the_cube_cores(b: int, cell: str | None) -> None:
+    c = decode(b, 4, 1, 64)
+    assert v3.tiling(c, mla=False).units == b
+    assert a2_routes.cell(c) == ("v3.gqa", f"v3.gqa:{cell}" if cell else "free")
+
+
+def test_v3_flash_decode_needs_fewer_units_than_cores_and_two_s2_tiles() -> None:
+    assert v3.tiling(decode(23, 4, 1, 8193), mla=False).flash_decode
+    assert not v3.tiling(decode(24, 4, 1, 8193), mla=False).flash_decode
+    assert not v3.tiling(decode(23, 4, 1, 8192), mla=False).flash_decode
+
+
+@pytest.mark.parametrize("s2, cell", [(8190, None), (8191, "s2-1"), (8192, "s2"),
+                                      (8193, "s2+1"), (16384, "s2")])
+def test_v3_s2_tile_cells(s2: int, cell: str | None) -> None:
+    assert a2_routes.cell(decode(2, 4, 1, s2))[1] == (f"v3.gqa:{cell}" if cell else "free")
+
+
+# ---- split-fuse ----------------------------------------------------------------------
+@pytest.mark.parametrize("q_s, g, heads", [(1, 8, 8), (64, 8, 2), (65, 8, 1), (128, 8, 1),
+                                           (2, 64, 64), (3, 64, 42)])
+def test_fai_head_blocks(q_s: int, g: int, heads: int) -> None:
+    assert fai.head_block(q_s, g) == heads
+
+
+@pytest.mark.parametrize("q, cell", [(127, "s1-1"), (128, "s1"), (129, "s1+1")])
+def test_fai_query_tile_cells(q: int, cell: str) -> None:
+    c = view("tnd", inner_precise=0, query=bf(q + 4, 8, 128), actual_seq_lengths=[4, q + 4],
+             key=bf(20, 2, 128), value=bf(20, 2, 128), actual_seq_lengths_kv=[8, 20])
+    assert a2_routes.cell(c) == ("fai", f"fai:{cell}")
+
+
+@pytest.mark.parametrize("kv, cell", [(511, "s2-1"), (512, "s2"), (513, "s2+1"), (700, None)])
+def test_fai_kv_stack_cells(kv: int, cell: str | None) -> None:
+    c = view("tnd", inner_precise=0, key=bf(kv + 8, 2, 128), value=bf(kv + 8, 2, 128),
+             actual_seq_lengths_kv=[8, kv + 8])
+    assert a2_routes.cell(c) == ("fai", f"fai:{cell}" if cell else "free")
+
+
+def test_fai_tasks_against_the_cores() -> None:
+    # one batch of 1 row: G 4 heads in one block per KV head
+    def tasks(kv_n: int) -> int:
+        c = view("tnd", inner_precise=0, query=bf(1, 4 * kv_n, 128), key=bf(8, kv_n, 128),
+                 value=bf(8, kv_n, 128), num_heads=4 * kv_n, num_key_value_heads=kv_n,
+                 actual_seq_lengths=[1], actual_seq_lengths_kv=[8])
+        return fai.tiling(c).units
+    assert [tasks(k) for k in (23, 24, 25)] == [23, 24, 25]
+
+
+# ---- the decode kernel -----------------------------------------------------------------
+def test_ifa_vector_template_splits_the_kv_under_0_4_of_the_vector_cores() -> None:
+    assert ifa.split_threshold(decode(2, 8, 8, 64, d=256)) == 19
+    on, off = decode(19, 1, 1, 64, d=256), decode(20, 1, 1, 64, d=256)
+    assert ifa.tiling(on).flash_decode and not ifa.tiling(off).flash_decode
+    assert a2_routes.cell(on)[1] == "ifa.float:split_on"
+    assert a2_routes.cell(off)[1] == "ifa.float:split_off"
+
+
+def test_ifa_cube_templates_split_at_half_the_cube_cores() -> None:
+    aq = view("aq_combined")
+    assert ifa.cube_template(aq) is (aq.G > 1)
+    assert ifa.split_threshold(view("mla_int8")) == 12
+
+
+def test_ifa_gqa_splits_only_from_2048_keys() -> None:
+    assert not ifa.split_allowed(decode(1, 8, 2, 2047, d=256))
+    assert ifa.split_allowed(decode(1, 8, 2, 2048, d=256))
+    assert ifa.split_allowed(decode(1, 8, 8, 64, d=256))  # G == 1: any length
+
+
+def test_ifa_paged_short_kv_never_splits() -> None:
+    c = view("paged_decode", query=T(2, 8, 1, 256), key=T(8, 16, 2 * 256),
+             value=T(8, 16, 2 * 256), num_key_value_heads=8, actual_seq_lengths_kv=[40, 64])
+    assert not ifa.split_allowed(c)
+
+
+@pytest.mark.parametrize("n, tile", [(4, 8192), (5, 4096), (10, 2048)])
+def test_ifa_s2_tiles(n: int, tile: int) -> None:
+    assert ifa.s2_tile(decode(1, n, 1, 64, d=256)) == tile
+
+
+def test_ifa_antiquant_and_rope_tiles() -> None:
+    assert ifa.s2_tile(view("aq_combined")) == (1024 if view("aq_combined").G > 1 else 8192)
+    assert ifa.s2_tile(view("mla_int8")) == 512
+
+
+def test_ifa_mla_over_ragged_batches_takes_the_balanced_split() -> None:
+    assert ifa.balanced(view("mla"))  # BSND, act_kv 100 and 256
+    assert not ifa.balanced(view("mla", actual_seq_lengths_kv=[256, 256]))
+
+
+# ---- the prompt kernel ----------------------------------------------------------------
+def test_pfa_s2_tile_by_kv_length_dtype_and_precision() -> None:
+    short = view("prefill", **bnsd(1, 2, 4, 256))
+    assert pfa.s2_tile(short) == 512
+    long_kv = {**bnsd(1, 2, 4, 256), "key": T(1, 2, 1025, 256), "value": T(1, 2, 1025, 256)}
+    assert pfa.s2_tile(view("prefill", **long_kv, inner_precise=1)) == 1024
+    assert pfa.s2_tile(view("prefill", **long_kv, inner_precise=0)) == 512
+
+
+@pytest.mark.parametrize("s1, cell", [(127, "s1-1"), (128, "s1"), (129, "s1+1")])
+def test_pfa_query_tile_cells(s1: int, cell: str) -> None:
+    c = view("prefill", **bnsd(1, 1, s1, 256))
+    assert a2_routes.cell(c) == ("pfa.float", f"pfa.float:{cell}")
+
+
+def test_every_cell_belongs_to_a_route() -> None:
+    routes = {a2_routes.tiled_as(r) for r in a2_routes.ROUTES}
+    assert all(cell.split(":")[0] in routes for cell in a2_routes.CELLS)
