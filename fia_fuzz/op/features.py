@@ -8,7 +8,7 @@ pins.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fia_fuzz.op import args, edges
 from fia_fuzz.op.args import DerivedTuple, antiquant, pse
@@ -17,8 +17,21 @@ from fia_fuzz.op.params import ALL_ARGS, TENSOR_ARGS, VALUE_ARGS
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.op.undetermined import Undetermined
 
-if TYPE_CHECKING:
-    from fia_fuzz.op.case import Case
+
+class Case(Protocol):
+    """What the features read of a case (op/case.py's `Case`, which imports this module to
+    compute them, so this one names the case by what it reads instead of importing it)."""
+
+    params: dict[str, Any]
+    fills: dict[str, dict[str, Any]]
+
+    def view(self) -> CallView: ...
+
+    def attr(self, name: str) -> Any: ...
+
+    def fill(self, name: str) -> dict[str, Any]: ...
+
+    def device_bytes(self) -> int: ...
 
 
 #: Features a higher layer decides (name of the group -> function of the case returning

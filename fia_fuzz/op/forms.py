@@ -9,7 +9,7 @@ in `fia_fuzz/op/args/` declares its form axes, what each form implies and how
 a case is classified on them; this module gathers them: `argument_forms(case)`
 names the form of each argument, `FORM_AXES` lists every documented value, so
 `fia-fuzz coverage` shows a form no draw takes as "never reached". Shape
-patterns are written in the docs' symbols (`op/args/shapes.py`). The table in
+patterns are written in the docs' symbols (`op/shape_forms.py`). The table in
 docs/forms.md is this one, with the citations.
 """
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from fia_fuzz.op import args
 from fia_fuzz.op.args.mask import mask_extent
-from fia_fuzz.op.args.shapes import BRANCHES, OPTIMIZED_MASK, table_oversized
+from fia_fuzz.op.shape_forms import BRANCHES, OPTIMIZED_MASK, table_oversized
 
 if TYPE_CHECKING:
     from fia_fuzz.op.call import CallView

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from fia_fuzz.op import args
-from fia_fuzz.op.args.registry import ARGS, TENSOR, Arg, Param, register, unregister
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.params import ALL_ARGS, ATTR_DEFAULTS, TENSOR_ARGS, V2_TO_CANONICAL
+from fia_fuzz.op.registry import ARGS, TENSOR, Arg, Param, register, unregister
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.rules.rule import RULES, Rule
 from fia_fuzz.rules.rulebook.bases import call

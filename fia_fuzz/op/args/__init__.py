@@ -1,6 +1,6 @@
 """The op's arguments, one module each: add an argument of the op by writing one module.
 
-Each module registers an `Arg` (`registry.py`): its keywords, forms, feature
+Each module registers an `Arg` (`op/registry.py`): its keywords, forms, feature
 axes and their classifier, the families that may carry it and its draw, and
 the names of its rule, golden and runner modules. `MODULES` is the order of
 the torch_npu signature (each module's keywords where they first appear), the
@@ -39,7 +39,7 @@ from fia_fuzz.op.args import (
     sink,
 )
 # isort: on
-from fia_fuzz.op.args.registry import (
+from fia_fuzz.op.registry import (
     ARGS,
     ATTR,
     TENSOR,
@@ -56,7 +56,7 @@ from fia_fuzz.op.args.registry import (
     unregister,
     with_role,
 )
-from fia_fuzz.op.args.shapes import branch_of
+from fia_fuzz.op.shape_forms import branch_of
 
 __all__ = ["ARGS", "ATTR", "MODULES", "TENSOR", "VALUE", "Arg", "DerivedDict", "DerivedTuple",
            "Param", "argument_forms", "classify", "empty_features", "family_scope",

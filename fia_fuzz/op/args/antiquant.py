@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import ATTR, TENSOR, Arg, Param, register
-from fia_fuzz.op.args.shapes import (
+from fia_fuzz.op.registry import ATTR, TENSOR, Arg, Param, register
+from fia_fuzz.op.shape_forms import (
     BRANCHES,
     DEFAULT_FORMS,
     default_form,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import ATTR, Arg, Param, register
 from fia_fuzz.op.geometry import NO_BAND
+from fia_fuzz.op.registry import ATTR, Arg, Param, register
 
 FORM = "band_form"
 

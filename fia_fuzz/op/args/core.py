@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fia_fuzz.op.args.registry import ATTR, TENSOR, Arg, Param, register
+from fia_fuzz.op.registry import ATTR, TENSOR, Arg, Param, register
 
 SCALE_FORM = "scale_form"
 DEFAULT_SCALE = 1.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import TENSOR, Arg, Param, register
+from fia_fuzz.op.registry import TENSOR, Arg, Param, register
 from fia_fuzz.op.tensors import TensorSpec
 
 _SCALE = TensorSpec((1,), "float32")

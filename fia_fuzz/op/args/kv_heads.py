@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import ATTR, Arg, Param, register
-from fia_fuzz.op.args.shapes import safe
+from fia_fuzz.op.registry import ATTR, Arg, Param, register
+from fia_fuzz.op.shape_forms import safe
 
 NAME = "num_key_value_heads"
 

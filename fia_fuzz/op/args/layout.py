@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import ATTR, Arg, Param, register
+from fia_fuzz.op.registry import ATTR, Arg, Param, register
 
 FORM = "input_layout_form"
 DEFAULT = "BSH"

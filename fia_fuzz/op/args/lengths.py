@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import VALUE, Arg, Param, register
-from fia_fuzz.op.args.shapes import safe_feature
+from fia_fuzz.op.registry import VALUE, Arg, Param, register
+from fia_fuzz.op.shape_forms import safe_feature
 
 FORMS = ("absent", "one", "per_batch", "longer")
 

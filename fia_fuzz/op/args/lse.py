@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import ATTR, Arg, Param, register
-from fia_fuzz.op.args.shapes import DEFAULT_FORMS, default_form, leave_out_or_spell
+from fia_fuzz.op.registry import ATTR, Arg, Param, register
+from fia_fuzz.op.shape_forms import DEFAULT_FORMS, default_form, leave_out_or_spell
 
 FORM = "softmax_lse_flag_form"
 

@@ -8,7 +8,7 @@ documented as not in effect ("当前版本不生效").
 
 from __future__ import annotations
 
-from fia_fuzz.op.args.registry import ATTR, TENSOR, Arg, Param, register
+from fia_fuzz.op.registry import ATTR, TENSOR, Arg, Param, register
 from fia_fuzz.op.tensors import TensorSpec
 
 _SCALE = TensorSpec((1,), "float32")

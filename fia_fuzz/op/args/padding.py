@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import VALUE, Arg, Param, register
+from fia_fuzz.op.registry import VALUE, Arg, Param, register
 
 
 def classify(case: Any, v: Any) -> dict[str, Any]:

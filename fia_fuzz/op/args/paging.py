@@ -15,9 +15,9 @@ import math
 from typing import Any
 
 from fia_fuzz.op import edges
-from fia_fuzz.op.args.registry import ATTR, VALUE, Arg, Param, register
-from fia_fuzz.op.args.shapes import DEFAULT_FORMS, default_form, safe_feature, table_oversized
 from fia_fuzz.op.geometry import CACHE_FORM_OF_RANK, CACHE_FORMS, blocks_read
+from fia_fuzz.op.registry import ATTR, VALUE, Arg, Param, register
+from fia_fuzz.op.shape_forms import DEFAULT_FORMS, default_form, safe_feature, table_oversized
 
 BOOL = (False, True)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import TENSOR, Arg, Param, register
-from fia_fuzz.op.args.shapes import branch_values, safe, shape_form, symbols
+from fia_fuzz.op.registry import TENSOR, Arg, Param, register
+from fia_fuzz.op.shape_forms import branch_values, safe, shape_form, symbols
 from fia_fuzz.op.tensors import TensorSpec
 
 #: quant_scale2 / quant_offset2: per-tensor, or per-channel over the output's N x Dv in the

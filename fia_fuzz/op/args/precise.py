@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import ATTR, Arg, Param, register
-from fia_fuzz.op.args.shapes import DEFAULT_FORMS, default_form
+from fia_fuzz.op.registry import ATTR, Arg, Param, register
+from fia_fuzz.op.shape_forms import DEFAULT_FORMS, default_form
 
 FORM = "inner_precise_form"
 

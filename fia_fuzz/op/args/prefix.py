@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import TENSOR, VALUE, Arg, Param, register
-from fia_fuzz.op.args.shapes import safe
+from fia_fuzz.op.registry import TENSOR, VALUE, Arg, Param, register
+from fia_fuzz.op.shape_forms import safe
 from fia_fuzz.op.tensors import TensorSpec
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import TENSOR, Arg, Param, register
-from fia_fuzz.op.args.shapes import extent, safe_feature, shape_form, symbols
+from fia_fuzz.op.registry import TENSOR, Arg, Param, register
+from fia_fuzz.op.shape_forms import extent, safe_feature, shape_form, symbols
 from fia_fuzz.op.tensors import TensorSpec
 
 NAME = "pse_shift"

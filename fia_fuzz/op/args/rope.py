@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fia_fuzz.op.args.registry import TENSOR, Arg, Param, register
-from fia_fuzz.op.args.shapes import safe_feature
+from fia_fuzz.op.registry import TENSOR, Arg, Param, register
+from fia_fuzz.op.shape_forms import safe_feature
 from fia_fuzz.op.tensors import TensorSpec
 
 QUERY, KEY = "query_rope", "key_rope"

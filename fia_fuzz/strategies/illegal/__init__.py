@@ -62,7 +62,7 @@ NOT_MATERIALISABLE: set[str] = {rid for m in MODULES
 
 def illegal_cases(rule: str | None = None, rules: str = DEFAULT) -> st.SearchStrategy[Case]:
     """Cases whose only violation is `rule` (None: any rule with a materialisable breaker)
-    under the rule profile `rules` (see `illegal_profiles` for a device profile)."""
+    under the rule profile `rules` (see `illegal/profiles.py` for a device profile)."""
     return sided_illegal_cases(rule, rules).map(lambda drawn: drawn[0])
 
 
@@ -72,7 +72,7 @@ def sided_illegal_cases(rule: str | None = None, rules: str = DEFAULT
     (`width.broken_sides`; none for a device profile's own examples): the same draws, so a
     negative finding can name the side a backend accepted."""
     if rules != DEFAULT:
-        from fia_fuzz.strategies.illegal_profiles import profile_illegal_cases
+        from fia_fuzz.strategies.illegal.profiles import profile_illegal_cases
 
         try:
             profile = get_rules(rules)
