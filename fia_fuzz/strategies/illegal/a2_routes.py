@@ -7,7 +7,9 @@ negative campaign meets the refusal on every shape that route takes:
 - `a2.block_size`: the split-fuse route takes paged blocks of at most 512 (IsUsingFAI);
   its blocks grow to 1024, which the V3 route would take;
 - `a2.precise_decode`: the older decode route (int8-KV antiquant decode) takes
-  inner_precise 0/1 only; the decode call asks for 2 or 3, which V3 decode takes.
+  inner_precise 0/1 only; the decode call asks for 2 or 3, which V3 decode takes;
+- `a2.tnd_sparse`: the split-fuse route takes sparse 0 without a mask, 3 or 4 with one;
+  a masked packed call asks for sparse 1 or 2.
 """
 
 from __future__ import annotations
@@ -29,10 +31,18 @@ def _old_decode_precise(draw: st.DrawFn, case: Case) -> Change:
     return {"inner_precise": draw(st.sampled_from([2, 3]))}
 
 
+def _packed_sparse(draw: st.DrawFn, case: Case) -> Change:
+    """sparse_mode 1 or 2 on a masked packed call (the route takes 3 or 4 with a mask)."""
+    return {"sparse_mode": draw(st.sampled_from([1, 2]))}
+
+
 #: device rule id -> its breaker from a base on the refusing route
 ROUTE_BREAKERS: dict[str, Breaker] = {
     "a2.block_size": Breaker(_split_fuse_blocks, {"route": "fai", "paged": True}),
     "a2.precise_decode": Breaker(
         _old_decode_precise, {"route": "ifa.antiquant.0/0"},
         alt=tuple({"route": f"ifa.antiquant.{m}"} for m in ("0", "1", "1/1", "0/1"))),
+    "a2.tnd_sparse": Breaker(_packed_sparse, {"route": "fai", "mask": "bool"},
+                             alt=({"route": "fai", "mask": "int8"},
+                                  {"route": "fai", "mask": "uint8"})),
 }
