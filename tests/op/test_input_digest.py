@@ -7,14 +7,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from far_case import FAR, far_case
 
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.digest import input_digest
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.op.values import lazy_blocks
-
-BLOCK, H = 128, 128
-FAR = (1 << 32) // (BLOCK * H)  # a cache of FAR + 4 blocks: 2^32 elements and more
 
 
 def _case(seed: int = 3, **over: object) -> Case:
@@ -50,25 +48,14 @@ def test_a_strided_view_counts_its_strides_and_offset() -> None:
     assert input_digest(viewed.call()) == input_digest(v)
 
 
-def _far_case() -> Case:
-    cache = TensorSpec((FAR + 4, BLOCK, H), "bfloat16")
-    lazy = {"dist": "normal", "scale": 1.0, "blocks": "referenced"}
-    return Case(params={"query": TensorSpec((2, 1, 4 * H), "bfloat16"), "key": cache,
-                        "value": cache, "num_heads": 4, "num_key_value_heads": 1,
-                        "input_layout": "BSH", "block_table": [[FAR + 2, FAR, -1],
-                                                               [FAR + 3, FAR + 1, FAR]],
-                        "block_size": BLOCK, "actual_seq_lengths_kv": [200, 300]},
-                fills={"key": lazy, "value": dict(lazy)}, seed=5)
-
-
 def test_a_lazy_cache_is_hashed_by_its_data_blocks_only() -> None:
     """Two caches of 8 GiB each: hashing every page would take seconds and touch them all."""
-    call = _far_case().call()
+    call = far_case().call()
     assert list(lazy_blocks(call["key"])) == [FAR, FAR + 1, FAR + 2, FAR + 3]
     t0 = time.perf_counter()
     d = input_digest(call)
     assert time.perf_counter() - t0 < 2.0
-    assert input_digest(_far_case().call()) == d
+    assert input_digest(far_case().call()) == d
     call["key"][0, 0, 0] = 1.0  # a block no request reads: no input of the case
     assert input_digest(call) == d
     call["key"][FAR + 1, 3, 5] = call["key"][FAR + 1, 3, 5] + 1  # one it reads

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from far_case import BLOCK, FAR, H, far_case
 from hypothesis import HealthCheck, given, settings
 from torch_devices import DEVICES
 
@@ -22,25 +23,10 @@ from fia_fuzz.strategies.draft import PROFILES
 
 pytest.importorskip("torch")
 
-BLOCK, H = 128, 128  # KV_N 1 x D 128: a block holds 2^14 elements
-FAR = (1 << 32) // (BLOCK * H)  # first block id whose start is 2^32 elements in
-
-
-def _far_case() -> Case:
-    """Decode BSH over a BnBsH cache of FAR + 4 blocks, 8 GiB each for key and value; two
-    batches reference blocks FAR.. only (one partly filled, shuffled)."""
-    cache = TensorSpec((FAR + 4, BLOCK, H), "bfloat16")
-    lazy = {"dist": "normal", "scale": 1.0, "blocks": "referenced"}
-    return Case(params={"query": TensorSpec((2, 1, 4 * H), "bfloat16"), "key": cache,
-                        "value": cache, "num_heads": 4, "num_key_value_heads": 1,
-                        "input_layout": "BSH", "block_table": [[FAR + 2, FAR, -1],
-                                                               [FAR + 3, FAR + 1, FAR]],
-                        "block_size": BLOCK, "actual_seq_lengths_kv": [200, 300]},
-                fills={"key": lazy, "value": dict(lazy)}, seed=5)
 
 
 def test_far_case_is_legal_and_reaches_past_2_32() -> None:
-    case = _far_case()
+    case = far_case()
     assert validate(**case.specs()) == []
     f = case.features()
     assert f["cache_reach"] == "2^32"
@@ -49,7 +35,7 @@ def test_far_case_is_legal_and_reaches_past_2_32() -> None:
 
 
 def test_host_bytes_count_the_referenced_blocks_of_a_lazy_cache() -> None:
-    case = _far_case()
+    case = far_case()
     block = BLOCK * H * 2  # bfloat16
     assert 2 * 4 * block < case.host_bytes() < 2 * 4 * block + (1 << 16)
     assert case.device_bytes() > 1 << 33
@@ -78,7 +64,7 @@ def test_far_stress_draws_keep_their_estimated_host_memory_under_1_gib() -> None
 
 
 def test_lazy_cache_holds_data_in_referenced_blocks_only() -> None:
-    case = _far_case()
+    case = far_case()
     key = case.call()["key"]
     assert not key[[0, FAR // 2, FAR - 1]].any()  # zero pages (reading all would map them)
     assert all(np.abs(key[b].astype(np.float32)).sum() > 0 for b in range(FAR, FAR + 4))
@@ -125,7 +111,7 @@ def test_far_case_costs_under_1_gib_and_golden_agrees_with_torch_sdpa(device: st
     `device`. On a GPU the host cost is counted above the process after its CUDA context
     and kernels are loaded (over 1 GiB of host memory by themselves), and the 16 GiB cache
     is allocated on the device with only its referenced blocks copied from the host."""
-    res = subprocess.run([sys.executable, "-c", _MEASURE, device], input=_far_case().to_json(),
+    res = subprocess.run([sys.executable, "-c", _MEASURE, device], input=far_case().to_json(),
                          capture_output=True, text=True, check=True)
     m = json.loads(res.stdout.strip().splitlines()[-1])
     assert m["rss"] < 1 << 30, m
@@ -158,7 +144,7 @@ def test_far_cache_goes_to_a_device_as_its_referenced_blocks_only(monkeypatch) -
 
     from fia_fuzz.runners.composition.kv import KvSource
 
-    case = _far_case()
+    case = far_case()
     call = case.call()
     transfers = RecordingTransfers(monkeypatch)
     block = BLOCK * H * 2  # bfloat16 bytes of one block
@@ -189,7 +175,7 @@ def test_blocks_sent_to_a_device_rebuild_the_cache_bit_for_bit() -> None:
             assert list(blocks) == [2, 5, 7], name
             whole = to_torch(call[name], "cpu")
             assert torch.equal(blocks_to_device(call[name], blocks, "cpu"), whole), name
-    assert lazy_blocks(_far_case().call()["query"]) is None
+    assert lazy_blocks(far_case().call()["query"]) is None
     assert lazy_blocks(_pa_scaled_case(4).call()["key"][1:]) is None  # a part: not a cache
 
 
