@@ -20,9 +20,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if [ ! -f "$STAMP" ]; then
     if [ "$UNLOCKED" = 1 ]; then
-        # the locked torch unless told otherwise: a bare `torch` is the registry's CUDA build
-        pip install --upgrade "${TORCH_SPEC:-$(grep -o '^torch==[^ ]*' "$LOCK")}"
-        pip install --upgrade --upgrade-strategy eager -e '.[torch,test]'
+        # the locked torch unless told otherwise, held by a constraint through the eager
+        # upgrade: any newer torch here is a CUDA build of several GB
+        TORCH_PIN="$(mktemp)"
+        echo "${TORCH_SPEC:-$(grep -o '^torch==[^ ]*' "$LOCK")}" >"$TORCH_PIN"
+        pip install --upgrade -r "$TORCH_PIN"
+        pip install --upgrade --upgrade-strategy eager -c "$TORCH_PIN" -e '.[torch,test]'
+        rm -f "$TORCH_PIN"
     elif [ -n "$TORCH_SPEC" ]; then
         # the lock less its torch entry (the pin line and its hash lines)
         NO_TORCH="$(mktemp)"

@@ -18,6 +18,7 @@ import pytest
 
 from fia_fuzz.campaign.issue import failure_words, worst_element
 from fia_fuzz.cli import main
+from fia_fuzz.numerics.environment import environment
 from fia_fuzz.op.case import Case
 
 BUNDLE = Path(__file__).parents[1] / "data" / "bundles" / "nan-query-flash"
@@ -36,7 +37,7 @@ def test_the_issue_body_leads_with_the_disagreement_and_its_script_shows_the_bug
     first, lead = body.splitlines()[0], body.split("## Summary")[0]
     assert first.startswith("# NaN query row returns 0 (fp64 golden: NaN)"), first
     assert "disagree" in lead and "torch-api-math returns NaN" in lead
-    assert f"- torch {torch.__version__}" in body and "## Minimal call" in body
+    assert f"- torch {environment()['torch']}" in body and "## Minimal call" in body
     assert "| fp64 golden (expected) | NaN |" in body
     assert "| **torch-api-flash** (actual) | **0** | no |" in body
     assert "exit status 1" in body and "MISMATCH" in body  # the script's output, shown
