@@ -27,6 +27,7 @@ import pytest
 from fia_fuzz.campaign.evaluate import golden_pair
 from fia_fuzz.numerics.blas import blas_core, blas_version
 from fia_fuzz.op.case import Case
+from fia_fuzz.op.digest import input_digest
 
 pytestmark = pytest.mark.compat
 
@@ -65,8 +66,7 @@ def _call(name: str) -> dict[str, Any]:
 def digests(name: str) -> dict[str, str]:
     call = _call(name)
     truth, baseline = golden_pair(call)
-    return {"inputs": digest([call[k] for k in sorted(call)]), "fp64": digest(truth),
-            "device": digest(baseline)}
+    return {"inputs": input_digest(call), "fp64": digest(truth), "device": digest(baseline)}
 
 
 def test_every_case_is_pinned() -> None:
@@ -75,8 +75,7 @@ def test_every_case_is_pinned() -> None:
 
 @pytest.mark.parametrize("name", CASES)
 def test_inputs_are_pinned(name: str) -> None:
-    call = _call(name)
-    assert digest([call[k] for k in sorted(call)]) == PINNED["inputs"][name]
+    assert input_digest(_call(name)) == PINNED["inputs"][name]
 
 
 @pytest.mark.parametrize("name", CASES)
