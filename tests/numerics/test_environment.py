@@ -19,7 +19,7 @@ def test_keys_and_values_are_this_process_s() -> None:
     env = environment()
     assert tuple(env) == KEYS == ("python", "numpy", "ml_dtypes", "torch", "torch_npu",
                                   "mindspore", "numba", "openblas", "openblas_core",
-                                  "machine")
+                                  "numpy_simd", "numba_target", "machine")
     assert env["python"] == platform.python_version()
     assert env["numpy"] == importlib.metadata.version("numpy")
     assert env["ml_dtypes"] == importlib.metadata.version("ml_dtypes")
