@@ -9,6 +9,13 @@ Before anything runs, the case is materialised once and its input digest compare
 the one the campaign recorded: different inputs are a different case, whatever the
 verdict, so repro stops (`InputsDiffer`) and names the versions that moved between the
 recorded environment and this one.
+
+The golden's bits are pinned per machine kind (numerics/environment.py `machine_kind`):
+on another kind than the campaign's (or one it did not record) its metrics may move in
+their last digits. When they do and no verdict moved, the golden recomputed here is
+compared with the bundle's stored one within the cross-kind bound
+(numerics/cross_kind.py): within it, repro says the diff is the same within that bound
+and that the golden's bits are not pinned across the two kinds, not that it differs.
 """
 
 from __future__ import annotations
@@ -18,13 +25,17 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from fia_fuzz.campaign.bundles import Bundle, find_bundle, load_bundle
+import numpy as np
+
+from fia_fuzz.campaign.bundles import GOLDEN_NAMES, Bundle, find_bundle, load_bundle
 from fia_fuzz.campaign.evaluate import evaluate, golden_pair, judge_outputs
 from fia_fuzz.diff.signature import failure_kind, signature
 from fia_fuzz.files.cases import InputError, Recorded, load_case, load_recorded, recorded
-from fia_fuzz.numerics.environment import differences
+from fia_fuzz.numerics.cross_kind import bound, excess, scale_and_gap
+from fia_fuzz.numerics.environment import differences, machine_kind
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.digest import input_digest
+from fia_fuzz.op.outputs import output_specs
 from fia_fuzz.rules.validate import case_violations
 from fia_fuzz.runners import Runner
 
@@ -120,6 +131,58 @@ def compare_recorded(row: dict[str, Any], recorded: dict[str, Any]) -> list[str]
     return diffs
 
 
+def golden_off_bound(bundle: Bundle, truth: Any, baseline: Any) -> str | None:
+    """Why the golden recomputed here (`truth`, `baseline`) is not within the cross-kind
+    bound of the one stored in the bundle's golden.npz, or None when it is; a bundle
+    without a stored golden says so."""
+    path = bundle.path / "golden.npz"
+    if not path.exists():
+        return "the bundle stores no golden to compare with"
+    try:
+        with np.load(path) as z:
+            stored = [z[n] for n in GOLDEN_NAMES]
+    except (OSError, ValueError, KeyError) as exc:
+        return f"cannot read {path} ({exc})"
+    out_dtype = output_specs(bundle.case.view())[0].dtype
+    problems = []
+    for i, (part, dtype) in enumerate((("attention_out", out_dtype), ("softmax_lse", np.float32))):
+        ref_truth, ref_device = stored[i], stored[2 + i]
+        scale, gap = scale_and_gap(ref_truth, ref_device)
+        gap = min(gap, scale_and_gap(truth[i], baseline[i])[1])  # neither side widens it
+        for tag, here, ref, dt in (("fp64", truth[i], ref_truth, None),
+                                   ("device", baseline[i], ref_device, dtype)):
+            why = excess(np.asarray(here), ref, bound(dt, scale, gap))
+            if why:
+                problems.append(f"{tag} {part}: {why}")
+    return "; ".join(problems) or None
+
+
+def record_lines(row: dict[str, Any], bundle: Bundle, record: Recorded,
+                 golden: tuple[Any, Any] | None) -> list[str]:
+    """What repro says of its diff against the campaign's record: the same, the same
+    within the cross-kind bound (another machine kind, no verdict moved, the golden
+    recomputed here, `golden`, within the bound of the stored one), or how it differs."""
+    diffs = compare_recorded(row, bundle.metrics)
+    if not diffs:
+        return ["same diff as recorded by the campaign"]
+    here = machine_kind()
+    there = machine_kind(record.environment or {})
+    moved_verdict = any("verdict" in d.split(":")[0] for d in diffs)
+    if golden is not None and there != here and not moved_verdict:
+        truth, baseline = golden
+        off = golden_off_bound(bundle, truth, baseline)
+        kinds = (f"the campaign's {there or 'not named by its recorded environment'}, "
+                 f"here {here}")
+        if off is None:
+            return ["same diff as recorded by the campaign, within the cross-kind bound: the "
+                    f"golden's bits are not pinned across machine kinds ({kinds}); metrics that "
+                    "moved:", *(f"  {d}" for d in diffs)]
+        return ["differs from the campaign's record:", *(f"  {d}" for d in diffs),
+                f"  the golden recomputed here is not within the cross-kind bound of the "
+                f"stored one ({kinds}): {off}"]
+    return ["differs from the campaign's record:", *(f"  {d}" for d in diffs)]
+
+
 def headline(row: dict[str, Any]) -> list[str]:
     """The verdict, the one-line reason (the failure's signature, as JUnit names it) and
     the worst output element: what a kernel engineer reads first."""
@@ -180,9 +243,8 @@ def reproduce(ref: str, runner: str | None, results: list[str],
     for line in headline(row) + format_row(row):
         out.write(line + "\n")
     if bundle is not None and bundle.metrics:
-        diffs = compare_recorded(row, bundle.metrics)
-        out.write("same diff as recorded by the campaign\n" if not diffs else
-                  "differs from the campaign's record:\n  " + "\n  ".join(diffs) + "\n")
+        lines = record_lines(row, bundle, record, None if live else (truth, baseline))
+        out.write("".join(line + "\n" for line in lines))
     if features:
         out.write("features:\n" + "".join(f"  {k:>14}: {v}\n"
                                           for k, v in case.features().items()))

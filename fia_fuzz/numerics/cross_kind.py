@@ -6,8 +6,9 @@ compared bit for bit. On another kind the BLAS kernels, NumPy's SIMD target and 
 vector width order sums differently, so bits move, by as much as the case's own
 conditioning lets them. That is measured by the case itself: its gap, the largest
 |device-precision golden - fp64 golden| over finite elements, is how far rounding at the
-device's precision moves it. With s the largest |fp64 golden| over finite elements, an
-output keeps, element by element:
+device's precision moves it (the smaller of the two kinds' gaps: a moved golden does not
+widen its own bound). With s the largest |fp64 golden| over finite elements, an output
+keeps, element by element:
 
 - device-precision golden: |here - reference| <= 4 ulp of its dtype at s (int8: 4 steps)
   + 2 gap;
