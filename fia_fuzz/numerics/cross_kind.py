@@ -24,6 +24,7 @@ the fp64 golden moved up to 13 ulp of float64 at s, 3.9e5 on the overflow case.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 #: Elementwise bound terms (see the module docstring).
@@ -49,7 +50,7 @@ def bound(dtype: np.dtype | None, scale: float, gap: float) -> float:
     if dtype is None:
         return FP64_ULPS * float(np.finfo(np.float64).eps) * scale + FP64_GAP * gap
     dtype = np.dtype(dtype)
-    ulp = 1.0 if dtype.kind in "iu" else float(np.finfo(dtype).eps) * scale
+    ulp = 1.0 if dtype.kind in "iu" else float(ml_dtypes.finfo(dtype).eps) * scale
     return DEVICE_ULPS * ulp + DEVICE_GAPS * gap
 
 
