@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import platform
 import subprocess
 import sys
+
+import pytest
 
 from fia_fuzz.numerics import environment as env_mod
 from fia_fuzz.numerics.blas import blas_core, blas_version
@@ -68,3 +71,39 @@ def test_differences_name_each_moved_version() -> None:
     assert differences(here, here) == []
     # a key the record lacks is not compared; one this fia-fuzz does not know is
     assert differences({"numpy": here["numpy"], "cuda": "12.4"}, here) == ["cuda 12.4 -> absent"]
+
+
+def _kind_in_subprocess(**env: str) -> list[str]:
+    code = ("from fia_fuzz.numerics.environment import environment, machine_kind; "
+            "e = environment(); print(e['numpy_simd'], e['numba_target'], machine_kind())")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True, env={**os.environ, **env})
+    return res.stdout.split(maxsplit=2)
+
+
+def test_the_machine_kind_names_what_decides_the_golden_s_bits() -> None:
+    env = environment()
+    kind = env_mod.machine_kind()
+    assert kind == (f"{env['machine']}/{env['openblas_core']}/OpenBLAS {env['openblas']}/"
+                    f"numpy {env['numpy']} {env['numpy_simd']}/numba {env['numba']} "
+                    f"{env['numba_target']}")
+    assert env_mod.machine_kind({**env, "numpy_simd": None}) is None  # an older record
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64 targets")
+def test_numpy_s_simd_target_and_numba_s_vector_target_move_the_kind() -> None:
+    """NumPy's dispatch target follows NPY_DISABLE_CPU_FEATURES (its float32 log's bits
+    do); numba's target is its CPU's name unless AVX-512 is known to be off."""
+    simd, numba, kind = _kind_in_subprocess()
+    assert (numba == "no-avx512") == ("-avx512f" in llvmlite_features().split(","))
+    if simd == "X86_V3":
+        assert _kind_in_subprocess(NPY_DISABLE_CPU_FEATURES="X86_V3")[0] == "X86_V2"
+    assert _kind_in_subprocess(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="")[1] == "haswell"
+    assert _kind_in_subprocess(NUMBA_CPU_NAME="haswell",
+                               NUMBA_CPU_FEATURES="-avx512f")[1] == "no-avx512"
+
+
+def llvmlite_features() -> str:
+    import llvmlite.binding as ll
+
+    return ll.get_host_cpu_features().flatten()
