@@ -11,7 +11,7 @@ import time
 from fia_fuzz.campaign import CampaignConfig, run_campaign
 from fia_fuzz.reports import read_results
 
-BUDGET_S = 60.0
+BUDGET_S = 40.0
 
 
 def test_budget_is_respected_within_five_percent(tmp_path) -> None:

@@ -28,7 +28,7 @@ def test_negative_campaign_records_rejections_naming_the_rule(tmp_path) -> None:
 def test_negative_campaign_flags_a_backend_that_silently_accepts(tmp_path) -> None:
     out = tmp_path / "neg"
     assert main(["campaign", "--runner", "torch-math", "--negative", "--max-cases", "2",
-                 "--out", str(out)]) == 0
+                 "--no-shrink", "--out", str(out)]) == 0
     df = read_results(out)
     assert len(df) == 2 and set(df["outcome"]) <= {*ACCEPTED, "rejected"}
     accepted = df[df["outcome"].isin(ACCEPTED)]
@@ -50,8 +50,9 @@ def _empty_output(case_json: str) -> bool:
 ])
 def test_accepted_calls_are_judged_correct_wrong_or_undefined(tmp_path, runner, kinds) -> None:
     out = tmp_path / "neg"
+    # not shrunk: shrinking a negative failure is test_campaign_negative_planted's
     assert main(["campaign", "--runner", runner, "--negative", "--max-cases", "24",
-                 "--out", str(out)]) == 0
+                 "--no-shrink", "--out", str(out)]) == 0
     df = read_results(out)
     # a wrong answer to a call whose output is empty is still right: nothing to be off
     empty = df["case_json"].map(_empty_output)
