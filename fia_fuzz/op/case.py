@@ -55,6 +55,8 @@ SCHEMA_VERSION = 1
 DEFAULT_RULES = "docs"
 #: Where a Case keeps its computed features (`Case.features`).
 _FEATURES = "_features_cache"
+#: Where a Case keeps its view (`Case.view`); not pickled (`Case.__getstate__`).
+_VIEW = "_view_cache"
 
 
 def _encode(name: str, value: Any) -> Any:
@@ -261,7 +263,17 @@ class Case:
         return self.stored[key]
 
     def view(self) -> CallView:
-        return CallView(self.specs())
+        """The call's view, built once per Case object: its derived quantities are computed
+        once however many features, rules and sizes ask for them."""
+        view = self.__dict__.get(_VIEW)
+        if view is None:
+            view = CallView(self.specs())
+            object.__setattr__(self, _VIEW, view)  # a cache, not a field: frozen holds
+        return view
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickles: fields and features, not the view (rebuilt on demand)."""
+        return {k: v for k, v in self.__dict__.items() if k != _VIEW}
 
     def attr(self, name: str) -> Any:
         return self.params.get(name, ATTR_DEFAULTS.get(name))

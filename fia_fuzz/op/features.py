@@ -116,9 +116,15 @@ def case_features(case: Case) -> dict[str, Any]:
     feats["workload"] = _safe(lambda: _workload(case, v, feats), "none")
     feats["size_edge"] = _safe(lambda: _size_edge(v, feats), "free")
     feats.update(args.argument_forms(case, v))
-    for fn in DERIVED.values():
-        feats.update(_safe(lambda fn=fn: fn(case), {}))
+    for group in DERIVED:
+        feats.update(derived(case, group))
     return feats
+
+
+def derived(case: Case, group: str) -> dict[str, Any]:
+    """The features of one DERIVED group alone ({} where it cannot judge the case): for a
+    caller that needs those and not the rest, as a draw aiming at a route cell."""
+    return _safe(lambda: DERIVED[group](case), {})
 
 
 def _size_edge(v: CallView, f: dict[str, Any]) -> str:

@@ -37,6 +37,7 @@ placement only; what the op does with the values is the golden's business.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -106,7 +107,7 @@ def unplaced(fills: dict[str, dict[str, Any]], call: dict[str, Any]) -> list[str
     if not names:
         return []
     regions = _Regions(CallView(call), call)
-    return [n for n in names if not regions.positions(n, str(fills[n].get(WHERE, "attended")))]
+    return [n for n in names if not regions.placeable(n, str(fills[n].get(WHERE, "attended")))]
 
 
 def _place_anywhere(x: np.ndarray, raw: np.ndarray, value: float) -> None:
@@ -171,9 +172,8 @@ class _Regions:
         r = np.arange(self.rows) - self.q_off[b]
         return (r >= 0) & (r < self.q_len[b])
 
-    def _candidates(self, name: str, where: str) -> list[tuple[int, int]]:
-        """(batch, row or key column in the tensor's own frame) pairs of the region."""
-        out: list[tuple[int, int]] = []
+    def _hits(self, name: str, where: str) -> Iterator[tuple[int, np.ndarray]]:
+        """Per batch: (batch, rows or key columns of the region in the tensor's own frame)."""
         for b in range(self.B):
             ex = self.excluded(b)
             rows = self._valid_rows(b)
@@ -184,7 +184,7 @@ class _Regions:
                     hit = rows & ex.all(axis=1)
                 else:
                     hit = ~rows if not self.view.packed else np.zeros_like(rows)
-                out += [(b, int(s)) for s in np.flatnonzero(hit)]
+                yield b, np.flatnonzero(hit)
                 continue
             c = np.arange(ex.shape[1]) - self.kv_off[b]
             inside = (c >= 0) & (c < self.s2b[b])
@@ -195,17 +195,23 @@ class _Regions:
             else:
                 hit = ~inside
             hit[:self.prefix] = False  # the shared prefix is another tensor
-            out += [(b, int(j) - self.prefix) for j in np.flatnonzero(hit)]
-        return out
+            yield b, np.flatnonzero(hit) - self.prefix
+
+    def _candidates(self, name: str, where: str) -> list[tuple[int, int]]:
+        """(batch, row or key column in the tensor's own frame) pairs of the region."""
+        return [(b, int(s)) for b, hit in self._hits(name, where) for s in hit]
+
+    def _pse_hits(self) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """Per batch of the bias: (batch, rows, columns) of the pairs some valid row attends."""
+        bias = self.call[pse.NAME]
+        for b in range(self.B if bias.shape[0] > 1 else 1):
+            ex = self.excluded(b)[:bias.shape[2], :bias.shape[3]]
+            yield (b, *np.nonzero(~ex))
 
     def _pse_pairs(self) -> list[tuple[int, int, int]]:
         """(batch, row, column) pairs of the position bias some valid row attends."""
-        bias = self.call[pse.NAME]
-        pairs: list[tuple[int, int, int]] = []
-        for b in range(self.B if bias.shape[0] > 1 else 1):
-            ex = self.excluded(b)[:bias.shape[2], :bias.shape[3]]
-            pairs += [(b, int(r), int(c)) for r, c in zip(*np.nonzero(~ex), strict=True)]
-        return pairs
+        return [(b, int(r), int(c)) for b, rows, cols in self._pse_hits()
+                for r, c in zip(rows, cols, strict=True)]
 
     def _mask_rows(self) -> list[tuple[int, int]]:
         """(batch, row) of the valid rows of a used atten_mask (none when it is unused)."""
@@ -214,15 +220,18 @@ class _Regions:
         return [(b, int(r)) for b in range(self.B if self.mask.shape[0] > 1 else 1)
                 for r in np.flatnonzero(self._valid_rows(b))]
 
-    def positions(self, name: str, where: str) -> list[Any]:
-        """Where a special of `name` may go (`where`: its region; pse and mask have one)."""
+    def placeable(self, name: str, where: str) -> bool:
+        """Whether the region of a special of `name` (`where`: its region; pse and mask have
+        one) holds a position: the first batch that has one answers, no list is built."""
         if name == pse.NAME:
-            return self._pse_pairs()
+            return any(rows.size for _, rows, _ in self._pse_hits())
         if name == "atten_mask":
-            return self._mask_rows()
+            return self.mask is not None and any(
+                self._valid_rows(b).any() for b in range(self.B if self.mask.shape[0] > 1
+                                                         else 1))
         if name in antiquant.TENSORS:
-            return list(range(int(np.size(self.call[name]))))
-        return self._candidates(name, where)
+            return int(np.size(self.call[name])) > 0
+        return any(hit.size for _, hit in self._hits(name, where))
 
     # ---- placement -------------------------------------------------------------
     def place(self, name: str, where: str, raw: np.ndarray, value: float) -> None:

@@ -77,7 +77,7 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
                 continue
             built += 1
             if not target.cell or built == routes.AIM_TRIES \
-                    or case.features().get("route_edge") == target.cell:
+                    or routes.landed(case, target.cell):
                 return case
         ch.aim = None
     return _build(ch, prof, families, pins, rules, {})

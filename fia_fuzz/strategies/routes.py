@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fia_fuzz.op.case import Case
+from fia_fuzz.op.features import derived
 from fia_fuzz.rules.profiles.a2_routes import (
     ANTIQUANT_MODES,
     CELLS,
@@ -173,6 +175,12 @@ def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]) -> Aim | None:
     route = _pinned_route(ch, {"route": route})[0]
     ch.aim = _boundary_aim(ch, route, boundary)
     return Aim(_pins(route, boundary), AIM_FAMILIES[route], cell)
+
+
+def landed(case: Case, cell: str) -> bool:
+    """Whether `case` sits on the route_edge `cell`, by the route model alone (most aimed
+    paths miss: the rest of `case.features()` is left to the one kept)."""
+    return derived(case, "route").get("route_edge") == cell
 
 
 def _pins(route: str, boundary: str | None) -> dict[str, Any]:

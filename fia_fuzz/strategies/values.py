@@ -43,7 +43,7 @@ def draw(dr: Draft) -> None:
     pinned = "values" in ch.pins
     if not pinned and not dr.prof.values_share:
         return
-    can = _carried(dr)
+    can, view = _carried(dr)
     if pinned:
         value = ch.pick("values", ("finite", *can))
     elif not can:
@@ -53,7 +53,7 @@ def draw(dr: Draft) -> None:
     else:
         value = ch.one(weighted(can, WEIGHTS))
     if value != "finite":
-        _apply(dr, value)
+        _apply(dr, value, view)
 
 
 def _view(dr: Draft) -> Any:
@@ -71,20 +71,20 @@ def _uses_mask(dr: Draft) -> bool:
                                                         or mode in (0, 1))
 
 
-def _masks_something(dr: Draft) -> bool:
+def _masks_something(dr: Draft, v: Any) -> bool:
     """A used atten_mask that is not all zeros, or a causal band over several query rows
     (a bernoulli mask or mode 4's band may still mask nothing: `settle` then drops the
     special)."""
     mode = dr.params.get("sparse_mode", 0)
-    rows = int(query_window(_view(dr))[0].max(initial=0))
+    rows = int(query_window(v)[0].max(initial=0))
     band = mode in (2, 3, 4) and (not dr.decode or rope.QUERY in dr.params) and rows > 1
     mask = _uses_mask(dr) and dr.fills.get("atten_mask", {}).get("dist") != "zeros"
     return mask or band
 
 
-def _padding(dr: Draft) -> tuple[bool, bool]:
-    """(query rows past the valid window exist, key columns past it exist)."""
-    v = _view(dr)
+def _padding(v: Any) -> tuple[bool, bool]:
+    """(query rows past the valid window exist, key columns past it exist) in the draft's
+    view `v`."""
     q_len, _ = query_window(v)
     kv_len, _ = kv_window(v)
     q_pad = not v.packed and not v.decode and bool((q_len < v.S1).any())
@@ -98,21 +98,22 @@ def _padding(dr: Draft) -> tuple[bool, bool]:
     return q_pad, kv_pad
 
 
-def _carried(dr: Draft) -> tuple[str, ...]:
-    """The non-finite values of the axis this case can carry, in axis order."""
+def _carried(dr: Draft) -> tuple[tuple[str, ...], Any]:
+    """(the non-finite values of the axis this case can carry, in axis order; the draft's
+    view, None when it carries none)."""
     p = dr.params
     if dr.int8_out or dr.q_dtype not in FLOAT or p.get("query") is None:
-        return ()
+        return (), None
     try:
         v = _view(dr)
         if v.mla_full_quant or dr.b == 0 or v.S1 == 0 or v.S2 == 0:
-            return ()
+            return (), None
     except Exception:  # an undetermined shape: nothing to place
-        return ()
+        return (), None
     qf, kvf = _float_qkv(dr)
-    q_pad, kv_pad = _padding(dr)
+    q_pad, kv_pad = _padding(v)
     out = ["nan_attended"]
-    masked = kvf and _masks_something(dr)
+    masked = kvf and _masks_something(dr, v)
     padding = q_pad or (kvf and kv_pad)
     out += ["nan_masked"] if masked else []
     out += ["nan_padding"] if padding else []
@@ -130,7 +131,7 @@ def _carried(dr: Draft) -> tuple[str, ...]:
     out += ["subnormal"]
     if kvf:
         out += ["ties"]
-    return tuple(out)
+    return tuple(out), v
 
 
 def _antiquant_floats(dr: Draft) -> tuple[str, ...]:
@@ -141,14 +142,16 @@ def _antiquant_floats(dr: Draft) -> tuple[str, ...]:
     return tuple(n for n in names if dr.params[n].dtype in (*FLOAT, "float32"))
 
 
-def _apply(dr: Draft, value: str) -> None:
+def _apply(dr: Draft, value: str, view: Any) -> None:
+    """Apply `value` to the draft (`view`: its view; the fills drawn here do not change
+    it)."""
     ch = dr.ch
     if value.startswith(("nan_", "inf_")):
         special, where = value.split("_")
         if special == "inf":
             special = ch.one(("inf", "-inf"))
         _, kvf = _float_qkv(dr)
-        q_pad, kv_pad = _padding(dr)
+        q_pad, kv_pad = _padding(view)
         # value first: its special reaches the output directly (one column of the rows
         # attending it), the simplest case to shrink to
         names = {"attended": ("value", "query", "key") if kvf else ("query",),

@@ -1,4 +1,5 @@
-"""A case's features are computed once per Case object and invisible to its identity."""
+"""A case's features and view are computed once per Case object and invisible to its
+identity."""
 
 import dataclasses
 import pickle
@@ -51,3 +52,17 @@ def test_pickled_case_carries_its_features(monkeypatch) -> None:
     unused = pickle.loads(pickle.dumps(_case()))
     monkeypatch.undo()
     assert unused.features() == feats
+
+
+def test_view_is_built_once_and_not_pickled(monkeypatch) -> None:
+    built = []
+    real = case_module.CallView
+    monkeypatch.setattr(case_module, "CallView", lambda kw: built.append(1) or real(kw))
+    case = _case()
+    view = case.view()
+    case.features()
+    assert case.view() is view and len(built) == 1  # features read the same view
+    back = pickle.loads(pickle.dumps(case))
+    assert case_module._VIEW not in back.__dict__  # rebuilt on demand, not shipped
+    assert back.view() is not view and back.view().B == view.B == 2
+    assert len(pickle.dumps(case)) == len(pickle.dumps(back))

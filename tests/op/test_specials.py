@@ -193,6 +193,31 @@ def test_a_drawn_special_value_is_in_the_call_it_labels(value: str) -> None:
         assert held and all(_holds_nonfinite(call[n]) for n in held), case.to_json()
 
 
+def test_the_emptiness_check_agrees_with_the_positions_placement_draws_from() -> None:
+    """`unplaced` asks each region whether it holds a position without listing them: the
+    answer is the listing's, for every region of a banded, padded call and of a call whose
+    mask masks nothing, a position bias included."""
+    from fia_fuzz.op.call import CallView
+    from fia_fuzz.op.specials import _Regions
+
+    quiet = {**_case().params, "sparse_mode": 0, "atten_mask": TensorSpec((S1, S2), "bool"),
+             "pse_shift": TensorSpec((B, N, S1, S2), "float16")}
+    calls = [_case().call(data=False), Case(params=quiet, fills={"atten_mask": {
+        "dist": "zeros"}}, seed=5).call()]
+    answers = set()
+    for call in calls:
+        regions = _Regions(CallView(call), call)
+        for name in ("query", "key", "value"):
+            for where in ("attended", "masked", "padding"):
+                listed = bool(regions._candidates(name, where))
+                assert regions.placeable(name, where) == listed, (name, where)
+                answers.add(listed)
+        if call.get("pse_shift") is not None:
+            assert regions.placeable("pse_shift", "attended") == bool(regions._pse_pairs())
+        assert regions.placeable("atten_mask", "attended") == bool(regions._mask_rows())
+    assert answers == {False, True}  # both answers are checked
+
+
 def _holds_nonfinite(x: np.ndarray | list[np.ndarray]) -> bool:
     return any(not np.isfinite(np.asarray(a, np.float32)).all()
                for a in (x if isinstance(x, list) else [x]))
