@@ -22,7 +22,7 @@ STALL_S = 600
 
 
 def _journal_rows(out: Path) -> int:
-    return sum(len(read_journal(p)) for p in (out / "results").glob("*.jsonl"))
+    return sum(len(read_journal(p)) for p in (out / "journal").glob("*.jsonl"))
 
 
 def test_sigkill_then_rerun_loses_and_duplicates_nothing(tmp_path) -> None:
