@@ -57,8 +57,9 @@ def save(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> Path
     return savez(path, pack(arrays))
 
 
-#: Bytes of an array `savez` deflates on trial, and the share they must shrink to.
-_SAMPLE, _WORTH = 1 << 16, 0.8
+#: Bytes of an array `savez` deflates on trial, and the share they must shrink to (drawn
+#: float data shrinks to 0.6-0.9 at 10-20 MB/s: not worth it; masks to a few per cent).
+_SAMPLE, _WORTH = 1 << 16, 0.5
 #: Deflate level of the arrays `savez` compresses: level 1 gets most of what level 6 gets
 #: from masks and indices, in a fraction of its time.
 DEFLATE_LEVEL = 1
