@@ -23,7 +23,8 @@ Run: .venv/bin/python benchmarks/bench_campaign.py [--cases 40] [--seed 18] [--n
      [--repeat 1] [--verbose]
 Each stage takes its best of --repeat runs per case; the load average is printed.
 
-A failing night (`--failing-night [--budget 60] [--seed 3] [--workers 1]`): the
+A failing night (`--failing-night [--budget 60] [--seed 3] [--workers 1]
+[--bundles-per-signature 3]`): the
 same nightly campaign (`fia-fuzz campaign --profile nightly --no-shrink`) twice at the
 same time, so both meet the same load, on two test doubles that cost the same
 (benchmarks/night_doubles.py): one planting a failure in about 30% of the cases, one
@@ -172,17 +173,18 @@ def measure(case: Case, t_generate: float, runner: Any, repeat: int
     return {k: (float(v[0]), float(v[1])) for k, v in t.items()}
 
 
-def _night(runner: str, out: Path, budget: float, seed: int, workers: int
+def _night(runner: str, out: Path, budget: float, seed: int, workers: int, per_signature: int
            ) -> subprocess.Popen[bytes]:
     """The nightly campaign on `runner`, started as its own command."""
     return subprocess.Popen(
         [sys.executable, "-m", "fia_fuzz", "campaign", "--runner", runner, "--profile",
          "nightly", "--budget", f"{budget:g}s", "--seed", str(seed), "--workers",
-         str(workers), "--no-shrink", "--out", str(out)],
+         str(workers), "--bundles-per-signature", str(per_signature), "--no-shrink",
+         "--out", str(out)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def failing_night(budget: float, seed: int, workers: int) -> None:
+def failing_night(budget: float, seed: int, workers: int, per_signature: int) -> None:
     """The failing-night comparison (see the module doc)."""
     import pandas as pd
 
@@ -193,12 +195,13 @@ def failing_night(budget: float, seed: int, workers: int) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (here, os.environ.get("PYTHONPATH")) if p)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
-          f"budget {budget:g}s each, seed {seed}, {workers} worker(s); the two campaigns "
+          f"budget {budget:g}s each, seed {seed}, {workers} worker(s), {per_signature} "
+          "bundle(s) per signature; the two campaigns "
           "run at the same time (the same load for both)")
     with tempfile.TemporaryDirectory() as tmp:
         outs = {name: Path(tmp) / name for name in ("passing", "failing")}
-        procs = [_night(f"night_doubles:{name}_night", out, budget, seed, workers)
-                 for name, out in outs.items()]
+        procs = [_night(f"night_doubles:{name}_night", out, budget, seed, workers,
+                        per_signature) for name, out in outs.items()]
         for p in procs:
             p.wait()
         summaries = {k: json.loads((out / "summary.json").read_text())
@@ -238,6 +241,8 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=60.0,
                         help="seconds of each --failing-night campaign")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--bundles-per-signature", type=int, default=3,
+                        help="of each --failing-night campaign (the campaign's default)")
     parser.add_argument("--cases", type=int, default=40)
     parser.add_argument("--seed", type=int, default=None,
                         help="default 18 (stages), 3 (--failing-night)")
@@ -246,7 +251,8 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="one line per case")
     args = parser.parse_args()
     if args.failing_night:
-        failing_night(args.budget, 3 if args.seed is None else args.seed, args.workers)
+        failing_night(args.budget, 3 if args.seed is None else args.seed, args.workers,
+                      args.bundles_per_signature)
         return
     import torch
 

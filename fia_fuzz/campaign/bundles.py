@@ -74,16 +74,18 @@ ArrayWriter = Callable[[Path], bool]
 
 
 def write_arrays(directory: str | os.PathLike[str], case: Case, runner: str,
-                 outputs: dict[str, np.ndarray] | None) -> None:
+                 outputs: dict[str, np.ndarray] | None,
+                 call: dict[str, Any] | None = None) -> None:
     """The bundle's array files: `outputs.npz` (the device's outputs, when they exist),
     repro_npu.py with inputs.npz and golden.npz (the golden's outputs, when it ran), and
-    for an aclnn runner repro_aclnn.c with its aclnn/ files."""
+    for an aclnn runner repro_aclnn.c with its aclnn/ files (`call`: the case's inputs
+    already materialised, not materialised again)."""
     d = Path(directory)
     if outputs is not None and all(n in outputs for n in OUTPUT_NAMES):
         stored.save(d / "outputs.npz", {n: outputs[n] for n in OUTPUT_NAMES})
     golden = {n: outputs[n] for n in GOLDEN_NAMES if n in outputs} if outputs else None
-    write_repro_npu(d, case, runner, golden)
-    write_repro_aclnn(d, case, runner, golden)
+    write_repro_npu(d, case, runner, golden, call)
+    write_repro_aclnn(d, case, runner, golden, call)
 
 
 def dir_bytes(path: str | os.PathLike[str]) -> int:

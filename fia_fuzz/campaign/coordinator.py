@@ -222,7 +222,8 @@ def run_campaign(cfg: CampaignConfig, stream: TextIO | None = None,
         left = cfg.budget_s - state.spent
         progress.start -= state.spent
         hard_end = t0 + left
-        explore_end = t0 + left - SHRINK_SHARE * cfg.budget_s
+        if cfg.shrink:  # the budget's last share is the shrink's (none with --no-shrink)
+            explore_end = t0 + left - SHRINK_SHARE * cfg.budget_s
     jobs = [PartitionJob(cfg=cfg, run_id=state.run_id, attempt=state.attempt, worker=w,
                          device=cfg.device_of(w), hard_end=hard_end, explore_end=explore_end)
             for w in range(cfg.workers)]

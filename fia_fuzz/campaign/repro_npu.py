@@ -58,12 +58,14 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def call_spec(case: Case, runner: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(the script's CALL, the arrays of inputs.npz) for `case` on its torch_npu API."""
+def call_spec(case: Case, runner: str, call: dict[str, Any] | None = None
+              ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(the script's CALL, the arrays of inputs.npz) for `case` on its torch_npu API
+    (`call`: the case already materialised, not materialised again)."""
     api, why = _front_door(case, runner)
     if not api:
         return {"unexpressible": why}, {}
-    mapped = to_api(api, case.call())
+    mapped = to_api(api, case.call() if call is None else call)
     arrays: dict[str, np.ndarray] = {}
     dtypes: dict[str, str] = {}
 
@@ -131,11 +133,13 @@ def expected_arrays(golden: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def write_repro_npu(bundle: Path, case: Case, runner: str,
-                    golden: dict[str, np.ndarray] | None) -> None:
-    """repro_npu.py, inputs.npz and (when the golden ran) golden.npz into `bundle`."""
-    call, arrays = call_spec(case, runner)
+                    golden: dict[str, np.ndarray] | None,
+                    call: dict[str, Any] | None = None) -> None:
+    """repro_npu.py, inputs.npz and (when the golden ran) golden.npz into `bundle`
+    (`call`: the case already materialised)."""
+    spec, arrays = call_spec(case, runner, call)
     if arrays:
         stored.savez(bundle / INPUTS, arrays)
     if golden:
         stored.savez(bundle / GOLDEN, expected_arrays(golden))
-    (bundle / SCRIPT).write_text(script_text(case, call))
+    (bundle / SCRIPT).write_text(script_text(case, spec))
