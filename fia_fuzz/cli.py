@@ -346,8 +346,8 @@ def _issue(args: argparse.Namespace) -> int:
     else:  # a case id: its row in the run directories (a failing row with no bundle)
         bundle = row_bundle(args.issue, args.run_dirs or ["."])
         if bundle is None:
-            raise InputError(f"--issue {args.issue}: neither a bundle directory (no case.json "
-                             "in it) nor a case id with a row in "
+            raise InputError(f"--issue {args.issue}: not a bundle directory (no case.json "
+                             "in it), nor a case id with a row in "
                              f"{' '.join(args.run_dirs or ['.'])}")
     body = issue_body(bundle)
     if args.issue_out:

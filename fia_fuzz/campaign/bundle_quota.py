@@ -150,9 +150,12 @@ class BundleQuota:
 
     def admit(self, nbytes: int, always: bool = False) -> bool:
         """Whether a bundle of `nbytes` may be written (counted when it may); False past
-        the budget, and the first refusal prints one line."""
+        the budget and from then on (the first refusal prints one line), True for a
+        bundle written `always`."""
         with self.spent.get_lock():
-            if always or self.budget is None or self.spent.value + nbytes <= self.budget:
+            fits = self.budget is None or (not self.announced.value
+                                           and self.spent.value + nbytes <= self.budget)
+            if always or fits:
                 self.spent.value += nbytes
                 return True
             first = not self.announced.value
