@@ -1,9 +1,12 @@
 """A campaign: K worker processes, each a partition of the case stream, under one budget.
 
 The coordinator (this module) has one job: the run's identity, clock, workers and
-summary. It decides the run identity and the clock, removes what a killed run left
-half-written (`bundles.remove_unfinished_bundles`), starts the workers, hands them the
-claim counter through which they share this host's cases (`Claims`), and sums up what
+summary. It decides the run identity and the clock, compacts the journals a killed run
+left into results/ (`dataset.compact_journals`), removes what it left half-written
+(`bundles.remove_unfinished_bundles`, and the bundle slots those held,
+`bundle_quota.drop_unfinished`), starts the workers, hands them the claim counter
+through which they share this host's cases (`Claims`) and the bundle byte counter
+(`bundle_quota.BundleQuota`), and sums up what
 they did (cases, outcomes, throughput, busy share, where the time went) in
 `OUT/summary.json`. Each worker (`partition.py`) walks the case stream, sends cases to
 its own isolated device process (`device_worker.py`) and makes their rows
@@ -45,7 +48,12 @@ from fia_fuzz.campaign.partition import DEVICE_MODULE, run_files, run_partition
 from fia_fuzz.campaign.progress import Progress
 from fia_fuzz.campaign.shrink import SHRUNK
 from fia_fuzz.campaign.state import Claims, PartitionJob
-from fia_fuzz.reports.dataset import compact_journals, read_result_file, repair_results
+from fia_fuzz.reports.dataset import (
+    compact_journals,
+    damage_warning,
+    read_result_file,
+    repair_results,
+)
 from fia_fuzz.runners import get_runner
 from fia_fuzz.runners.isolation import HARNESS, IsolatedWorker, address_space, runner_ref
 
@@ -196,7 +204,10 @@ def run_campaign(cfg: CampaignConfig, stream: TextIO | None = None,
     Path(cfg.out).mkdir(parents=True, exist_ok=True)
     for note in repair_results(cfg.out):  # torn parquet files a crash left: from journals
         print(note, file=sys.stderr)
-    compact_journals(cfg.out)  # what a killed attempt left uncompacted: results/ has it all
+    damaged: list[str] = []  # what a killed attempt left uncompacted: results/ has it all
+    compact_journals(cfg.out, damaged)
+    if damage_warning(damaged):
+        print(damage_warning(damaged), file=sys.stderr)
     state = RunState(cfg)
     summary = CampaignSummary(run_id=state.run_id, attempt=state.attempt,
                               results=Path(cfg.out) / "results", workers=cfg.workers)

@@ -88,7 +88,7 @@ def test_a_killed_two_worker_run_resumed_is_one_parquet_dataset(tmp_path) -> Non
     df = pd.read_parquet(out / "results")
     assert len(df) == PAIR_N and df["case_id"].is_unique
     assert set(df["attempt"]) == {1, 2}
-    assert sorted(p.suffix for p in (out / "results").iterdir()) == [".parquet"] * 4
+    assert {p.suffix for p in (out / "results").iterdir()} == {".parquet"}
 
     other = ["--runner", "torch-sdpa", *PLAIN, "--max-cases", "6", "--seed", "1"]
     assert main(["campaign", *other, "--no-shrink", "--out", str(out)]) == 0
