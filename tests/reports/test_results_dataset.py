@@ -96,6 +96,7 @@ def test_a_killed_writers_journal_is_compacted_and_old_layouts_move(tmp_path) ->
     w.write(_row(1))  # never closed: killed
     legacy = tmp_path / "results" / "old.jsonl"  # a journal where older versions kept it
     legacy.write_text('{"case_id": "c9", "runner": "r", "outcome": "ok"}\n')
+    assert sorted(read_results(tmp_path)["case_id"]) == ["c1", "c9"]  # report reads both
     assert compact_journals(tmp_path) == 2
     assert sorted(pd.read_parquet(tmp_path / "results")["case_id"]) == ["c1", "c9"]
     assert (tmp_path / "journal" / "old.jsonl").exists() and not legacy.exists()
