@@ -163,4 +163,5 @@ def test_sigterm_ends_the_campaign_with_closed_files_and_no_half_bundle(tmp_path
     assert _hidden(out) == []
     written = [j for j in (out / "journal").glob("*.jsonl") if len(read_journal(j))]
     assert written  # every worker that wrote rows closed its results into parquet
-    assert all(j.with_suffix(".parquet").exists() for j in written), written
+    assert all((out / "results" / j.with_suffix(".parquet").name).exists()
+               for j in written), written
