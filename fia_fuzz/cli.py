@@ -336,15 +336,16 @@ def _print_replays(df: Any) -> None:
 def _issue(args: argparse.Namespace) -> int:
     """`report --issue BUNDLE` (or `--issue CASE_ID RUN_DIR...`): the Markdown issue body,
     on stdout or into --issue-out."""
-    from fia_fuzz.campaign.bundles import row_bundle
+    from fia_fuzz.campaign.bundles import find_bundle, row_bundle
     from fia_fuzz.campaign.issue import issue_body
 
     bundle: Any = Path(args.issue)
     if (bundle / "case.json").is_file():
         if args.run_dirs:
             raise InputError("--issue BUNDLE takes no run directories")
-    else:  # a case id: its row in the run directories (a failing row with no bundle)
-        bundle = row_bundle(args.issue, args.run_dirs or ["."])
+    else:  # a case id: its bundle, or its row (a failing row with no bundle of its own)
+        dirs = args.run_dirs or ["."]
+        bundle = find_bundle(args.issue, dirs) or row_bundle(args.issue, dirs)
         if bundle is None:
             raise InputError(f"--issue {args.issue}: not a bundle directory (no case.json "
                              "in it), nor a case id with a row in "
