@@ -22,15 +22,29 @@ diff).
 Run: .venv/bin/python benchmarks/bench_campaign.py [--cases 40] [--seed 18] [--no-shapes]
      [--repeat 1] [--verbose]
 Each stage takes its best of --repeat runs per case; the load average is printed.
+
+A failing night (`--failing-night [--budget 60] [--seed 3] [--workers 1]
+[--bundles-per-signature 3]`): the
+same nightly campaign (`fia-fuzz campaign --profile nightly --no-shrink`) twice at the
+same time, so both meet the same load, on two test doubles that cost the same
+(benchmarks/night_doubles.py): one planting a failure in about 30% of the cases, one
+passing all. Printed: each run's cases per minute and their ratio (target >= 0.8),
+and the bundle bytes per failing row beyond each signature's first bundles (median,
+target <= 1 MB), beside the bytes of the first bundles and of the result rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -159,20 +173,93 @@ def measure(case: Case, t_generate: float, runner: Any, repeat: int
     return {k: (float(v[0]), float(v[1])) for k, v in t.items()}
 
 
+def _night(runner: str, out: Path, budget: float, seed: int, workers: int, per_signature: int
+           ) -> subprocess.Popen[bytes]:
+    """The nightly campaign on `runner`, started as its own command."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "fia_fuzz", "campaign", "--runner", runner, "--profile",
+         "nightly", "--budget", f"{budget:g}s", "--seed", str(seed), "--workers",
+         str(workers), "--bundles-per-signature", str(per_signature), "--no-shrink",
+         "--out", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def failing_night(budget: float, seed: int, workers: int, per_signature: int) -> None:
+    """The failing-night comparison (see the module doc)."""
+    import pandas as pd
+
+    from fia_fuzz.campaign.bundles import dir_bytes
+    from fia_fuzz.diff.signature import failure_kind
+
+    here = str(Path(__file__).parent)  # the doubles' module, for the campaigns' processes
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
+          f"budget {budget:g}s each, seed {seed}, {workers} worker(s), {per_signature} "
+          "bundle(s) per signature; the two campaigns "
+          "run at the same time (the same load for both)")
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = {name: Path(tmp) / name for name in ("passing", "failing")}
+        procs = [_night(f"night_doubles:{name}_night", out, budget, seed, workers,
+                        per_signature) for name, out in outs.items()]
+        for p in procs:
+            p.wait()
+        summaries = {k: json.loads((out / "summary.json").read_text())
+                     for k, out in outs.items()}
+        rate = {k: s["cases_per_min"] for k, s in summaries.items()}
+        for k, s in summaries.items():
+            print(f"  {k:<8} {s['cases']:4d} cases in {s['elapsed_s']:5.1f}s: "
+                  f"{rate[k]:6.1f} cases/min; verdicts {s['verdicts']}")
+        print(f"  throughput with failures / without: "
+              f"{rate['failing'] / max(rate['passing'], 1e-9):.2f}x (target >= 0.8)")
+        out = outs["failing"]
+        print(f"  load average {os.getloadavg()[0]:.1f} at end")
+        df = pd.read_parquet(out / "results")
+        failing = df[[failure_kind(r) is not None for r in df.to_dict("records")]]
+        own = failing["bundle"].notna() if "bundle" in failing else \
+            pd.Series(False, index=failing.index)
+        first = failing[own]
+        beyond = failing[~own]
+        beyond_bytes = [dir_bytes(b) if isinstance(b, str) else 0
+                        for b in beyond.get("bundle", pd.Series([None] * len(beyond)))]
+        row_bytes = sum(p.stat().st_size for p in (out / "results").iterdir()) / max(1, len(df))
+        print(f"  failing rows {len(failing)} of {len(df)} ({len(failing) / max(1, len(df)):.0%})"
+              f", {failing['signature'].nunique() if len(failing) else 0} signature(s); "
+              f"first bundles {len(first)}, "
+              f"{sum(dir_bytes(b) for b in first['bundle']) / 1e6:.1f} MB")
+        median = float(np.median(beyond_bytes)) if beyond_bytes else 0.0
+        print(f"  bundle bytes per failing row beyond its signature's first bundles: median "
+              f"{median / 1e6:.3f} MB over {len(beyond)} rows (target <= 1 MB); a result row "
+              f"takes {row_bytes / 1e3:.1f} kB of parquet")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--failing-night", action="store_true",
+                        help="instead: a nightly campaign with 30%% planted failures against "
+                             "the same without failures")
+    parser.add_argument("--budget", type=float, default=60.0,
+                        help="seconds of each --failing-night campaign")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--bundles-per-signature", type=int, default=3,
+                        help="of each --failing-night campaign (the campaign's default)")
     parser.add_argument("--cases", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="default 18 (stages), 3 (--failing-night)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--no-shapes", action="store_true")
     parser.add_argument("--verbose", action="store_true", help="one line per case")
     args = parser.parse_args()
+    if args.failing_night:
+        failing_night(args.budget, 3 if args.seed is None else args.seed, args.workers,
+                      args.bundles_per_signature)
+        return
     import torch
 
     runner = get_runner("torch-sdpa")
     illegal: list[str] = []
     sets: dict[str, list[tuple[str, Case, float]]] = {
-        "nightly": nightly_cases(args.cases, args.seed, illegal)}
+        "nightly": nightly_cases(args.cases, 18 if args.seed is None else args.seed, illegal)}
     if not args.no_shapes:
         sets["shapes"] = [(name, shape_case(*dims), 0.0) for name, dims in SHAPES.items()]
     print(f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, "

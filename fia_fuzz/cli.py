@@ -251,7 +251,14 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         devices = parse_devices(args.devices) if args.devices else None
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    try:
+        bundle_budget = None if args.bundle_budget.strip().lower() == "none" \
+            else parse_size(args.bundle_budget)
+    except ValueError as exc:
+        raise InputError(f"--bundle-budget: {exc}") from None
     _positive("--budget", budget, args.budget)
+    _positive("--bundle-budget", bundle_budget, args.bundle_budget)
+    _positive("--bundles-per-signature", args.bundles_per_signature)
     _positive("--case-timeout", timeout, args.case_timeout)
     _positive("--memory-limit", memory, args.memory_limit)
     _positive("--device-memory", device_memory, given)
@@ -284,8 +291,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         seed=args.seed, profile=args.profile, filters=filters, workers=args.workers,
         devices=devices, shard=shard, shards=shards, negative=args.negative, rules=args.rules,
         case_timeout_s=timeout, memory_limit=memory, device_memory=device_memory,
-        shrink=not args.no_shrink,
-        metamorphic=args.metamorphic, seed_cases=seeds,
+        shrink=not args.no_shrink, bundles_per_signature=args.bundles_per_signature,
+        bundle_budget=bundle_budget, metamorphic=args.metamorphic, seed_cases=seeds,
         replay=tuple(Path(d) for d in args.replay))
     s = run_campaign(cfg, started=started)
     added = "" if s.attempt == 1 else (
@@ -327,14 +334,22 @@ def _print_replays(df: Any) -> None:
 
 
 def _issue(args: argparse.Namespace) -> int:
-    """`report --issue BUNDLE`: the Markdown issue body, on stdout or into --issue-out."""
+    """`report --issue BUNDLE` (or `--issue CASE_ID RUN_DIR...`): the Markdown issue body,
+    on stdout or into --issue-out."""
+    from fia_fuzz.campaign.bundles import find_bundle, row_bundle
     from fia_fuzz.campaign.issue import issue_body
 
-    bundle = Path(args.issue)
-    if not (bundle / "case.json").is_file():
-        raise InputError(f"--issue {args.issue}: not a bundle directory (no case.json in it)")
-    if args.run_dirs:
-        raise InputError("--issue BUNDLE takes no run directories")
+    bundle: Any = Path(args.issue)
+    if (bundle / "case.json").is_file():
+        if args.run_dirs:
+            raise InputError("--issue BUNDLE takes no run directories")
+    else:  # a case id: its bundle, or its row (a failing row with no bundle of its own)
+        dirs = args.run_dirs or ["."]
+        bundle = find_bundle(args.issue, dirs) or row_bundle(args.issue, dirs)
+        if bundle is None:
+            raise InputError(f"--issue {args.issue}: not a bundle directory (no case.json "
+                             "in it), nor a case id with a row in "
+                             f"{' '.join(args.run_dirs or ['.'])}")
     body = issue_body(bundle)
     if args.issue_out:
         Path(args.issue_out).write_text(body, encoding="utf-8")
@@ -680,6 +695,8 @@ def _triage_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fia_fuzz.campaign.bundle_quota import DEFAULT_BUDGET, PER_SIGNATURE
+    from fia_fuzz.campaign.config import size_text
     from fia_fuzz.runners import RUNNERS
 
     p = OneLineParser(prog="fia-fuzz", description=__doc__, epilog=EXIT_CODES,
@@ -722,6 +739,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "the runner's working memory) are recorded as skipped, not run; "
                         "default the runner's device (NPU runners: 64GiB, Atlas A2), none "
                         "for host runners; 'none' skips nothing")
+    c.add_argument("--bundles-per-signature", type=int, default=PER_SIGNATURE, metavar="K",
+                   help="full failure bundles per failure signature in the run (every other "
+                        "failing row keeps its case and statistics and points to its "
+                        "signature's first bundle)")
+    c.add_argument("--bundle-budget", default=size_text(DEFAULT_BUDGET).replace(" ", ""),
+                   metavar="SIZE",
+                   help="bytes the run's bundles may take on this host, e.g. 4GiB ('none': "
+                        "no cap); past it no more bundles are written, the campaign goes on")
     c.add_argument("--no-shrink", action="store_true",
                    help="skip shrinking failing cells to minimal cases")
     c.add_argument("--metamorphic", action="store_true",
@@ -742,7 +767,9 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=Formatter, epilog=EXIT_CODES)
     r.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="campaign --out directories")
     r.add_argument("--issue", metavar="BUNDLE",
-                   help="instead: write a Markdown issue body for one failure bundle (summary, "
+                   help="instead: write a Markdown issue body for one failure bundle, or for "
+                        "the failing row of a case id in RUN_DIR (default .) that has none "
+                        "of its own: its case runs again here (summary, "
                         "environment, minimal call, expected against actual, a standalone "
                         "repro in the backend's own framework)")
     r.add_argument("--issue-out", metavar="FILE", help="write the --issue body here "

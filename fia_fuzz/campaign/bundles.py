@@ -74,27 +74,43 @@ ArrayWriter = Callable[[Path], bool]
 
 
 def write_arrays(directory: str | os.PathLike[str], case: Case, runner: str,
-                 outputs: dict[str, np.ndarray] | None) -> None:
+                 outputs: dict[str, np.ndarray] | None,
+                 call: dict[str, Any] | None = None) -> None:
     """The bundle's array files: `outputs.npz` (the device's outputs, when they exist),
     repro_npu.py with inputs.npz and golden.npz (the golden's outputs, when it ran), and
-    for an aclnn runner repro_aclnn.c with its aclnn/ files."""
+    for an aclnn runner repro_aclnn.c with its aclnn/ files (`call`: the case's inputs
+    already materialised, not materialised again)."""
     d = Path(directory)
     if outputs is not None and all(n in outputs for n in OUTPUT_NAMES):
         stored.save(d / "outputs.npz", {n: outputs[n] for n in OUTPUT_NAMES})
     golden = {n: outputs[n] for n in GOLDEN_NAMES if n in outputs} if outputs else None
-    write_repro_npu(d, case, runner, golden)
-    write_repro_aclnn(d, case, runner, golden)
+    write_repro_npu(d, case, runner, golden, call)
+    write_repro_aclnn(d, case, runner, golden, call)
+
+
+def dir_bytes(path: str | os.PathLike[str]) -> int:
+    """Bytes of the files under `path` (0 when it is gone)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(root, f)).st_size
+            except FileNotFoundError:
+                continue
+    return total
 
 
 def write_bundle(out_dir: str | os.PathLike[str], case: Case, row: dict[str, Any],
                  outputs: dict[str, np.ndarray] | None = None,
-                 arrays: ArrayWriter | None = None) -> Path | None:
+                 arrays: ArrayWriter | None = None,
+                 admit: Callable[[int], bool] | None = None) -> Path | None:
     """Write (or replace) the bundle of `case` under `out_dir`; returns its directory.
 
     The array files come from `arrays` (e.g. the device process that holds the outputs)
     or, without it, from `write_arrays` with `outputs`; None when `arrays` could not
-    write them (no bundle then). Whatever ends the write early, its temporary directory
-    is removed: a bundle is complete or absent.
+    write them, or when `admit`, given the finished bundle's bytes, refuses it (a disk
+    budget): no bundle then. Whatever ends the write early, its temporary directory is
+    removed: a bundle is complete or absent.
     """
     root = Path(out_dir) / BUNDLES
     root.mkdir(parents=True, exist_ok=True)
@@ -112,6 +128,8 @@ def write_bundle(out_dir: str | os.PathLike[str], case: Case, row: dict[str, Any
                                           + "\n")
         (tmp / "repro.txt").write_text(
             "\n".join(repro_lines(final, case, str(row.get("runner")))) + "\n")
+        if admit is not None and not admit(dir_bytes(tmp)):
+            return None
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -157,6 +175,15 @@ class Bundle:
     outputs: tuple[np.ndarray, np.ndarray] | None
     #: The input digest and environment recorded in case.json (Recorded(): none).
     recorded: Recorded = Recorded()
+    #: A failing row with no bundle of its own (past its signature's first bundles):
+    #: `path` is its run directory, `metrics` its row (see `row_bundle`).
+    of_row: bool = False
+
+    @property
+    def signature_bundle(self) -> str:
+        """The directory of the signature's first bundle a row points to ('' if none)."""
+        v = self.metrics.get("signature_bundle")
+        return v if isinstance(v, str) else ""
 
 
 def load_bundle(path: str | os.PathLike[str]) -> Bundle:
@@ -175,6 +202,32 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
             raise InputError(f"{p / 'outputs.npz'}: cannot read the stored outputs "
                              f"({exc})") from None
     return Bundle(path=p, case=case, metrics=metrics, outputs=outputs, recorded=record)
+
+
+def row_bundle(case_id: str, run_dirs: list[str]) -> Bundle | None:
+    """The result row of `case_id` in `run_dirs` as a bundle without arrays (its case,
+    recorded input digest, statistics and its signature's bundle), the first found; None
+    when no row has it. Its inputs rebuild bit for bit from its case."""
+    from fia_fuzz.reports import read_results
+
+    for d in run_dirs:
+        if not Path(d).is_dir():
+            continue
+        df = read_results([d])
+        if df.empty or "case_id" not in df or "case_json" not in df:
+            continue
+        hit = df[df["case_id"] == case_id]
+        if hit.empty:
+            continue
+        row = {k: v for k, v in hit.iloc[0].items() if not _missing(v)}
+        return Bundle(path=Path(d), case=Case.from_json(row["case_json"]), metrics=row,
+                      outputs=None, recorded=recorded(row, f"the row of {case_id} in {d}"),
+                      of_row=True)
+    return None
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def find_bundle(case_id: str, run_dirs: list[str]) -> Path | None:

@@ -41,8 +41,11 @@ class CampaignConfig:
     #: Memory of one device in bytes: a case whose `device_bytes` exceed it is recorded as
     #: `skipped`, not run (None: nothing is skipped).
     device_memory: int | None = None
-    #: Failure bundles written per feature cell and worker (rows are kept for all).
-    bundles_per_cell: int = 25
+    #: Full failure bundles per failure signature and run (every failing row is kept, and
+    #: points to its signature's first bundle; bundle_quota.py).
+    bundles_per_signature: int = 3
+    #: Bytes the run's bundles may take on this host (None: no cap; bundle_quota.py).
+    bundle_budget: int | None = 16 << 30
     shrink: bool = True
     #: Examples the shrink search of one cell may generate before giving up.
     shrink_examples: int = 60

@@ -1,9 +1,12 @@
 """A campaign: K worker processes, each a partition of the case stream, under one budget.
 
 The coordinator (this module) has one job: the run's identity, clock, workers and
-summary. It decides the run identity and the clock, removes what a killed run left
-half-written (`bundles.remove_unfinished_bundles`), starts the workers, hands them the
-claim counter through which they share this host's cases (`Claims`), and sums up what
+summary. It decides the run identity and the clock, compacts the journals a killed run
+left into results/ (`dataset.compact_journals`), removes what it left half-written
+(`bundles.remove_unfinished_bundles`, and the bundle slots those held,
+`bundle_quota.drop_unfinished`), starts the workers, hands them the claim counter
+through which they share this host's cases (`Claims`) and the bundle byte counter
+(`bundle_quota.BundleQuota`), and sums up what
 they did (cases, outcomes, throughput, busy share, where the time went) in
 `OUT/summary.json`. Each worker (`partition.py`) walks the case stream, sends cases to
 its own isolated device process (`device_worker.py`) and makes their rows
@@ -38,13 +41,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from fia_fuzz.campaign.bundle_quota import drop_unfinished, run_bytes
 from fia_fuzz.campaign.bundles import STALE_S, remove_unfinished_bundles
 from fia_fuzz.campaign.config import CampaignConfig, size_text
 from fia_fuzz.campaign.partition import DEVICE_MODULE, run_files, run_partition
 from fia_fuzz.campaign.progress import Progress
 from fia_fuzz.campaign.shrink import SHRUNK
 from fia_fuzz.campaign.state import Claims, PartitionJob
-from fia_fuzz.reports.dataset import read_result_file, repair_results
+from fia_fuzz.reports.dataset import (
+    compact_journals,
+    damage_warning,
+    read_result_file,
+    repair_results,
+)
 from fia_fuzz.runners import get_runner
 from fia_fuzz.runners.isolation import HARNESS, IsolatedWorker, address_space, runner_ref
 
@@ -154,6 +163,7 @@ class RunState:
 
 _QUEUE: Any = None
 _COUNTER: Any = None
+_BUDGET: Any = None
 
 
 class Terminated(KeyboardInterrupt):
@@ -171,14 +181,14 @@ def _catch_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, _on_sigterm)
 
 
-def _set_queue(q: Any, counter: Any) -> None:
-    global _QUEUE, _COUNTER
-    _QUEUE, _COUNTER = q, counter
+def _set_queue(q: Any, counter: Any, budget: tuple[Any, Any]) -> None:
+    global _QUEUE, _COUNTER, _BUDGET
+    _QUEUE, _COUNTER, _BUDGET = q, counter, budget
     _catch_sigterm()
 
 
 def _run_queued(job: PartitionJob) -> dict[str, Any]:
-    return run_partition(job, _QUEUE.put, Claims(_COUNTER))
+    return run_partition(job, _QUEUE.put, Claims(_COUNTER), _BUDGET)
 
 
 def run_campaign(cfg: CampaignConfig, stream: TextIO | None = None,
@@ -194,6 +204,10 @@ def run_campaign(cfg: CampaignConfig, stream: TextIO | None = None,
     Path(cfg.out).mkdir(parents=True, exist_ok=True)
     for note in repair_results(cfg.out):  # torn parquet files a crash left: from journals
         print(note, file=sys.stderr)
+    damaged: list[str] = []  # what a killed attempt left uncompacted: results/ has it all
+    compact_journals(cfg.out, damaged)
+    if damage_warning(damaged):
+        print(damage_warning(damaged), file=sys.stderr)
     state = RunState(cfg)
     summary = CampaignSummary(run_id=state.run_id, attempt=state.attempt,
                               results=Path(cfg.out) / "results", workers=cfg.workers)
@@ -208,12 +222,19 @@ def run_campaign(cfg: CampaignConfig, stream: TextIO | None = None,
     if state.resumed:
         progress.message(f"resuming run {state.run_id} (attempt {state.attempt}, "
                          f"{state.spent:.0f}s of budget already spent)")
+        if cfg.shards == 1:  # bundle slots whose write a kill cut short
+            drop_unfinished(cfg.out, state.run_id)
+    ctx = mp.get_context("spawn")
+    # the run's bundle bytes so far and whether the budget refused one (bundle_quota.py)
+    budget = (ctx.Value("q", run_bytes(cfg.out, state.run_id) if state.resumed else 0),
+              ctx.Value("b", 0))
     hard_end = explore_end = None
     if cfg.budget_s is not None:
         left = cfg.budget_s - state.spent
         progress.start -= state.spent
         hard_end = t0 + left
-        explore_end = t0 + left - SHRINK_SHARE * cfg.budget_s
+        if cfg.shrink:  # the budget's last share is the shrink's (none with --no-shrink)
+            explore_end = t0 + left - SHRINK_SHARE * cfg.budget_s
     jobs = [PartitionJob(cfg=cfg, run_id=state.run_id, attempt=state.attempt, worker=w,
                          device=cfg.device_of(w), hard_end=hard_end, explore_end=explore_end)
             for w in range(cfg.workers)]
@@ -228,9 +249,9 @@ def run_campaign(cfg: CampaignConfig, stream: TextIO | None = None,
     previous = _catch_sigterm()
     try:
         if cfg.workers == 1:
-            summary.partitions = [run_partition(jobs[0], on_event)]
+            summary.partitions = [run_partition(jobs[0], on_event, None, budget)]
         else:
-            summary.partitions = _run_pool(jobs, on_event, progress)
+            summary.partitions = _run_pool(jobs, on_event, progress, ctx, budget)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -317,13 +338,12 @@ def whole_run(summary: CampaignSummary, cfg: CampaignConfig,
     summary.shrunk = shrunk_now + earlier
 
 
-def _run_pool(jobs: list[PartitionJob], on_event: Any, progress: Progress
-              ) -> list[dict[str, Any]]:
-    ctx = mp.get_context("spawn")
+def _run_pool(jobs: list[PartitionJob], on_event: Any, progress: Progress, ctx: Any,
+              budget: tuple[Any, Any]) -> list[dict[str, Any]]:
     events = ctx.Queue()
     counter = ctx.Value("q", 0)  # the host's next unclaimed stream case (state.Claims)
     pool = ProcessPoolExecutor(len(jobs), mp_context=ctx, initializer=_set_queue,
-                               initargs=(events, counter))
+                               initargs=(events, counter, budget))
     try:
         futures = [pool.submit(_run_queued, job) for job in jobs]
         pending = set(futures)

@@ -32,8 +32,9 @@ ACCEPTED_BY_PROFILE = "accepted (device profile)"
 #: ... and of such a call the backend rejected: the device contradicts its rule profile.
 REJECTED_AGAINST_PROFILE = "rejected (device profile allows it)"
 
-#: The outputs of the last case evaluated with `hold`, by case id (at most one case).
-_HELD: dict[str, dict[str, np.ndarray]] = {}
+#: The outputs and materialised call of the last case evaluated with `hold`, by case id
+#: (at most one case).
+_HELD: dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]] = {}
 
 
 def _case(case: Case | str) -> Case:
@@ -55,13 +56,15 @@ def evaluate_task(ref: tuple[str, str], case: Case | str, metamorphic: bool = Fa
     case = _case(case)
     runner = resolve_runner(ref)
     outputs: dict[str, np.ndarray] = {}
-    row: dict[str, Any] = {"runner": runner.name, **measure(case, runner, outputs=outputs)}
+    call: dict[str, Any] = {}
+    row: dict[str, Any] = {"runner": runner.name,
+                           **measure(case, runner, outputs=outputs, keep=call)}
     if metamorphic and row.get("outcome") != "error":
         source = ((outputs["attention_out"], outputs["softmax_lse"])
                   if "attention_out" in outputs else None)
         row.update(summarise(check_relations(case, runner, source_outputs=source)))
     if hold and outputs:
-        _HELD[case.case_id] = outputs
+        _HELD[case.case_id] = outputs, call
     return row
 
 
@@ -69,7 +72,8 @@ def stage_bundle_task(case: Case | str, runner: str, directory: str) -> None:
     """Write the array files of `case`'s bundle (`bundles.write_arrays`: its held outputs,
     inputs.npz, golden.npz, repro_npu.py) into `directory`, the bundle being made."""
     case = _case(case)
-    write_arrays(directory, case, runner, _HELD.pop(case.case_id, None))
+    outputs, call = _HELD.pop(case.case_id, (None, None))
+    write_arrays(directory, case, runner, outputs, call or None)
 
 
 def negative_task(ref: tuple[str, str], case_json: Case | str, rules: str = DEFAULT

@@ -94,11 +94,13 @@ def evaluate(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None =
 
 
 def measure(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = None,
-            call: dict[str, Any] | None = None) -> dict[str, Any]:
+            call: dict[str, Any] | None = None, keep: dict[str, Any] | None = None
+            ) -> dict[str, Any]:
     """What running `case` on `runner` gives: outcome, error, the input digest, metrics,
     verdicts and stage timings (t_materialise, which includes the digest, t_golden,
     t_runner, t_diff), without the case's identity or features (a campaign's device process
-    measures; its partition makes the row)."""
+    measures; its partition makes the row). `keep` gets the materialised call (for a
+    bundle's inputs, not materialised twice)."""
     row: dict[str, Any] = {}
     ok, why = runner.supports(case)
     if not ok:
@@ -107,6 +109,8 @@ def measure(case: Case, runner: Runner, outputs: dict[str, np.ndarray] | None = 
     t0 = time.perf_counter()
     call = case.call() if call is None else call
     row[INPUT_DIGEST] = input_digest(call)
+    if keep is not None:
+        keep.update(call)
     t1 = time.perf_counter()
     try:
         truth, baseline = golden_pair(call, case.rules)

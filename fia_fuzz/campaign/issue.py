@@ -18,15 +18,16 @@ import platform
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fia_fuzz.campaign.bundles import load_bundle
+from fia_fuzz.campaign.bundles import Bundle, load_bundle
 from fia_fuzz.campaign.evaluate import evaluate, golden_pair
 from fia_fuzz.campaign.repro_torch import BACKENDS, script_for
-from fia_fuzz.diff.signature import failure_kind, signature
+from fia_fuzz.diff.signature import FAILED_OUTCOMES, failure_kind, signature
 from fia_fuzz.files.cases import InputError
 from fia_fuzz.numerics.environment import environment
 from fia_fuzz.op.call import CallView
@@ -56,7 +57,8 @@ def worst_element(actual: np.ndarray, truth: np.ndarray) -> tuple[tuple[int, ...
     return tuple(int(i) for i in at), f"max abs error {float(err.max()):.6g}"
 
 
-def _value(x: float) -> str:
+def value_text(x: float) -> str:
+    """A value as an issue names it: NaN, +Inf, -Inf, 0, else 6 significant digits."""
     if np.isnan(x):
         return "NaN"
     if np.isinf(x):
@@ -77,11 +79,11 @@ def failure_words(case: Case, actual: float, expected: float, row: dict[str, Any
     if not what and case.features().get("values") == "masked_row":
         what.append("fully masked row")
     if what:
-        return (f"{' and '.join(what)} returns {_value(actual)} "
-                f"(fp64 golden: {_value(expected)})")
+        return (f"{' and '.join(what)} returns {value_text(actual)} "
+                f"(fp64 golden: {value_text(expected)})")
     kind = failure_kind(row) or "fail"
-    return (f"{kind} in {signature(row).split(' ')[0]}: worst element {_value(actual)} "
-            f"(fp64 golden: {_value(expected)})")
+    return (f"{kind} in {signature(row).split(' ')[0]}: worst element {value_text(actual)} "
+            f"(fp64 golden: {value_text(expected)})")
 
 
 def _framework(runner: str) -> str:
@@ -153,19 +155,47 @@ def _run_script(text: str) -> tuple[int, str]:
     return res.returncode, (res.stdout + res.stderr).strip()
 
 
-def issue_body(bundle_dir: str | Path, run_script: bool = True) -> str:
-    """The Markdown issue body of one failure bundle (see the module doc)."""
-    b = load_bundle(bundle_dir)
+def _live_outputs(b: Bundle, runner: str) -> tuple[np.ndarray, np.ndarray]:
+    """The outputs of a row with no bundle of its own, run again here on its runner (its
+    inputs rebuild bit for bit from its case); InputError when the runner is not here."""
+    from fia_fuzz.runners import RunnerSpecError, get_runner
+
+    where = f"its signature's bundle {b.signature_bundle} has stored outputs" \
+        if b.signature_bundle else "it has no bundle with stored outputs"
+    try:
+        r = get_runner(runner)
+    except RunnerSpecError as exc:
+        raise InputError(f"{b.case.case_id}: {exc}") from None
+    ok, why = r.available()
+    if not ok:
+        raise InputError(f"{b.case.case_id}: a row without a bundle of its own is run again "
+                         f"on its runner, and {runner!r} is not available here ({why}); "
+                         f"{where}")
+    arrays: dict[str, np.ndarray] = {}
+    row = evaluate(b.case, r, arrays)
+    if "attention_out" not in arrays:
+        raise InputError(f"{b.case.case_id}: no outputs on {runner} here "
+                         f"({row.get('outcome')}: {row.get('error')}); {where}")
+    return arrays["attention_out"], arrays["softmax_lse"]
+
+
+def issue_body(bundle: str | Path | Bundle, run_script: bool = True) -> str:
+    """The Markdown issue body of one failure bundle, or of a failing row with no bundle of
+    its own (`bundles.row_bundle`: its outputs come from running it again here; see the
+    module doc)."""
+    b = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     case, m = b.case, b.metrics
     runner = str(m.get("runner_spec") or m.get("runner") or "")
+    if b.outputs is None and b.of_row and failure_kind(m) not in FAILED_OUTCOMES:
+        b = replace(b, outputs=_live_outputs(b, runner))
     if b.outputs is None:
-        raise InputError(f"{bundle_dir}: the bundle holds no device outputs (outputs.npz): "
+        raise InputError(f"{b.path}: the bundle holds no device outputs (outputs.npz): "
                          "it failed without a result (crash, hang, error); its repro.txt "
                          "has the commands")
     view = CallView(case.call())
     layout, heads = str(view.out_layout), view.N
     if layout not in (*DENSE_LAYOUTS, "NBSD"):
-        raise InputError(f"{bundle_dir}: output layout {layout}: an issue body is written for "
+        raise InputError(f"{b.path}: output layout {layout}: an issue body is written for "
                          f"the dense output layouts ({', '.join(DENSE_LAYOUTS)}, NBSD)")
     truth, _ = golden_pair(case.call(), case.rules)
     actual = to_bnsd(np.asarray(b.outputs[0], np.float64), layout, heads)
@@ -179,12 +209,14 @@ def issue_body(bundle_dir: str | Path, run_script: bool = True) -> str:
     agree = [s for s in sibs if s[2]]
     if agree:
         parts += [f"**torch's own backends disagree on this call:** {runner} returns "
-                  f"{_value(a)} where " + ", ".join(f"{n} returns {_value(v)}"
+                  f"{value_text(a)} where " + ", ".join(f"{n} returns {value_text(v)}"
                                                     for n, v, _, _ in agree if v is not None)
-                  + f" (fp64 golden: {_value(e)}), on the same inputs.", ""]
+                  + f" (fp64 golden: {value_text(e)}), on the same inputs.", ""]
     parts += ["## Summary", "", f"{words}, on `{runner}`.", "",
               f"- signature: `{m.get('signature') or signature(m)}`",
-              f"- bundle: `{b.path}` (case `{case.case_id}`)", "",
+              (f"- result row of case `{case.case_id}` in `{b.path}` (no bundle of its own; "
+               f"its signature's: `{b.signature_bundle or 'none'}`)" if b.of_row else
+               f"- bundle: `{b.path}` (case `{case.case_id}`)"), "",
               "## Environment", ""]
     parts += [f"- {k} {v}" for k, v in environment().items() if v is not None]
     parts.append(f"- {platform.system()}")
@@ -200,10 +232,10 @@ def issue_body(bundle_dir: str | Path, run_script: bool = True) -> str:
               "## Expected against actual at the worst element", "",
               f"Element `out{list(at)}` in (B, N, S, D); {why}.", "",
               "| source | value | agrees with the fp64 golden |", "| --- | --- | --- |",
-              f"| fp64 golden (expected) | {_value(e)} | - |",
-              f"| **{runner}** (actual) | **{_value(a)}** | no |"]
+              f"| fp64 golden (expected) | {value_text(e)} | - |",
+              f"| **{runner}** (actual) | **{value_text(a)}** | no |"]
     for name, v, ok, note in sibs:
-        parts.append(f"| {name} | {_value(v) if v is not None else note} | "
+        parts.append(f"| {name} | {value_text(v) if v is not None else note} | "
                      f"{'yes' if ok else 'no'} |")
     if sibs:
         parts += ["", "Backends of the same framework that agree with the golden: "

@@ -42,6 +42,7 @@ from hypothesis import strategies as hst
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.campaign import sequences as seqs
+from fia_fuzz.campaign.bundle_quota import BundleQuota
 from fia_fuzz.campaign.bundles import bundle_cases
 from fia_fuzz.campaign.config import CampaignConfig, cell_of
 from fia_fuzz.campaign.evaluate import repro_command
@@ -121,7 +122,6 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     cfg = st.cfg
     found = found or Found(case)
     key_cell = () if cfg.negative else cell_of(case.features())
-    may_bundle = not cfg.negative and st.bundles.get(key_cell, 0) < cfg.bundles_per_cell
     timeout, budget_cut = _timeout(st)
     t0 = time.perf_counter()
     tags = {**st.meta, "run_id": st.job.run_id, "shard": f"{cfg.shard}/{cfg.shards}",
@@ -133,7 +133,7 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
              {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
     done = evaluate_case(st, case, tags, timeout=timeout, drawn=drawn, budget_cut=budget_cut,
-                         bundle=BUNDLE_IF_FAILING if may_bundle else BUNDLE_NEVER)
+                         bundle=BUNDLE_NEVER if cfg.negative else BUNDLE_IF_FAILING)
     if done is None:
         return None
     row, kind = done.row, done.kind
@@ -144,8 +144,6 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
     if kind:
         cell = negative_cell(row) if cfg.negative else key_cell
         st.failing.setdefault(cell + (kind,), found)
-        if may_bundle:
-            st.bundles[key_cell] = st.bundles.get(key_cell, 0) + 1
     st.writer.write(row)
     if row["outcome"] == HARNESS:
         st.harness_streak += 1
@@ -417,11 +415,13 @@ def explore(st: PartitionState) -> None:
             k += 1
 
 
-def run_partition(job: PartitionJob, report: Report, claims: Claims | None = None
-                  ) -> dict[str, Any]:
+def run_partition(job: PartitionJob, report: Report, claims: Claims | None = None,
+                  budget: tuple[Any, Any] | None = None) -> dict[str, Any]:
     """Run one partition to the end; returns its counts. Never raises for a case's fate.
 
-    `claims` shares the host's stream cases with its other workers (None: one worker).
+    `claims` shares the host's stream cases with its other workers (None: one worker);
+    `budget` the bytes its bundles took and whether the budget refused one (the host's
+    shared values, `bundle_quota.BundleQuota`; None: this worker's own).
     """
     cfg = job.cfg
     damaged: list[str] = []
@@ -436,8 +436,11 @@ def run_partition(job: PartitionJob, report: Report, claims: Claims | None = Non
                            timeout=min(cfg.case_timeout_s, left or cfg.case_timeout_s))
     meta = {f"meta_{k}": v for k, v in (meta_res.value or {}).items()}
     meta["runner_spec"] = cfg.runner  # how to rebuild it: a name, module:factory or entry point
+    spent, announced = budget or (None, None)
+    quota = BundleQuota(cfg.out, job.run_id, cfg.bundles_per_signature, cfg.bundle_budget,
+                        spent, announced, report)
     st = PartitionState(job=job, report=report, writer=ResultWriter(cfg.out, job.stem),
-                        worker=worker, ref=ref, meta=meta, done=done, prior=prior,
+                        worker=worker, ref=ref, meta=meta, done=done, prior=prior, quota=quota,
                         claims=claims or Claims())
     shrunk: list[dict[str, Any]] = []
     warning = damage_warning(damaged)

@@ -8,11 +8,13 @@ device process measured (`device_worker.py`, or the isolation layer's `crashed`,
 `harness` when the tool itself failed around the case (the device process could not
 start, or the task raised outside the backend's call: no failure kind, never bundled
 or shrunk, and the campaign's exit status says so),
-then the failure kind (once), the signature and, when the case fails and may be bundled,
-the bundle: written here (`bundles.write_bundle`), its array files staged by the device
-process that still holds the outputs. A bundled case that crashed or hung its device
-process is materialised again here for its input digest, which the device process took
-with it.
+then the failure kind (once), the signature and, when the case fails and its signature
+has a free slot (`bundle_quota.BundleQuota`: the first K of each signature in the run,
+within the run's byte budget), the bundle: written here (`bundles.write_bundle`), its
+array files staged by the device process that still holds the outputs. A failing row
+without a bundle of its own points to its signature's (`signature_bundle`). A bundled
+case that crashed or hung its device process is materialised again here for its input
+digest, which the device process took with it.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from fia_fuzz.runners.isolation import HARNESS, TaskResult, resolve_runner
 #: Outcomes whose device process died with the case's materialised inputs: a bundle of such
 #: a case materialises it again here for its input digest.
 DIED = ("crashed", "timeout")
-#: When a case gets a bundle: when it fails (and its cell has room), always (a shrink's
-#: minimal case, beside its steps), or never (a shrink's candidates).
+#: When a case gets a bundle: when it fails (and its signature has a free slot), always (a
+#: shrink's minimal case, beside its steps), or never (a shrink's candidates).
 BUNDLE_IF_FAILING, BUNDLE_ALWAYS, BUNDLE_NEVER = "failing", "always", "never"
 
 
@@ -86,13 +88,32 @@ def evaluate_case(st: PartitionState, case: Case, tags: dict[str, Any], *, timeo
     if kind or bundle == BUNDLE_ALWAYS:
         row["signature"] = signature(row)
     if (kind and bundle == BUNDLE_IF_FAILING) or bundle == BUNDLE_ALWAYS:
+        _bundle(st, case, row, res, timeout, always=bundle == BUNDLE_ALWAYS, held=hold)
+    return Evaluated(row, kind, res.ok)
+
+
+def _bundle(st: PartitionState, case: Case, row: dict[str, Any], res: TaskResult,
+            timeout: float, always: bool, held: bool) -> None:
+    """Write the case's bundle if it gets one (`always`, or a free slot of its signature);
+    `bundle` in the row then, else `signature_bundle`: its signature's first bundle."""
+    quota, sig = st.quota, str(row["signature"])
+    slot = quota.always(case.case_id) if always else \
+        None if quota.exhausted else quota.claim(sig, case.case_id)
+    made = None
+    if slot is not None:
         if res.outcome in DIED and INPUT_DIGEST not in row:
             row[INPUT_DIGEST] = input_digest(case.call())  # its arrays died with the process
-        staged = _stage(st, case, row, timeout) if res.ok and hold else None
-        made = write_bundle(cfg.out, case, row, arrays=staged)
-        if made is not None:
-            row["bundle"] = str(made)
-    return Evaluated(row, kind, res.ok)
+        staged = _stage(st, case, row, timeout) if res.ok and held else None
+        try:
+            made = write_bundle(st.cfg.out, case, row, arrays=staged,
+                                admit=lambda n: quota.admit(n, always))
+        finally:
+            if made is None:
+                quota.release(slot)
+    if made is not None:
+        row["bundle"] = str(made)
+    elif quota.first(sig):
+        row["signature_bundle"] = quota.first(sig)
 
 
 def _stage(st: PartitionState, case: Case, row: dict[str, Any], timeout: float) -> Any:

@@ -27,9 +27,10 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from fia_fuzz.campaign.bundles import GOLDEN_NAMES, Bundle, find_bundle, load_bundle
+from fia_fuzz.campaign.bundles import GOLDEN_NAMES, Bundle, find_bundle, load_bundle, row_bundle
 from fia_fuzz.campaign.evaluate import evaluate, golden_pair, judge_outputs
-from fia_fuzz.diff.signature import failure_kind, signature
+from fia_fuzz.campaign.issue import value_text, worst_element
+from fia_fuzz.diff.signature import NONFINITE, failure_kind, signature
 from fia_fuzz.files.cases import InputError, Recorded, load_case, load_recorded, recorded
 from fia_fuzz.numerics.cross_kind import bound, excess, scale_and_gap
 from fia_fuzz.numerics.environment import differences, machine_kind
@@ -58,19 +59,13 @@ def resolve(ref: str, results: list[str]
     found = find_bundle(ref, results)
     if found is not None:
         return _from_bundle(load_bundle(found))
-    from fia_fuzz.reports import read_results
-
-    df = read_results(results)
-    hit = df[df["case_id"] == ref] if not df.empty and "case_id" in df else df.iloc[0:0]
-    if hit.empty:
+    row = row_bundle(ref, results)  # a failing row past its signature's first bundles, ...
+    if row is None:
         missing = [d for d in results if not Path(d).is_dir()]
         raise InputError(f"{ref!r} is neither a bundle, a case file nor a case id in "
                          f"{[d for d in results if d not in missing]}"
                          + (f" ({', '.join(missing)}: no such directory)" if missing else ""))
-    first = hit.iloc[0]
-    return (Case.from_json(first["case_json"]), None,
-            first.get("runner_spec") or first.get("runner"),
-            recorded(first, f"the row of {ref} in {results}"))
+    return _from_bundle(row)
 
 
 def _from_bundle(b: Bundle) -> tuple[Case, Bundle, str | None, Recorded]:
@@ -149,7 +144,10 @@ def golden_off_bound(bundle: Bundle, truth: Any, baseline: Any) -> str | None:
         ref_truth, ref_device = stored[i], stored[2 + i]
         scale, gap = scale_and_gap(ref_truth, ref_device)
         gap = min(gap, scale_and_gap(truth[i], baseline[i])[1])  # neither side widens it
-        for tag, here, ref, dt in (("fp64", truth[i], ref_truth, None),
+        # a bundle may keep the fp64 ideal of a 16-bit output as float32 (bundles.py):
+        # then float32's rounding bounds it, not float64's
+        ideal = None if ref_truth.dtype == np.float64 else ref_truth.dtype
+        for tag, here, ref, dt in (("fp64", truth[i], ref_truth, ideal),
                                    ("device", baseline[i], ref_device, dtype)):
             why = excess(np.asarray(here), ref, bound(dt, scale, gap))
             if why:
@@ -183,15 +181,23 @@ def record_lines(row: dict[str, Any], bundle: Bundle, record: Recorded,
     return ["differs from the campaign's record:", *(f"  {d}" for d in diffs)]
 
 
-def headline(row: dict[str, Any]) -> list[str]:
-    """The verdict, the one-line reason (the failure's signature, as JUnit names it) and
-    the worst output element: what a kernel engineer reads first."""
-    kind = failure_kind(row)
+def headline(row: dict[str, Any], case: Case | None = None,
+             out: tuple[np.ndarray, np.ndarray] | None = None) -> list[str]:
+    """The verdict, the one-line reason (the failure's signature with the case's cell, as
+    JUnit names it) and the worst output element: what a kernel engineer reads first.
+    With `out` (attention_out, its fp64 golden) the element of a non-finite failure is one
+    whose finiteness differs, as `report --issue` names it (`issue.worst_element`)."""
+    full = {**(case.features() if case is not None else {}), **row}
+    kind = failure_kind(full)
     lines = [f"verdict: {row.get('verdict') or row.get('outcome')}"
-             + (f"  ({signature(row)})" if kind else "")]
+             + (f"  ({signature(full)})" if kind else "")]
     if row.get("outcome") not in (None, "ok") and row.get("error"):
         lines.append(f"reason: {' '.join(str(row['error']).split())[:300]}")
-    if row.get("out_worst_index") not in (None, ""):
+    if out is not None and str(kind).startswith(NONFINITE) and out[0].shape == out[1].shape:
+        at, why = worst_element(np.asarray(out[0]), np.asarray(out[1]))
+        lines.append(f"worst element: out{at} = {value_text(float(out[0][at]))}, golden "
+                     f"{value_text(float(out[1][at]))} ({why})")
+    elif row.get("out_worst_index") not in (None, ""):
         lines.append(f"worst element: out{row['out_worst_index']} = {row.get('out_worst_actual')}"
                      f", golden {row.get('out_worst_golden')} (max abs error "
                      f"{row.get('out_max_abs')})")
@@ -231,16 +237,24 @@ def reproduce(ref: str, runner: str | None, results: list[str],
     call = case.call()
     inputs = check_inputs(record, input_digest(call))
     out.write(f"case {case.case_id}\n{inputs}\n")
+    if bundle is not None and bundle.of_row:
+        out.write(f"the row of {case.case_id} in {bundle.path}; no bundle of its own"
+                  + (f", its signature's: {bundle.signature_bundle}"
+                     if bundle.signature_bundle else "") + "\n")
     if live is not None:
         out.write(f"mode: live on {name}\n")
-        row = evaluate(case, live, call=call)
+        arrays: dict[str, np.ndarray] = {}
+        row = evaluate(case, live, arrays, call=call)
+        pair = (arrays["attention_out"], arrays["attention_out_fp64"]) \
+            if "attention_out" in arrays else None
     else:
         assert stored is not None and bundle is not None  # no live runner: the stored output
         out.write(f"mode: stored device output of {recorded_runner} from {bundle.path}; "
                   "golden recomputed here\n")
         truth, baseline = golden_pair(call, case.rules)
         row = {"outcome": "ok", **judge_outputs(case, stored, truth, baseline)}
-    for line in headline(row) + format_row(row):
+        pair = (stored[0], truth[0])
+    for line in headline(row, case, pair) + format_row(row):
         out.write(line + "\n")
     if bundle is not None and bundle.metrics:
         lines = record_lines(row, bundle, record, None if live else (truth, baseline))

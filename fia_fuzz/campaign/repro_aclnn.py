@@ -220,13 +220,14 @@ def program(case: Case, runner: str, call: dict[str, Any], data_dir: Path,
 
 
 def write_repro_aclnn(bundle: Path, case: Case, runner: str,
-                      golden: dict[str, np.ndarray] | None) -> None:
+                      golden: dict[str, np.ndarray] | None,
+                      call: dict[str, Any] | None = None) -> None:
     """repro_aclnn.c and its aclnn/ data into `bundle`, when `runner` is an aclnn runner."""
     if not is_aclnn(runner):
         return
     data = bundle / DATA
     data.mkdir(exist_ok=True)
-    call = case.call()
+    call = case.call() if call is None else call
     try:
         text = program(case, runner, call, data, golden)
     except ValueError as exc:  # an argument the C interface cannot hold (int arrays)

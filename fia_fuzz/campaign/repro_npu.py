@@ -3,9 +3,10 @@
 The script (`repro_npu_template.py` with the case's call filled in) needs no
 fia-fuzz: `inputs.npz` holds the exact arguments the NPU front door receives
 (`runners.npu_calls.to_api`: int4 packed into int32 words, bfloat16 as its
-bits), `golden.npz` the fp64 ideal and the device-precision golden outputs.
-Inputs are always stored, never rebuilt from the seed, because rebuilding
-them needs fia-fuzz's generator (`op/values.py`).
+bits), `golden.npz` the fp64 ideal and the device-precision golden outputs, each in
+the dtype the comparison needs (`expected_arrays`). Inputs are always stored, never
+rebuilt from the seed, because rebuilding them needs fia-fuzz's generator
+(`op/values.py`); `fia-fuzz repro` recomputes its golden instead.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from fia_fuzz.op import stored
 from fia_fuzz.op.case import Case
 from fia_fuzz.runners.npu_calls import APIS, refusal, to_api
 
@@ -56,12 +58,14 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def call_spec(case: Case, runner: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(the script's CALL, the arrays of inputs.npz) for `case` on its torch_npu API."""
+def call_spec(case: Case, runner: str, call: dict[str, Any] | None = None
+              ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(the script's CALL, the arrays of inputs.npz) for `case` on its torch_npu API
+    (`call`: the case already materialised, not materialised again)."""
     api, why = _front_door(case, runner)
     if not api:
         return {"unexpressible": why}, {}
-    mapped = to_api(api, case.call())
+    mapped = to_api(api, case.call() if call is None else call)
     arrays: dict[str, np.ndarray] = {}
     dtypes: dict[str, str] = {}
 
@@ -104,13 +108,38 @@ def _literal(value: Any) -> str:
     return repr(json.loads(json.dumps(value, default=str)))
 
 
+#: Where the device-precision golden's dtype is no wider than this (fp16, bf16, int8
+#: outputs), the fp64 ideal is stored as float32: its rounding (2^-24 relative) is far
+#: below any error such an output can be judged by; wider outputs keep float64.
+_NARROW_ITEMSIZE = 2
+
+
+def expected_arrays(golden: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The golden's outputs (`<output>_fp64`, `<output>_device`) as golden.npz keeps them:
+    the device-precision golden in its own dtype (bfloat16, which NumPy cannot store, as
+    float32: exact), the fp64 ideal as float32 where that golden is 16 bits or narrower,
+    float64 otherwise. Each is read as float64 by the script, as before."""
+    out: dict[str, np.ndarray] = {}
+    for name, v in golden.items():
+        a = np.asarray(v)
+        if a.dtype == ml_dtypes.bfloat16:
+            a = a.astype(np.float32)
+        if name.endswith("_fp64"):
+            device = np.asarray(golden.get(name.removesuffix("_fp64") + "_device", a))
+            narrow = device.dtype.itemsize <= _NARROW_ITEMSIZE
+            a = a.astype(np.float32 if narrow else np.float64)
+        out[name] = a
+    return out
+
+
 def write_repro_npu(bundle: Path, case: Case, runner: str,
-                    golden: dict[str, np.ndarray] | None) -> None:
-    """repro_npu.py, inputs.npz and (when the golden ran) golden.npz into `bundle`."""
-    call, arrays = call_spec(case, runner)
+                    golden: dict[str, np.ndarray] | None,
+                    call: dict[str, Any] | None = None) -> None:
+    """repro_npu.py, inputs.npz and (when the golden ran) golden.npz into `bundle`
+    (`call`: the case already materialised)."""
+    spec, arrays = call_spec(case, runner, call)
     if arrays:
-        np.savez_compressed(bundle / INPUTS, **arrays)
+        stored.savez(bundle / INPUTS, arrays)
     if golden:
-        np.savez_compressed(bundle / GOLDEN, **{k: np.asarray(v, np.float64)
-                                                 for k, v in golden.items()})
-    (bundle / SCRIPT).write_text(script_text(case, call))
+        stored.savez(bundle / GOLDEN, expected_arrays(golden))
+    (bundle / SCRIPT).write_text(script_text(case, spec))

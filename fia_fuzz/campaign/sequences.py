@@ -40,9 +40,9 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hseed
 
-from fia_fuzz.campaign.bundles import BUNDLES, GOLDEN_NAMES, OUTPUT_NAMES, _plain
+from fia_fuzz.campaign.bundles import BUNDLES, GOLDEN_NAMES, OUTPUT_NAMES, _plain, dir_bytes
 from fia_fuzz.campaign.evaluate import base_row, environment_json, golden_pair, judge_outputs
-from fia_fuzz.campaign.repro_npu import call_spec
+from fia_fuzz.campaign.repro_npu import call_spec, expected_arrays
 from fia_fuzz.diff.signature import failure_kind
 from fia_fuzz.files.cases import ENVIRONMENT, INPUT_DIGEST, Recorded, write_case
 from fia_fuzz.metamorphic.relations.replay import COMPARISON, diagnose, replay_fresh
@@ -299,9 +299,7 @@ def run_sequence(st: Any, seq: Sequence, origin: str, t_generate: float,
     tags = {**st.meta, "run_id": st.job.run_id, "shard": f"{cfg.shard}/{cfg.shards}",
             "worker": st.job.worker, "device": st.job.device, "seed": cfg.seed,
             "attempt": st.job.attempt, "origin": origin, "mode": "sequence", **(extra or {})}
-    may_bundle = origin == "shrunk" or \
-        st.bundles.get(("sequence", seq.workload), 0) < cfg.bundles_per_cell
-    done = evaluate_sequence(st, seq, tags, timeout=timeout, bundle=may_bundle)
+    done = evaluate_sequence(st, seq, tags, timeout=timeout, bundle=True)
     if done is None:
         return None
     steps, row = done
@@ -309,12 +307,20 @@ def run_sequence(st: Any, seq: Sequence, origin: str, t_generate: float,
     if row.get("failure_kind"):
         key = (seq.workload, row["failure_kind"], row["signature"].split(": ", 1)[-1])
         st.seq_failing.setdefault(key, seq)
-        if may_bundle:
-            made = write_bundle(st, seq, row, steps)
-            if made is not None:
-                row["bundle"] = str(made)
-                st.bundles[("sequence", seq.workload)] = \
-                    st.bundles.get(("sequence", seq.workload), 0) + 1
+        quota, always = st.quota, origin == "shrunk"
+        slot = quota.always(seq.sequence_id) if always else \
+            None if quota.exhausted else quota.claim(str(row["signature"]), seq.sequence_id)
+        made = None
+        if slot is not None:
+            try:
+                made = write_bundle(st, seq, row, steps)
+            finally:
+                if made is None:
+                    quota.release(slot)
+        if made is not None:
+            row["bundle"] = str(made)
+        elif quota.first(str(row["signature"])):
+            row["signature_bundle"] = quota.first(str(row["signature"]))
     if seq.sequence_id in st.done:
         return row   # recorded already (a shrink that found nothing smaller): bundled again
     for s in steps:
@@ -349,9 +355,9 @@ def write_arrays(d: Path, seq: Sequence, runner: str,
         write_case(sd / "case.json", data.case, Recorded(input_digest(data.call), environment()))
         if held and i < len(held):
             stored.save(sd / "outputs.npz", held[i])
-            for name in GOLDEN_NAMES:
-                if name in held[i]:
-                    goldens[f"s{i}.{name}"] = np.asarray(held[i][name], np.float64)
+            step_golden = expected_arrays({n: held[i][n] for n in GOLDEN_NAMES
+                                           if n in held[i]})
+            goldens.update({f"s{i}.{n}": a for n, a in step_golden.items()})
         spec, arrays = call_spec(data.case, runner)
         spec.update(index=i, kind=data.state.step.kind, replay=data.replay,
                     position=data.state.position, kv=list(data.state.kv))
@@ -369,9 +375,9 @@ def write_arrays(d: Path, seq: Sequence, runner: str,
         inputs[f"s{i}.new_key"], inputs[f"s{i}.new_value"] = (_bits(data.new_key),
                                                               _bits(data.new_value))
         steps.append(spec)
-    np.savez_compressed(d / "inputs.npz", **inputs)
+    stored.savez(d / "inputs.npz", inputs)
     if goldens:
-        np.savez_compressed(d / "golden.npz", **goldens)
+        stored.savez(d / "golden.npz", goldens)
     text = _TEMPLATE.read_text()
     about = {"sequence_id": seq.sequence_id, "workload": seq.workload, "pool_dtype": seq.dtype,
              "graph": any(s.replay for s in seq.steps)}
@@ -414,6 +420,8 @@ def write_bundle(st: Any, seq: Sequence, row: dict[str, Any], steps: list[dict[s
             f"python {final}/repro_npu.py   # the whole sequence, in order, on torch_npu\n"
             f"# sequence {seq.sequence_id}: {row.get('signature', '')}\n"
             f"# one step alone: fia-fuzz repro {final}/steps/<i>/case.json\n")
+        if not st.quota.admit(dir_bytes(tmp), always=row.get("origin") == "shrunk"):
+            return None
         if final.exists():
             shutil.rmtree(final)
         tmp.rename(final)

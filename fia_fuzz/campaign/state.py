@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 from hypothesis.database import choices_from_bytes, choices_to_bytes
 
+from fia_fuzz.campaign.bundle_quota import BundleQuota
 from fia_fuzz.campaign.config import CampaignConfig
 from fia_fuzz.op.case import Case
 from fia_fuzz.reports import ResultWriter
@@ -115,6 +116,8 @@ class PartitionState:
     meta: dict[str, Any]
     done: set[str]
     prior: pd.DataFrame
+    #: The run's bundle slots per signature and its byte budget (shared by its workers).
+    quota: BundleQuota
     claims: Claims = field(default_factory=Claims)
     seen: set[str] = field(default_factory=set)
     positions: int = 0
@@ -135,7 +138,6 @@ class PartitionState:
     #: such message of this partition.
     harness_streak: int = 0
     harness_note: str = ""
-    bundles: dict[tuple[Any, ...], int] = field(default_factory=dict)
     #: Failing call sequences by (workload, kind, diagnosis): the first one found of each.
     seq_failing: dict[tuple[str, str, str], Any] = field(default_factory=dict)
     last_mark: float = field(default_factory=time.perf_counter)

@@ -15,7 +15,7 @@ CMD = ["campaign", "--runner", "golden", "--max-cases", str(N), "--no-shrink"]
 def _damage(out: Path, lineno: int) -> str:
     """Turn journal line `lineno` into invalid UTF-8, as a killed run left it (no parquet,
     run still marked running); returns the case id that line held."""
-    journal = next((out / "results").glob("*.jsonl"))
+    journal = next((out / "journal").glob("*.jsonl"))
     for p in (out / "results").glob("*.parquet"):
         p.unlink()
     lines = journal.read_bytes().splitlines(keepends=True)

@@ -56,7 +56,7 @@ def test_torn_parquet_without_its_journal_is_skipped_in_one_line(tmp_path, capsy
     assert _campaign(out) == 0
     parquet = next((out / "results").glob("*.parquet"))
     _tear(parquet)
-    parquet.with_suffix(".jsonl").unlink()
+    (out / "journal" / parquet.with_suffix(".jsonl").name).unlink()
     capsys.readouterr()
     assert main(["report", str(out), "--html", str(tmp_path / "d.html")]) == 2
     err = _stderr_lines(capsys)
@@ -74,7 +74,7 @@ def test_torn_journal_of_a_killed_run_loses_only_its_torn_line(tmp_path, capsys)
     assert _campaign(out) == 0
     for p in (out / "results").glob("*.parquet"):
         p.unlink()  # killed before it compacted its journal
-    journal = next((out / "results").glob("*.jsonl"))
+    journal = next((out / "journal").glob("*.jsonl"))
     _tear(journal)
     kept = len(read_results(out))
     assert 0 < kept < N

@@ -1,5 +1,7 @@
 """Workers and shards partition one case stream: disjoint, complete, mergeable."""
 
+import pandas as pd
+
 from fia_fuzz.cli import main
 from fia_fuzz.reports import read_results
 
@@ -27,6 +29,7 @@ def test_two_workers_draw_disjoint_cases_covering_the_single_run(tmp_path) -> No
     assert (df["device"] == df["worker"]).all()  # worker w is bound to device w
     ran = sum(1 for ids in by_worker if ids)
     assert len(list((pair / "results").glob("*.parquet"))) == ran
+    assert len(pd.read_parquet(pair / "results")) == 16  # any parquet reader opens it
 
 
 def test_shards_together_cover_one_run_and_merge(tmp_path) -> None:

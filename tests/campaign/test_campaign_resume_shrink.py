@@ -26,7 +26,7 @@ STALL_S = 600
 
 
 def _journal(out: Path):
-    frames = [read_journal(p) for p in (out / "results").glob("*.jsonl")]
+    frames = [read_journal(p) for p in (out / "journal").glob("*.jsonl")]
     return [r for f in frames for r in f.to_dict("records")]
 
 

@@ -136,7 +136,7 @@ def test_resume_removes_what_a_kill_left_half_written(tmp_path: Path) -> None:
 
 
 def _journal_rows(out: Path) -> int:
-    return sum(len(read_journal(p)) for p in (out / "results").glob("*.jsonl"))
+    return sum(len(read_journal(p)) for p in (out / "journal").glob("*.jsonl"))
 
 
 def test_sigterm_ends_the_campaign_with_closed_files_and_no_half_bundle(tmp_path) -> None:
@@ -161,6 +161,7 @@ def test_sigterm_ends_the_campaign_with_closed_files_and_no_half_bundle(tmp_path
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert _hidden(out) == []
-    written = [j for j in (out / "results").glob("*.jsonl") if len(read_journal(j))]
+    written = [j for j in (out / "journal").glob("*.jsonl") if len(read_journal(j))]
     assert written  # every worker that wrote rows closed its results into parquet
-    assert all(j.with_suffix(".parquet").exists() for j in written), written
+    assert all((out / "results" / j.with_suffix(".parquet").name).exists()
+               for j in written), written

@@ -4,6 +4,7 @@ import math
 import os
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from fia_fuzz.reports import ResultWriter, read_results
 
@@ -65,3 +66,39 @@ def test_a_resumed_journal_newer_than_its_parquet_is_read(tmp_path) -> None:
     w2.close()
     assert isinstance(pd.read_parquet(parquet), pd.DataFrame)
     assert list(read_results(tmp_path)["case_id"]) == ["c1", "c2"]
+
+
+def test_the_results_folder_is_one_parquet_dataset_whatever_its_files_hold(tmp_path) -> None:
+    """A column one file lacks, one all null in one file and typed in another, ints in one
+    and floats or strings in another: every parquet reader opens the folder as one table."""
+    import pyarrow.dataset as ds
+
+    with ResultWriter(tmp_path, "a") as w:
+        w.write(_row(1, device=None, worst=3, draw_xor=1))
+    with ResultWriter(tmp_path, "b") as w:
+        w.write(_row(2, device=0.5, worst="(0, 1)", replay_result="still fails"))
+    with ResultWriter(tmp_path, "c") as w:
+        w.write(_row(3))
+    assert sorted(os.listdir(tmp_path / "results")) == ["a.parquet", "b.parquet", "c.parquet"]
+    df = pd.read_parquet(tmp_path / "results")
+    assert sorted(df["case_id"]) == ["c1", "c2", "c3"]
+    by_id = df.set_index("case_id")
+    assert by_id.loc["c2", "device"] == 0.5 and by_id.loc["c2", "replay_result"] == "still fails"
+    assert list(by_id.loc[["c1", "c2"], "worst"]) == ["3", "(0, 1)"]
+    assert ds.dataset(tmp_path / "results").to_table().num_rows == 3
+    assert len({str(pq.read_schema(p)) for p in (tmp_path / "results").iterdir()}) == 1
+
+
+def test_a_killed_writers_journal_is_compacted_and_old_layouts_move(tmp_path) -> None:
+    from fia_fuzz.reports.dataset import compact_journals
+
+    w = ResultWriter(tmp_path, "killed")
+    w.write(_row(1))  # never closed: killed
+    legacy = tmp_path / "results" / "old.jsonl"  # a journal where older versions kept it
+    legacy.write_text('{"case_id": "c9", "runner": "r", "outcome": "ok"}\n')
+    assert sorted(read_results(tmp_path)["case_id"]) == ["c1", "c9"]  # report reads both
+    assert compact_journals(tmp_path) == 2
+    assert sorted(pd.read_parquet(tmp_path / "results")["case_id"]) == ["c1", "c9"]
+    assert (tmp_path / "journal" / "old.jsonl").exists() and not legacy.exists()
+    assert compact_journals(tmp_path) == 0
+    assert sorted(read_results(tmp_path)["case_id"]) == ["c1", "c9"]
