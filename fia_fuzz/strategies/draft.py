@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fia_fuzz.op.edges import LONG_KV
+from fia_fuzz.op.edges import EMPTY_SHARES, LONG_KV
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.choices import Chooser, Dead
 from fia_fuzz.strategies.sizes import (
@@ -70,7 +70,7 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(max_batch=4, max_heads=64, max_seq=256, long_seq=4096, long_kv=4096,
                      max_elements=1 << 19, max_scores=1 << 19, max_flops=1 << 28),
-    "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
+    "nightly": Profile(max_batch=32, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
                        cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=5,
                        values_share=11, specials=True, route_aims=True),
@@ -276,9 +276,39 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
         top = min(caps)
         return [draw(lo, top)] if top >= lo else [lo]
     out = [draw(lo, c) if c >= lo else c for c in caps]
+    if feature == "actual_kv" and lo == 0:
+        out = empty_batches(dr, out)
     if form == "longer":
         out += [ch.int(0, max(caps)) for _ in range(ch.int(1, 2))]
     return out
+
+
+#: A profile with route aims empties some batches' KV in one of EMPTY_EVERY per-batch KV
+#: length draws (the empty_share axis, op/edges.py)
+EMPTY_EVERY = 4
+
+
+def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
+    """Per-batch KV lengths with a share of them 0 (op/edges.py EMPTY_SHARES): drawn in
+    profiles with route aims, steered by an empty_share filter in any; smoke's unfiltered
+    draws decide nothing here."""
+    ch, b = dr.ch, len(lens)
+    pin = ch.pins.get("empty_share")
+    if pin is None and not dr.prof.route_aims:
+        return lens
+    if pin is None:
+        share = ch.one(EMPTY_SHARES[1:]) if ch.int(0, EMPTY_EVERY - 1) == 0 else "none"
+    else:
+        share = pin
+    half = -(-b // 2)
+    counts = {"one": (1, 1 if b > 1 else 0), "few": (2, half - 1 - (b % 2 == 0)),
+              "half": (max(2, half), b - 1), "all": (b, b)}.get(share)
+    if counts is None or counts[0] > counts[1]:
+        if pin not in (None, "none"):
+            raise Dead(f"empty_share={pin!r}: no such share of {b} batches")
+        return lens
+    k, start = ch.int(*counts), ch.int(0, b - 1)
+    return [0 if (i - start) % b < k else x for i, x in enumerate(lens)]
 
 
 def kv_len(dr: Draft, lo: int, hi: int, top: bool = False) -> int:
