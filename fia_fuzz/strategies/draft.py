@@ -50,6 +50,8 @@ class Profile:
     ROUTE_TILES, ROUTE_UNITS: the V3 and decode kernels' 4096/8192 S2 tiles, B x KV heads
     one unit off the cube cores and on either side of the flash-decode split); False
     (smoke) makes no decision for them, so smoke's stream stays as it was.
+    core_batch: where above max_batch, the largest batch a draw putting B on or past the
+    cube cores takes (the batch_class axis, op/edges.py; sizes.batch), 0 for none.
     """
 
     max_batch: int
@@ -65,15 +67,16 @@ class Profile:
     values_share: int = 0
     specials: bool = False
     route_aims: bool = False
+    core_batch: int = 0
 
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(max_batch=4, max_heads=64, max_seq=256, long_seq=4096, long_kv=4096,
                      max_elements=1 << 19, max_scores=1 << 19, max_flops=1 << 28),
-    "nightly": Profile(max_batch=32, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
+    "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
                        cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=5,
-                       values_share=11, specials=True, route_aims=True),
+                       values_share=11, specials=True, route_aims=True, core_batch=32),
     "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536, long_kv=262144,
                       max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
                       cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6,

@@ -142,15 +142,21 @@ def long_kv(ch: Chooser, n: int, lo: int = 1) -> bool:
 
 
 def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
-          kv_n: int | None = None) -> int:
+          kv_n: int | None = None, wide: int = 0) -> int:
     """B in [lo, hi] for N = `n` heads: free, or B*N next to an AI-core count.
 
     A long-KV draw keeps B*N under SPLIT_BN; a "cores" filter needs B*N next
     to a core count, the other size_edge filters away from them. Given `kv_n` (a
     profile that aims at routes), an unfiltered draw also puts B*KV_N or B*N on one of
-    ROUTE_UNITS in some draws (every draw whose route aim is a split: Chooser.aim).
+    ROUTE_UNITS in some draws (every draw whose route aim is a split: Chooser.aim). Given
+    `wide` past hi (the profile's core_batch within the budget), one such draw in WIDE_EVERY
+    (and every batch_class filter for it) puts B on or past the cube cores.
     """
     pin = ch.pins.get("size_edge")
+    if kv_n is not None and wide > hi and not long:
+        b = _wide_batch(ch, wide, pin is None)
+        if b is not None:
+            return b
     near = sorted({b for c in CORE_COUNTS for b in range((c - 1) // n, (c + 1) // n + 1)
                    if lo <= b <= hi and near_cores(b * n)})
     if kv_n is not None and pin is None:
@@ -173,6 +179,31 @@ def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
     away = [x for d in (1, 2, 3) for x in (b + d, b - d) if lo <= x <= hi
             and not near_cores(x * n)]
     return away[0] if away else b
+
+
+#: One in WIDE_EVERY unfiltered batch draws of a profile with core_batch goes wide
+WIDE_EVERY = 8
+#: The batch counts of batch_class's "cores" (either A2 die's cube cores, op/edges.py)
+CORE_BATCHES = (min(CORE_COUNTS[:2]), max(CORE_COUNTS[:2]))
+
+
+def _wide_batch(ch: Chooser, wide: int, free: bool) -> int | None:
+    """B in [20, 24] ("cores") or past 24 ("over") up to `wide`, for a batch_class filter
+    naming one or (`free`: no size_edge filter) one in WIDE_EVERY draws; None for the
+    others."""
+    pin = ch.pins.get("batch_class")
+    if pin is None and not (free and ch.int(0, WIDE_EVERY - 1) == 0):
+        return None
+    if pin not in (None, "cores", "over"):
+        return None
+    klass = pin or ch.one(("cores", "over"))
+    lo, hi = (CORE_BATCHES[0], min(CORE_BATCHES[1], wide)) if klass == "cores" \
+        else (CORE_BATCHES[1] + 1, wide)
+    if lo > hi:
+        if pin is not None:
+            raise Dead(f"batch_class={pin!r}: the budget allows B <= {wide}")
+        return None
+    return ch.int(lo, hi)
 
 
 def table_width(ch: Chooser, need: int, cap: int, oversized: bool | None = None) -> int:
