@@ -27,7 +27,7 @@ from fia_fuzz.rules.profiles.a2_routes import (
 )
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Profile
-from fia_fuzz.strategies.sizes import CORE_UNITS, SPLIT_UNITS
+from fia_fuzz.strategies.sizes import CORE_UNITS, SPLIT_TOPS
 
 
 def _antiquant_value(mode: str) -> str:
@@ -71,6 +71,13 @@ MODE_WEIGHTS = {"ifa.antiquant.1": 2, "ifa.antiquant.0/1": 2, "ifa.antiquant.3/3
 #: Cells aimed at more often: one unit off the cores needs an odd B x heads, which few
 #: head counts allow
 CELL_WEIGHTS = {"cores-1": 2, "cores+1": 2}
+#: The decode templates (a2_routes ifa.perf_mode) a route's draws take, by the route's
+#: family: float decode the all-vector one (fp16, G 1, not paged) or the normal one, with
+#: the cube-view one for long paged BNSD caches; post-quant (int8 out) the normal or
+#: cube-view one; antiquant the normal one, or over NZ caches the cube one; MLA its own
+SPLIT_TEMPLATES = {"float": ("all_vec", "normal", "cube_view"),
+                   "post_quant": ("normal", "cube_view"),
+                   "antiquant": ("normal", "cube_dd"), "mla_quant": ("mla",)}
 #: Draws an aim may take to land on its cell before the draw keeps what it got
 AIM_TRIES = 5
 #: AIMED unfiltered draws in AIM_OF take an aim
@@ -90,14 +97,8 @@ def _boundary_aim(ch: Chooser, route: str, boundary: str | None) -> tuple[str, A
     if boundary.startswith("cores"):
         return ("units", (CORE_UNITS[offset + 1],))
     if boundary.startswith("split"):
-        # (cube on, cube off, vector on, vector off): float and post-quant decode take
-        # vector templates, MLA the cube one, antiquant either (by G)
-        units = SPLIT_UNITS[boundary == "split_off"::2]
-        if route in ("ifa.float", "ifa.post_quant"):
-            units = units[1:]
-        elif route == "ifa.mla_quant":
-            units = units[:1]
-        return ("units", units)
+        off = boundary == "split_off"
+        return ("units", tuple(SPLIT_TOPS[t] + off for t in SPLIT_TEMPLATES[route.split(".")[1]]))
     return ("edge", (offset, aim_tiles(route, boundary)))
 
 

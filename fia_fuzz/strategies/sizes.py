@@ -34,11 +34,11 @@ TILES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 #: aim at routes (Profile.route_aims).
 ROUTE_TILES = TILES + tuple(sorted({*v3.SHORT_Q_TILES, *ifa.GROUP_TILES} - set(TILES)))
 #: Work units (B x KV heads) the routes split on: one off the cube cores (V3, split-fuse,
-#: PFA) and either side of the decode kernel's flash-decode thresholds (cube and vector
-#: templates; ifa.CheckCoreOkFlag).
+#: PFA) and either side of the decode kernel's flash-decode thresholds, per template
+#: (ifa.TEMPLATES: the cube ones share one; ifa.CheckCoreOkFlag).
 CORE_UNITS = tuple(AIC_CORES[0] + d for d in (-1, 0, 1))
-SPLIT_UNITS = tuple(t + d for t in (int(ifa.CUBE_RATIO * AIC_CORES[0]),
-                                    ifa.split_threshold_vector()) for d in (0, 1))
+SPLIT_TOPS = {t: ifa.split_top(t) for t in ifa.TEMPLATES}
+SPLIT_UNITS = tuple(sorted({t + d for t in SPLIT_TOPS.values() for d in (0, 1)}))
 ROUTE_UNITS = tuple(sorted(CORE_UNITS + SPLIT_UNITS))
 
 

@@ -176,18 +176,50 @@ def test_fai_tasks_against_the_cores() -> None:
 
 
 # ---- the decode kernel -----------------------------------------------------------------
-def test_ifa_vector_template_splits_the_kv_under_0_4_of_the_vector_cores() -> None:
-    assert ifa.split_threshold(decode(2, 8, 8, 64, d=256)) == 19
-    on, off = decode(19, 1, 1, 64, d=256), decode(20, 1, 1, 64, d=256)
+def test_ifa_all_vector_template_splits_the_kv_under_half_the_vector_cores() -> None:
+    """fp16 in and out, G 1, not paged: the all-vector template (EnableAllVec)."""
+    on, off = decode(23, 1, 1, 64, d=256), decode(24, 1, 1, 64, d=256)
+    assert ifa.perf_mode(on) == ifa.perf_mode(off) == "all_vec"
     assert ifa.tiling(on).flash_decode and not ifa.tiling(off).flash_decode
     assert a2_routes.cell(on)[1] == "ifa.float:split_on"
     assert a2_routes.cell(off)[1] == "ifa.float:split_off"
 
 
+def test_ifa_normal_template_splits_the_kv_under_0_4_of_the_vector_cores() -> None:
+    """A group of 2 leaves the all-vector template: the normal one's 0.4 of the cores."""
+    on, off = decode(19, 2, 1, 2048, d=256), decode(20, 2, 1, 2048, d=256)
+    assert ifa.perf_mode(on) == "normal" and ifa.split_threshold(on) == 19
+    assert a2_routes.cell(on)[1] == "ifa.float:split_on"
+    assert a2_routes.cell(off)[1] == "ifa.float:split_off"
+    bf16 = view("decode", query=bf(2, 1, 8 * 256), key=bf(2, 16, 8 * 256),
+                value=bf(2, 16, 8 * 256), num_heads=8, num_key_value_heads=8)
+    assert ifa.perf_mode(bf16) == "normal"  # all-vector takes fp16 only
+
+
+def paged_bnsd(kv: int, d: int = 128, kv_n: int = 8, **over: Any) -> CallView:
+    """A paged BNSD fp16 decode, 2 batches of `kv` keys in blocks of 128, G = 1."""
+    width = -(-kv // 128)
+    return view("paged_decode", query=T(2, kv_n, 1, d), key=T(2 * width, 128, kv_n * d),
+                value=T(2 * width, 128, kv_n * d), num_heads=kv_n, num_key_value_heads=kv_n,
+                block_size=128, actual_seq_lengths_kv=[kv, kv],
+                block_table=[list(range(width)), list(range(width, 2 * width))], **over)
+
+
+def test_ifa_cube_view_template_takes_paged_bnsd_d128_past_128_chunks_of_work() -> None:
+    """EnableCubeViewMM: B x KV_N x ceil(KV / 2048) past 128 (2 x 8 x 9 here, 2 x 8 x 8 is
+    not), D 128, not high precision (CheckDataCopyNd2Nz); the cube cores' threshold."""
+    assert ifa.perf_mode(paged_bnsd(16385)) == "cube_view"
+    assert ifa.split_threshold(paged_bnsd(16385)) == 12
+    assert ifa.perf_mode(paged_bnsd(16384)) == "normal"
+    assert ifa.perf_mode(paged_bnsd(16385, inner_precise=0)) == "normal"
+    assert ifa.perf_mode(paged_bnsd(16385, d=64)) == "normal"
+
+
 def test_ifa_cube_templates_split_at_half_the_cube_cores() -> None:
-    aq = view("aq_combined")
-    assert ifa.cube_template(aq) is (aq.G > 1)
+    assert ifa.perf_mode(view("aq_combined")) == "normal"  # BSH, not paged
+    assert ifa.perf_mode(view("mla_int8")) == "mla"
     assert ifa.split_threshold(view("mla_int8")) == 12
+    assert ifa.perf_mode(view("nz")) == "cube_dd"
 
 
 def test_ifa_gqa_splits_only_from_2048_keys() -> None:
@@ -210,6 +242,19 @@ def test_ifa_s2_tiles(n: int, tile: int) -> None:
 def test_ifa_antiquant_and_rope_tiles() -> None:
     assert ifa.s2_tile(view("aq_combined")) == (1024 if view("aq_combined").G > 1 else 8192)
     assert ifa.s2_tile(view("mla_int8")) == 512
+
+
+def test_ifa_antiquant_groups_take_2048_keys_under_the_cube_view_template() -> None:
+    """CalcInnerSize: antiquant with G > 1 tiles 2048 keys under CUBE_VIEW_MM, else 1024."""
+    def aq(kv: int) -> CallView:
+        width = -(-kv // 128)
+        return view("paged_decode", query=T(2, 16, 1, 128), key=i8(2 * width, 128, 8 * 128),
+                    value=i8(2 * width, 128, 8 * 128), num_heads=16, num_key_value_heads=8,
+                    block_size=128, actual_seq_lengths_kv=[kv, kv],
+                    block_table=[list(range(width)), list(range(width, 2 * width))],
+                    antiquant_scale=T(2, 8, 1, 128), antiquant_offset=T(2, 8, 1, 128))
+    assert ifa.perf_mode(aq(16385)) == "cube_view" and ifa.s2_tile(aq(16385)) == 2048
+    assert ifa.perf_mode(aq(16384)) == "normal" and ifa.s2_tile(aq(16384)) == 1024
 
 
 def test_ifa_mla_over_ragged_batches_takes_the_balanced_split() -> None:
