@@ -120,9 +120,9 @@ def aim_tiles(route: str, boundary: str) -> Callable[[int], tuple[int, ...]]:
         return lambda g: (ifa.ANTIQUANT_GQA_TILE if g > 1 else ifa.FULL_TILE,)
     if route.startswith("ifa."):
         return lambda g: (ifa.GROUP_TILES[min(g // 5, 2)],)
-    if route == "pfa.full_quant":  # an int8 query always takes the long tile
-        return lambda g: (pfa.S2_TILE,)
-    return lambda g: (pfa.SMALL_KV_TILE, pfa.S2_TILE)
+    if route == "pfa.full_quant":  # an int8 query takes the long tile, or a short one's
+        return lambda g: (pfa.S2_TILE, pfa.SMALL_Q_KV)
+    return lambda g: (pfa.SMALL_KV_TILE, pfa.S2_TILE, pfa.SMALL_Q_KV)
 
 
 def _pinned_route(ch: Chooser, pins: Mapping[str, Any]) -> tuple[str, str | None] | None:

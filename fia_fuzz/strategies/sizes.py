@@ -150,7 +150,8 @@ def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
     profile that aims at routes), an unfiltered draw also puts B*KV_N or B*N on one of
     ROUTE_UNITS in some draws (every draw whose route aim is a split: Chooser.aim). Given
     `wide` past hi (the profile's core_batch within the budget), one such draw in WIDE_EVERY
-    (and every batch_class filter for it) puts B on or past the cube cores.
+    (and every batch_class filter for it) puts B on or past the cube cores, and a draw
+    aiming at a work-unit count may take a B up to `wide` for it.
     """
     pin = ch.pins.get("size_edge")
     if kv_n is not None and wide > hi and not long:
@@ -161,7 +162,8 @@ def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
                    if lo <= b <= hi and near_cores(b * n)})
     if kv_n is not None and pin is None:
         targets = units_aim(ch) or ROUTE_UNITS
-        units = [b for b in range(lo, hi + 1) if b * kv_n in targets or b * n in targets]
+        top = max(hi, wide) if units_aim(ch) else hi  # a work-unit aim may go wide
+        units = [b for b in range(lo, top + 1) if b * kv_n in targets or b * n in targets]
         if long:
             units = [b for b in units if b * n < SPLIT_BN]
         aimed = bool(units_aim(ch))

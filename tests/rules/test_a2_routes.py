@@ -271,6 +271,49 @@ def test_pfa_s2_tile_by_kv_length_dtype_and_precision() -> None:
     assert pfa.s2_tile(view("prefill", **long_kv, inner_precise=0)) == 512
 
 
+def pfa_call(s1: int, s2: int, d: int = 256, n: int = 2, dtype: str = "float16",
+             **over: Any) -> CallView:
+    """A BNSD prefill that V3 declines (D 256 is off its table)."""
+    return view("prefill", query=T(1, n, s1, d, dtype=dtype), key=T(1, n, s2, d, dtype=dtype),
+                value=T(1, n, s2, d, dtype=dtype), num_heads=n, num_key_value_heads=n,
+                **over)
+
+
+def test_pfa_short_queries_take_16_row_blocks_and_2048_keys_without_a_mask() -> None:
+    """AdjustCVTilingCVDiff: a query of at most 16 rows, unmasked over more than 2048 keys."""
+    assert pfa.factors(pfa_call(16, 4096, inner_precise=1)) == (16, 2048)
+    assert pfa.factors(pfa_call(17, 4096, inner_precise=1)) == (128, 1024)
+    assert pfa.factors(pfa_call(16, 2048, inner_precise=1)) == (16, 1024)
+    masked = pfa_call(16, 4096, inner_precise=1, atten_mask=T(16, 4096, dtype="bool"),
+                      sparse_mode=0)
+    assert pfa.factors(masked) == (16, 1024)
+
+
+def test_pfa_high_precision_and_wide_heads_take_64_rows() -> None:
+    assert pfa.factors(pfa_call(64, 4096, dtype="bfloat16")) == (64, 512)  # aligned D 256
+    assert pfa.factors(pfa_call(64, 4096, d=192, dtype="bfloat16")) == (128, 512)
+    assert pfa.factors(pfa_call(64, 4096, d=192, inner_precise=1)) == (128, 1024)
+    paged = view("paged_prefill", query=T(1, 8, 32, 64), inner_precise=1)
+    assert pfa.factors(paged)[0] == 64  # enablePA
+
+
+def test_pfa_kv_antiquant_caps_the_keys_by_head_dim() -> None:
+    """enableKvAntiquant (fp16 query, int8 KV): at most 256K / aligned D keys a block."""
+    c = view("prefill", query=T(1, 2, 64, 512), key=i8(1, 2, 4096, 512),
+             value=i8(1, 2, 4096, 512), num_heads=2, num_key_value_heads=2, inner_precise=1,
+             antiquant_scale=T(2, 1, 1, 512), antiquant_offset=T(2, 1, 1, 512))
+    assert pfa.factors(c) == (128, 512)
+
+
+@pytest.mark.parametrize("s1, rows", [(256, 64), (257, 128), (128, 128)])
+def test_pfa_halves_the_rows_when_the_query_fills_one_block_a_core_share(s1: int, rows: int
+                                                                          ) -> None:
+    """AdjustBasicBlock: 24 heads share the 48 vector cores two each; a query of exactly
+    two 128-row blocks is split in 64-row halves."""
+    c = pfa_call(s1, 4096, n=24, inner_precise=1)
+    assert pfa.tiling(c).s1_tile == rows
+
+
 @pytest.mark.parametrize("s1, cell", [(127, "s1-1"), (128, "s1"), (129, "s1+1")])
 def test_pfa_query_tile_cells(s1: int, cell: str) -> None:
     c = view("prefill", **bnsd(1, 1, s1, 256))
