@@ -22,7 +22,7 @@ from fia_fuzz.op.edges import (
     edge_of,
     near_cores,
 )
-from fia_fuzz.rules.profiles.a2_routes import ifa, v3
+from fia_fuzz.rules.profiles.a2_routes import fai, ifa, pfa, v3
 from fia_fuzz.rules.profiles.a2_routes.tiling import AIC_CORES
 from fia_fuzz.strategies.choices import Chooser, Dead
 
@@ -87,8 +87,10 @@ def length(ch: Chooser, lo: int, hi: int, top: bool = False,
 
 
 #: The longest query a draw aiming at a work-unit threshold takes: one query-row block of
-#: the prompt and split-fuse kernels (pfa.S1_TILE, fai.Q_TILE), so B x heads are the units
-UNITS_Q_CAP = 128
+#: the prompt and split-fuse kernels (their smallest past a short query: the prompt
+#: kernel's paged and wide-head blocks, pfa.PAGED_ROWS, pfa.WIDE_D_ROWS; fai.Q_TILE), so
+#: B x heads are the units
+UNITS_Q_CAP = min(pfa.PAGED_ROWS, pfa.WIDE_D_ROWS, fai.Q_TILE)
 
 
 def query_length(ch: Chooser, lo: int, hi: int) -> int:
