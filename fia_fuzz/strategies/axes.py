@@ -68,20 +68,20 @@ AXES: args.DerivedDict = args.DerivedDict(
 
 
 #: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its
-#: caches never reach past 2^31 elements, no tensor past 2^24, no batch past 4); a filter
-#: for one needs profile="nightly".
+#: caches never reach past 2^31 elements, no tensor past 2^24, no batch past 4, so no two
+#: empty batches under half of them); a filter for one needs profile="nightly".
 LARGE_ONLY: frozenset[tuple[str, Any]] = frozenset({
     ("cache_reach", "2^31"), ("cache_reach", "2^32"), ("numel_class", "2^24"),
     ("numel_class", "2^31"), ("numel_class", "2^32"), ("batch_class", "cores"),
-    ("batch_class", "over")})
+    ("batch_class", "over"), ("empty_share", "few")})
 #: Axis values unfiltered smoke draws never take (strategies/values.py: only profiles with a
 #: values share draw them; the arguments' documented special values, op/args `specials`:
 #: only profiles with `specials`), though a smoke filter for one draws it.
-#: Nor the empty-batch shares but none and all (strategies/draft.py `empty_batches`: only
-#: profiles with route aims draw them).
+#: Nor one or half of the batches empty (strategies/draft.py `empty_batches`: only profiles
+#: with route aims draw them; "few" needs five batches, LARGE_ONLY).
 FILTER_ONLY_IN_SMOKE: frozenset[tuple[str, Any]] = frozenset(
     ("values", v) for v in VALUES if v != "finite") | args.special_forms() | frozenset(
-    ("empty_share", v) for v in EMPTY_SHARES if v not in ("none", "all"))
+    ("empty_share", v) for v in ("one", "half"))
 #: Route values and cells the smoke stream need not reach: its stream is fixed, and the
 #: routes are what the nightly profile aims at (Profile.route_aims, strategies/routes.py).
 ROUTES_NOT_IN_SMOKE: frozenset[tuple[str, Any]] = frozenset(

@@ -135,12 +135,15 @@ def heads_cap(ch: Chooser, max_n: int) -> int:
 def long_kv(ch: Chooser, n: int, lo: int = 1) -> bool:
     """Whether the draw reaches for a long KV (up to the profile's long_kv, B*N under
     SPLIT_BN with B >= `lo`): every "long"-filtered draw, a quarter of the unfiltered
-    ones that can."""
+    ones that can, half of those aiming at a length edge (Chooser.aim: the decode kernels'
+    S2 tiles of 2048..8192 keys lie past the profile's max_seq)."""
     pin = ch.pins.get("size_edge")
     can = (SPLIT_BN - 1) // n >= lo
     if pin == "long" and not can:
         raise Dead(f"N={n}: no B >= {lo} keeps B*N under {SPLIT_BN} for a long KV")
-    return pin == "long" or (pin is None and can and ch.one((False, False, False, True)))
+    edge_aim = ch.aim is not None and ch.aim[0] == "edge"
+    odds = (False, True) if edge_aim else (False, False, False, True)
+    return pin == "long" or (pin is None and can and ch.one(odds))
 
 
 def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
@@ -196,6 +199,8 @@ def _wide_batch(ch: Chooser, wide: int, free: bool) -> int | None:
     naming one or (`free`: no size_edge filter) one in WIDE_EVERY draws; None for the
     others."""
     pin = ch.pins.get("batch_class")
+    if pin is None and (ch.aim is not None and ch.aim[0] == "edge"):
+        return None  # a draw aiming at a length edge keeps its budget for the length
     if pin is None and not (free and ch.int(0, WIDE_EVERY - 1) == 0):
         return None
     if pin not in (None, "cores", "over"):

@@ -9,7 +9,8 @@ import pytest
 
 from fia_fuzz.op.call import CallView
 from fia_fuzz.rules.profiles import a2_routes
-from fia_fuzz.rules.profiles.a2_routes import dispatch, fai, ifa, pfa, v3
+from fia_fuzz.rules.profiles.a2_routes import dispatch, fai, ifa, pfa, sizes, v3
+from fia_fuzz.rules.profiles.a2_routes.tiling import Tiling
 from fia_fuzz.rules.rulebook.bases import T, bf, call, i8
 
 
@@ -323,3 +324,42 @@ def test_pfa_query_tile_cells(s1: int, cell: str) -> None:
 def test_every_cell_belongs_to_a_route() -> None:
     routes = {a2_routes.tiled_as(r) for r in a2_routes.ROUTES}
     assert all(cell.split(":")[0] in routes for cell in a2_routes.CELLS)
+
+
+# ---- size classes against the route's tiling -------------------------------------------
+@pytest.mark.parametrize("units, kind", [(23, "below"), (24, "cores"), (25, "above"),
+                                         (95, "above"), (96, "many")])
+def test_units_class_against_the_routes_cores(units: int, kind: str) -> None:
+    assert sizes.units_class(Tiling(128, 512, units, 24, None, False)) == kind
+
+
+@pytest.mark.parametrize("kv, kind", [(511, "within"), (512, "multiple"), (1024, "multiple"),
+                                      (513, "past"), (1025, "past"), (700, "tiles"),
+                                      (2047, "tiles"), (2050, "long")])
+def test_kv_tiles_against_the_routes_s2_tile(kv: int, kind: str) -> None:
+    assert sizes.kv_tiles(kv, 512) == kind
+
+
+@pytest.mark.parametrize("q, kind", [(1, "1"), (2, "spec"), (16, "spec"), (17, "tile"),
+                                     (128, "tile"), (129, "past")])
+def test_q_rows_against_the_routes_query_tile(q: int, kind: str) -> None:
+    assert sizes.q_rows(q, 128) == kind
+
+
+def test_v3_query_rows_are_measured_in_its_g_by_s1_blocks() -> None:
+    """A V3 GQA block holds G x S1 rows (CalcMBaseSize): with G 4 and 512-row blocks a
+    query of 128 rows fills one, 129 rows pass it."""
+    def feats(s1: int) -> dict[str, Any]:
+        c = view("prefill", query=T(1, 8, s1, 64), key=T(1, 2, 600, 64),
+                 value=T(1, 2, 600, 64))
+        route, _, t = a2_routes._cell(c)
+        assert route == "v3.gqa"
+        return sizes.size_classes(c, route, t)
+    assert feats(128)["q_rows"] == "tile" and feats(129)["q_rows"] == "past"
+    assert feats(128)["kv_tiles"] == "tiles"  # 600 keys over 512-key tiles
+
+
+def test_the_empty_call_has_no_size_classes() -> None:
+    c = view("decode", key=T(2, 0, 128), value=T(2, 0, 128))
+    assert a2_routes.route_of(c) == "empty"
+    assert set(sizes.size_classes(c, "empty", None).values()) == {None}
