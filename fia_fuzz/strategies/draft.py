@@ -303,9 +303,8 @@ def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
         share = ch.one(EMPTY_SHARES[1:]) if ch.int(0, EMPTY_EVERY - 1) == 0 else "none"
     else:
         share = pin
-    half = -(-b // 2)
-    counts = {"one": (1, 1 if b > 1 else 0), "few": (2, half - 1 - (b % 2 == 0)),
-              "half": (max(2, half), b - 1), "all": (b, b)}.get(share)
+    counts = {"one": (1, 1 if b > 1 else 0), "few": (2, (b - 1) // 2),
+              "half": (max(2, -(-b // 2)), b - 1), "all": (b, b)}.get(share)
     if counts is None or counts[0] > counts[1]:
         if pin not in (None, "none"):
             raise Dead(f"empty_share={pin!r}: no such share of {b} batches")
