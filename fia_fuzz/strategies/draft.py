@@ -273,7 +273,7 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
         return None
     def draw(lo: int, hi: int) -> int:
         return kv_len(dr, lo, hi, top=True) if feature == "actual_kv" \
-            else length(ch, lo, hi, top=True, tiles=sizes_tiles(dr))
+            else length(ch, lo, hi, top=True, tiles=sizes_tiles(dr), role="q")
 
     if form == "one":
         top = min(caps)

@@ -557,7 +557,7 @@ def packed(dr: Draft) -> None:
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, low, floor, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr), wide=batch_cap(dr, low, floor, dr.prof.core_batch))
     m = sizes.query_length(ch, low, s1_cap(dr, low, top))
-    q_lens = [m] + [sizes.length(ch, 0, m, top=True) for _ in range(dr.b - 1)]
+    q_lens = [m] + [sizes.length(ch, 0, m, top=True, role="q") for _ in range(dr.b - 1)]
     dr.s1 = m
     mode = ch.pick("sparse_mode", (0, 3))
     s2max = s2_cap(dr, 1, _kv_hi(dr), m)
@@ -661,7 +661,8 @@ def mla(dr: Draft) -> None:
     dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
     s2max = s2_cap(dr, 1, _kv_hi(dr), dr.s1)
     if tnd:
-        q_lens = [dr.s1] + [sizes.length(ch, lo, dr.s1, top=True) for _ in range(dr.b - 1)]
+        q_lens = [dr.s1] + [sizes.length(ch, lo, dr.s1, top=True, role="q")
+                            for _ in range(dr.b - 1)]
         ch.pick("actual_q", ("per_batch",))
         kv_lens = _non_decreasing([kv_len(dr, q, max(q, s2max)) for q in q_lens])
         ch.pick("actual_kv", ("per_batch",))

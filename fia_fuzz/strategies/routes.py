@@ -99,7 +99,8 @@ def _boundary_aim(ch: Chooser, route: str, boundary: str | None) -> tuple[str, A
     if boundary.startswith("split"):
         off = boundary == "split_off"
         return ("units", tuple(SPLIT_TOPS[t] + off for t in SPLIT_TEMPLATES[route.split(".")[1]]))
-    return ("edge", (offset, aim_tiles(route, boundary)))
+    return ("edge", (offset, aim_tiles(route, boundary), "q" if boundary.startswith("s1")
+                     else "kv"))
 
 
 def aim_tiles(route: str, boundary: str) -> Callable[[int], tuple[int, ...]]:

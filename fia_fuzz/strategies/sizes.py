@@ -57,22 +57,25 @@ MIX = ("free", "edge", "edge", "top")
 
 
 def length(ch: Chooser, lo: int, hi: int, top: bool = False,
-           tiles: tuple[int, ...] = TILES, group: int = 1) -> int:
+           tiles: tuple[int, ...] = TILES, group: int = 1, role: str = "kv") -> int:
     """A length in [lo, hi]: free, hi, or a tile multiple or one below/above it.
 
     A size_edge filter naming an edge draws that edge (on tiles >= EDGE_TILE)
     and "free" draws off the edges. `top`: free values are a shortfall below
     hi, so they shrink toward the full length. A draw aiming at a route's boundary
-    (Chooser.aim ("edge", (offset, tiles of the group size))) draws that edge of the
-    route's tiles for its group size `group`.
+    (Chooser.aim ("edge", (offset, tiles of the group size, role))) draws that edge of the
+    route's tiles for its group size `group`; a query length (`role` "q") under a KV
+    tile's aim is drawn free: on a query tile's edge it would put the call on that cell,
+    which the route's boundaries check first (a2_routes.groups).
     """
     if hi <= lo:
         return max(lo, hi)
     pin = ch.pins.get("size_edge")
     offset = OFFSETS.get(pin)
     if pin is None and ch.aim is not None and ch.aim[0] == "edge":
-        kind, (offset, by_group) = "edge", ch.aim[1]
-        tiles = by_group(group)
+        offset, by_group, aimed = ch.aim[1]
+        kind, tiles = ("free", tiles) if aimed == "kv" and role == "q" else ("edge",
+                                                                           by_group(group))
     else:
         kind = "edge" if offset is not None else "free" if pin is not None else ch.one(MIX)
     if kind == "edge":
@@ -98,7 +101,7 @@ def query_length(ch: Chooser, lo: int, hi: int) -> int:
     threshold (sizes.units_aim), so its units are B x heads."""
     if units_aim(ch):
         hi = max(lo, min(hi, UNITS_Q_CAP))
-    return length(ch, lo, hi)
+    return length(ch, lo, hi, role="q")
 
 
 def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = False,
