@@ -35,7 +35,7 @@ class Profile:
     longest KV a long-KV draw (B*N under SPLIT_BN, sizes.long_kv) may take: production
     decodes over 4K-128K keys [production-calls.md], within the element budget.
     cache_reach lists (with repeats as weights) where a paged BnBsH/BnNBsD cache's
-    referenced blocks may sit: "near" the start, or past 2^31 / 2^32 elements in a
+    referenced blocks may sit: "near" the start, or past 2^24 / 2^31 / 2^32 elements in a
     lazy cache whose host cost follows the referenced lengths (geometry.referenced_blocks).
     workload_weight is the draw weight of the production patterns (strategies/
     workloads.py) beside cases.FAMILY_WEIGHTS, whose weights sum to 12.
@@ -75,7 +75,8 @@ PROFILES: dict[str, Profile] = {
                      max_elements=1 << 19, max_scores=1 << 19, max_flops=1 << 28),
     "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
-                       cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=5,
+                       cache_reach=("near",) * 6 + ("2^24", "2^31", "2^32"),
+                       workload_weight=5,
                        values_share=11, specials=True, route_aims=True, core_batch=32),
     "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536, long_kv=262144,
                       max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
@@ -83,7 +84,7 @@ PROFILES: dict[str, Profile] = {
                       values_share=11, specials=True, route_aims=True),
 }
 
-#: The budget of a far draw (a lazy cache referenced past 2^31 / 2^32 elements): the
+#: The budget of a far draw (a lazy cache referenced past 2^24, 2^31 or 2^32 elements): the
 #: nightly budget, so the host memory of the case (materialised call, golden fp64 and
 #: device precision, torch-sdpa) stays under 1 GiB however large the stress profile's
 #: draws (benchmarks/bench_far_memory.py).
