@@ -138,14 +138,14 @@ def heads_cap(ch: Chooser, max_n: int) -> int:
 def long_kv(ch: Chooser, n: int, lo: int = 1) -> bool:
     """Whether the draw reaches for a long KV (up to the profile's long_kv, B*N under
     SPLIT_BN with B >= `lo`): every "long"-filtered draw, a quarter of the unfiltered
-    ones that can, half of those aiming at a length edge (Chooser.aim: the decode kernels'
-    S2 tiles of 2048..8192 keys lie past the profile's max_seq)."""
+    ones that can, half of those aiming at a KV tile's edge (Chooser.aim: the decode
+    kernels' S2 tiles of 2048..8192 keys lie past the profile's max_seq)."""
     pin = ch.pins.get("size_edge")
     can = (SPLIT_BN - 1) // n >= lo
     if pin == "long" and not can:
         raise Dead(f"N={n}: no B >= {lo} keeps B*N under {SPLIT_BN} for a long KV")
-    edge_aim = ch.aim is not None and ch.aim[0] == "edge"
-    odds = (False, True) if edge_aim else (False, False, False, True)
+    kv_aim = ch.aim is not None and ch.aim[0] == "edge" and ch.aim[1][2] == "kv"
+    odds = (False, True) if kv_aim else (False, False, False, True)
     return pin == "long" or (pin is None and can and ch.one(odds))
 
 
