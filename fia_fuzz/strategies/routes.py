@@ -71,12 +71,12 @@ MODE_WEIGHTS = {"ifa.antiquant.1": 2, "ifa.antiquant.0/1": 2, "ifa.antiquant.3/3
 #: Cells aimed at more often: one unit off the cores needs an odd B x heads, which few
 #: head counts allow
 CELL_WEIGHTS = {"cores-1": 2, "cores+1": 2}
-#: The decode templates (a2_routes ifa.perf_mode) a route's draws take, by the route's
-#: family: float decode the all-vector one (fp16, G 1, not paged) or the normal one, with
-#: the cube-view one for long paged BNSD caches; post-quant (int8 out) the normal or
-#: cube-view one; antiquant the normal one, or over NZ caches the cube one; MLA its own
-SPLIT_TEMPLATES = {"float": ("all_vec", "normal", "cube_view"),
-                   "post_quant": ("normal", "cube_view"),
+#: The decode templates (a2_routes ifa.perf_mode) a route's split aims target, by the
+#: route's family: float decode the all-vector one (fp16, G 1, not paged) or the normal
+#: one; post-quant (int8 out) the normal one; antiquant the normal one, or over NZ caches
+#: the cube one; MLA its own. The cube-view template (long paged BNSD caches of D 128) is
+#: left to the draws that reach it: a target the draw's template does not take misses.
+SPLIT_TEMPLATES = {"float": ("all_vec", "normal"), "post_quant": ("normal",),
                    "antiquant": ("normal", "cube_dd"), "mla_quant": ("mla",)}
 #: Draws an aim may take to land on its cell before the draw keeps what it got
 AIM_TRIES = 5

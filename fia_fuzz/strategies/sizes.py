@@ -202,8 +202,8 @@ def _wide_batch(ch: Chooser, wide: int, free: bool) -> int | None:
     naming one or (`free`: no size_edge filter) one in WIDE_EVERY draws; None for the
     others."""
     pin = ch.pins.get("batch_class")
-    if pin is None and (ch.aim is not None and ch.aim[0] == "edge"):
-        return None  # a draw aiming at a length edge keeps its budget for the length
+    if pin is None and ch.aim is not None:
+        return None  # an aimed draw keeps its budget and its B for the aim
     if pin is None and not (free and ch.int(0, WIDE_EVERY - 1) == 0):
         return None
     if pin not in (None, "cores", "over"):
