@@ -115,6 +115,9 @@ def case_features(case: Case) -> dict[str, Any]:
                                      for t in p.values()) else "contiguous"
     feats["workload"] = _safe(lambda: _workload(case, v, feats), "none")
     feats["size_edge"] = _safe(lambda: _size_edge(v, feats), "free")
+    feats["numel_class"] = edges.numel_class(_largest_numel(p))
+    feats["empty_share"] = _safe(lambda: edges.empty_share(v.act_kv or [v.S2]), "none")
+    feats["batch_class"] = None if b is None else edges.batch_class(b)
     feats.update(args.argument_forms(case, v))
     for group in DERIVED:
         feats.update(derived(case, group))
@@ -133,6 +136,14 @@ def _size_edge(v: CallView, f: dict[str, Any]) -> str:
     lens = [f["S1"], *([] if f["paged"] else [f["S2"]]), *v.act_q, *v.act_kv]
     bn = f["B"] * f["N"] if f["B"] and f["N"] else None
     return edges.size_edge(bn, [x for x in lens if x is not None], v.act_kv)
+
+
+def _largest_numel(params: dict[str, Any]) -> int:
+    """Elements of the largest tensor argument (a lazy cache counts whole: the kernel
+    addresses it so)."""
+    return max((t.numel for v in params.values() if v is not None
+                for t in (v if isinstance(v, list) else [v]) if isinstance(t, TensorSpec)),
+               default=0)
 
 
 #: Production call patterns (production-calls.md); strategies/workloads.py draws them.

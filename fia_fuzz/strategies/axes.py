@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from fia_fuzz.op import args
-from fia_fuzz.op.edges import SIZE_EDGES
+from fia_fuzz.op.edges import BATCH_CLASSES, EMPTY_SHARES, NUMEL_CLASSES, SIZE_EDGES
 from fia_fuzz.op.features import VALUES, WORKLOADS
 from fia_fuzz.rules.profiles import a2_routes
+from fia_fuzz.rules.profiles.a2_routes import sizes
 
 BOOL = (False, True)
 
@@ -44,13 +45,21 @@ CORE_AXES: dict[str, tuple[Any, ...]] = {
     "view": ("contiguous", "strided"),
     "workload": WORKLOADS,
     "size_edge": SIZE_EDGES,
+    # size classes where the host code branches (op/edges.py)
+    "numel_class": NUMEL_CLASSES,
+    "empty_share": EMPTY_SHARES,
+    "batch_class": BATCH_CLASSES,
 }
 
-#: The Atlas A2 route a call takes and the (route, boundary) cell it sits on
-#: (rules/profiles/a2_routes; case.features() reports them through op/features DERIVED).
+#: The Atlas A2 route a call takes, the (route, boundary) cell it sits on and its sizes
+#: against the route's tiling (rules/profiles/a2_routes, its sizes.py; case.features()
+#: reports them through op/features DERIVED).
 ROUTE_AXES: dict[str, tuple[Any, ...]] = {
     "route": a2_routes.ROUTES,
     "route_edge": (a2_routes.FREE, *a2_routes.CELLS),
+    "units_class": sizes.UNITS_CLASSES,
+    "kv_tiles": sizes.KV_TILE_CLASSES,
+    "q_rows": sizes.Q_ROW_CLASSES,
 }
 
 #: Every axis: the core ones, each argument's features, then one axis per argument form.
@@ -59,14 +68,21 @@ AXES: args.DerivedDict = args.DerivedDict(
 
 
 #: Axis values only the nightly and stress profiles draw: smoke keeps cases small (its
-#: caches never reach past 2^31 elements); a filter for one needs profile="nightly".
-LARGE_ONLY: frozenset[tuple[str, Any]] = frozenset({("cache_reach", "2^31"),
-                                                    ("cache_reach", "2^32")})
+#: caches never reach past 2^24 elements, no tensor past 2^24, no batch past 4, so no two
+#: empty batches under half of them); a filter for one needs profile="nightly".
+LARGE_ONLY: frozenset[tuple[str, Any]] = frozenset({
+    ("cache_reach", "2^24"), ("cache_reach", "2^31"), ("cache_reach", "2^32"),
+    ("numel_class", "2^24"),
+    ("numel_class", "2^31"), ("numel_class", "2^32"), ("batch_class", "cores"),
+    ("batch_class", "over"), ("empty_share", "few")})
 #: Axis values unfiltered smoke draws never take (strategies/values.py: only profiles with a
 #: values share draw them; the arguments' documented special values, op/args `specials`:
 #: only profiles with `specials`), though a smoke filter for one draws it.
+#: Nor one or half of the batches empty (strategies/draft.py `empty_batches`: only profiles
+#: with route aims draw them; "few" needs five batches, LARGE_ONLY).
 FILTER_ONLY_IN_SMOKE: frozenset[tuple[str, Any]] = frozenset(
-    ("values", v) for v in VALUES if v != "finite") | args.special_forms()
+    ("values", v) for v in VALUES if v != "finite") | args.special_forms() | frozenset(
+    ("empty_share", v) for v in ("one", "half"))
 #: Route values and cells the smoke stream need not reach: its stream is fixed, and the
 #: routes are what the nightly profile aims at (Profile.route_aims, strategies/routes.py).
 ROUTES_NOT_IN_SMOKE: frozenset[tuple[str, Any]] = frozenset(

@@ -168,9 +168,17 @@ def recorded_cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
     return _recorded(*_plan(profile, filters, rules), _pins(filters), rules)
 
 
+#: Size classes a draw reaches through another decision: a tensor past 2^24, 2^31 or 2^32
+#: elements is a lazy paged cache referenced past them (strategies/paged.py reach; the
+#: nightly element budget keeps every other tensor under 2^24)
+SIZE_IMPLIES = {("numel_class", v): {"cache_reach": v} for v in ("2^24", "2^31", "2^32")}
+
+
 def _pins(filters: dict[str, Any]) -> dict[str, Any]:
-    """The filters plus what their argument forms imply (op/forms.py implied_pins)."""
-    return {**implied_pins(filters), **filters}
+    """The filters plus what their argument forms and size classes imply (op/forms.py
+    implied_pins, SIZE_IMPLIES)."""
+    sized = {k: v for item in filters.items() for k, v in SIZE_IMPLIES.get(item, {}).items()}
+    return {**sized, **implied_pins(filters), **filters}
 
 
 def _plan(profile: str, filters: dict[str, Any], rules: str = DEFAULT

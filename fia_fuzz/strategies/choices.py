@@ -26,8 +26,9 @@ class Dead(Exception):
 class Chooser:
     def __init__(self, pins: dict[str, Any]):
         self.pins = pins
-        #: A route aim's boundary (strategies/routes.py): ("edge", offset) for lengths at
-        #: that offset (-1, 0, 1) from a tile multiple, or ("units", targets) for B x heads
+        #: A route aim's boundary (strategies/routes.py): ("edge", (offset, tiles, role)) for
+        #: lengths at that offset (-1, 0, 1) from a tile multiple (role "q": the query's
+        #: tile, "kv": the keys'), or ("units", targets) for B x heads
         #: on one of the targets (a split threshold); None: sizes draw their own mix.
         self.aim: tuple[str, Any] | None = None
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fia_fuzz.op.edges import LONG_KV
+from fia_fuzz.op.edges import EMPTY_SHARES, LONG_KV
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.choices import Chooser, Dead
 from fia_fuzz.strategies.sizes import (
@@ -35,7 +35,7 @@ class Profile:
     longest KV a long-KV draw (B*N under SPLIT_BN, sizes.long_kv) may take: production
     decodes over 4K-128K keys [production-calls.md], within the element budget.
     cache_reach lists (with repeats as weights) where a paged BnBsH/BnNBsD cache's
-    referenced blocks may sit: "near" the start, or past 2^31 / 2^32 elements in a
+    referenced blocks may sit: "near" the start, or past 2^24 / 2^31 / 2^32 elements in a
     lazy cache whose host cost follows the referenced lengths (geometry.referenced_blocks).
     workload_weight is the draw weight of the production patterns (strategies/
     workloads.py) beside cases.FAMILY_WEIGHTS, whose weights sum to 12.
@@ -50,6 +50,8 @@ class Profile:
     ROUTE_TILES, ROUTE_UNITS: the V3 and decode kernels' 4096/8192 S2 tiles, B x KV heads
     one unit off the cube cores and on either side of the flash-decode split); False
     (smoke) makes no decision for them, so smoke's stream stays as it was.
+    core_batch: where above max_batch, the largest batch a draw putting B on or past the
+    cube cores takes (the batch_class axis, op/edges.py; sizes.batch), 0 for none.
     """
 
     max_batch: int
@@ -65,6 +67,7 @@ class Profile:
     values_share: int = 0
     specials: bool = False
     route_aims: bool = False
+    core_batch: int = 0
 
 
 PROFILES: dict[str, Profile] = {
@@ -72,15 +75,16 @@ PROFILES: dict[str, Profile] = {
                      max_elements=1 << 19, max_scores=1 << 19, max_flops=1 << 28),
     "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
-                       cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=5,
-                       values_share=11, specials=True, route_aims=True),
+                       cache_reach=("near",) * 6 + ("2^24", "2^31", "2^32"),
+                       workload_weight=5,
+                       values_share=11, specials=True, route_aims=True, core_batch=32),
     "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536, long_kv=262144,
                       max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
                       cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6,
                       values_share=11, specials=True, route_aims=True),
 }
 
-#: The budget of a far draw (a lazy cache referenced past 2^31 / 2^32 elements): the
+#: The budget of a far draw (a lazy cache referenced past 2^24, 2^31 or 2^32 elements): the
 #: nightly budget, so the host memory of the case (materialised call, golden fp64 and
 #: device precision, torch-sdpa) stays under 1 GiB however large the stress profile's
 #: draws (benchmarks/bench_far_memory.py).
@@ -270,15 +274,44 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
         return None
     def draw(lo: int, hi: int) -> int:
         return kv_len(dr, lo, hi, top=True) if feature == "actual_kv" \
-            else length(ch, lo, hi, top=True, tiles=sizes_tiles(dr))
+            else length(ch, lo, hi, top=True, tiles=sizes_tiles(dr), role="q")
 
     if form == "one":
         top = min(caps)
         return [draw(lo, top)] if top >= lo else [lo]
     out = [draw(lo, c) if c >= lo else c for c in caps]
+    if feature == "actual_kv" and lo == 0:
+        out = empty_batches(dr, out)
     if form == "longer":
         out += [ch.int(0, max(caps)) for _ in range(ch.int(1, 2))]
     return out
+
+
+#: A profile with route aims empties some batches' KV in one of EMPTY_EVERY per-batch KV
+#: length draws (the empty_share axis, op/edges.py)
+EMPTY_EVERY = 4
+
+
+def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
+    """Per-batch KV lengths with a share of them 0 (op/edges.py EMPTY_SHARES): drawn in
+    profiles with route aims, steered by an empty_share filter in any; smoke's unfiltered
+    draws decide nothing here."""
+    ch, b = dr.ch, len(lens)
+    pin = ch.pins.get("empty_share")
+    if pin is None and not dr.prof.route_aims:
+        return lens
+    if pin is None:
+        share = ch.one(EMPTY_SHARES[1:]) if ch.int(0, EMPTY_EVERY - 1) == 0 else "none"
+    else:
+        share = pin
+    counts = {"one": (1, 1 if b > 1 else 0), "few": (2, (b - 1) // 2),
+              "half": (max(2, -(-b // 2)), b - 1), "all": (b, b)}.get(share)
+    if counts is None or counts[0] > counts[1]:
+        if pin not in (None, "none"):
+            raise Dead(f"empty_share={pin!r}: no such share of {b} batches")
+        return lens
+    k, start = ch.int(*counts), ch.int(0, b - 1)
+    return [0 if (i - start) % b < k else x for i, x in enumerate(lens)]
 
 
 def kv_len(dr: Draft, lo: int, hi: int, top: bool = False) -> int:

@@ -238,7 +238,8 @@ def dense(dr: Draft) -> None:
     dr.long = sizes.long_kv(ch, dr.n, _batch_lo(dr))
     dr.b = sizes.batch(ch, dr.n, _batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor,
                                                           dr.prof.max_batch), dr.long,
-                       kv_n=aim_units(dr))
+                       kv_n=aim_units(dr),
+                       wide=batch_cap(dr, max(1, lo), s2_floor, dr.prof.core_batch))
     dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi, s2_floor))
     s2_hi = _kv_hi(dr)
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
@@ -428,7 +429,8 @@ def _antiquant_decode(dr: Draft) -> None:
     _head_dims(dr, (64, 32, 128, 96, 256) if int8 else (64, 128, 256), 1, s2_floor)
     dr.long = sizes.long_kv(ch, dr.n)
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, 1, s2_floor, dr.prof.max_batch), dr.long,
-                       kv_n=aim_units(dr))
+                       kv_n=aim_units(dr),
+                       wide=batch_cap(dr, 1, s2_floor, dr.prof.core_batch))
     dr.s1 = 1
     s2max = s2_cap(dr, 1, _kv_hi(dr), 1)
     block_num = 0
@@ -466,7 +468,8 @@ def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
     _head_dims(dr, (64, 32, 128, 96, 256), lo)
     dr.long = sizes.long_kv(ch, dr.n)
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
-                       kv_n=aim_units(dr))
+                       kv_n=aim_units(dr),
+                       wide=batch_cap(dr, lo, 1, dr.prof.core_batch))
     dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
     s2_hi = _kv_hi(dr)
     dr.s2 = kv_len(dr, 1, s2_cap(dr, 1, s2_hi, dr.s1))
@@ -550,11 +553,11 @@ def packed(dr: Draft) -> None:
     top = {"1": 1, "2-16": 16, "17-2048": 2048}[cls]
     low = {"1": 1, "2-16": 2, "17-2048": 17}[cls]
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, low, 128 if dr.paged else 1,
-                                                    dr.prof.max_batch), dr.long,
-                       kv_n=aim_units(dr))
+    floor = 128 if dr.paged else 1
+    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, low, floor, dr.prof.max_batch), dr.long,
+                       kv_n=aim_units(dr), wide=batch_cap(dr, low, floor, dr.prof.core_batch))
     m = sizes.query_length(ch, low, s1_cap(dr, low, top))
-    q_lens = [m] + [sizes.length(ch, 0, m, top=True) for _ in range(dr.b - 1)]
+    q_lens = [m] + [sizes.length(ch, 0, m, top=True, role="q") for _ in range(dr.b - 1)]
     dr.s1 = m
     mode = ch.pick("sparse_mode", (0, 3))
     s2max = s2_cap(dr, 1, _kv_hi(dr), m)
@@ -653,11 +656,13 @@ def mla(dr: Draft) -> None:
     heads(dr, max(n_opts), n_opts, kv_fixed=1)
     dr.long = sizes.long_kv(ch, dr.n)
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
-                       kv_n=aim_units(dr))
+                       kv_n=aim_units(dr),
+                       wide=batch_cap(dr, lo, 1, dr.prof.core_batch))
     dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
     s2max = s2_cap(dr, 1, _kv_hi(dr), dr.s1)
     if tnd:
-        q_lens = [dr.s1] + [sizes.length(ch, lo, dr.s1, top=True) for _ in range(dr.b - 1)]
+        q_lens = [dr.s1] + [sizes.length(ch, lo, dr.s1, top=True, role="q")
+                            for _ in range(dr.b - 1)]
         ch.pick("actual_q", ("per_batch",))
         kv_lens = _non_decreasing([kv_len(dr, q, max(q, s2max)) for q in q_lens])
         ch.pick("actual_kv", ("per_batch",))
@@ -733,7 +738,8 @@ def gqa_nz(dr: Draft) -> None:
     dr.long = sizes.long_kv(ch, dr.n)
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.max_batch),
                        dr.long,
-                       kv_n=aim_units(dr))
+                       kv_n=aim_units(dr),
+                       wide=batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.core_batch))
     dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
     s2max = s2_cap(dr, 1, _kv_hi(dr), dr.s1)
     bs = paged.block_size(dr, NZ_BLOCK_SIZES)

@@ -19,7 +19,7 @@ from fia_fuzz.strategies.sizes import table_width
 #: (an NZ cache is re-tiled whole by torch runners).
 LAZY_CACHES = ("BnBsH", "BnNBsD")
 #: Element offsets the referenced blocks of a far cache start past.
-REACH = {"2^31": 1 << 31, "2^32": 1 << 32}
+REACH = {"2^24": 1 << 24, "2^31": 1 << 31, "2^32": 1 << 32}
 #: Budget multiple the largest block size may use (the edge where kernels break).
 EDGE_SLACK = 4
 #: Unused columns a table row may end with (a mask or pse spans them too).
@@ -28,7 +28,7 @@ MAX_UNUSED = 2
 
 def reach(dr: Draft) -> None:
     """Where the referenced blocks of the cache this draw will page sit, picked before any
-    size is drawn: a far draw (past 2^31 / 2^32 elements) then takes the far budget, so
+    size is drawn: a far draw (past 2^24, 2^31 or 2^32 elements) then takes the far budget, so
     its referenced work, and the host memory of the case, stay bounded (draft.FAR_BUDGET)."""
     dr.reach = dr.ch.pick("cache_reach", dr.prof.cache_reach)
     if dr.reach != "near":
@@ -84,7 +84,7 @@ def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
     (sizes.table_width, as wide as the score budget allows); the pool has 0-3 spare
     blocks; one drawn integer seeds the permutation (0 keeps the identity, so
     shrinking goes to the contiguous table). A far `reach` puts every
-    referenced block past 2^31 or 2^32 key-cache elements, below them a pool of
+    referenced block past 2^24, 2^31 or 2^32 key-cache elements, below them a pool of
     blocks nobody references (zero pages of a lazy cache).
     """
     ch = dr.ch

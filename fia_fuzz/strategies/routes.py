@@ -29,7 +29,7 @@ from fia_fuzz.rules.profiles.a2_routes import (
 )
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Profile
-from fia_fuzz.strategies.sizes import CORE_UNITS, SPLIT_UNITS
+from fia_fuzz.strategies.sizes import CORE_UNITS, SPLIT_TOPS
 
 
 def _antiquant_value(mode: str) -> str:
@@ -73,6 +73,13 @@ MODE_WEIGHTS = {"ifa.antiquant.1": 2, "ifa.antiquant.0/1": 2, "ifa.antiquant.3/3
 #: Cells aimed at more often: one unit off the cores needs an odd B x heads, which few
 #: head counts allow
 CELL_WEIGHTS = {"cores-1": 2, "cores+1": 2}
+#: The decode templates (a2_routes ifa.perf_mode) a route's split aims target, by the
+#: route's family: float decode the all-vector one (fp16, G 1, not paged) or the normal
+#: one; post-quant (int8 out) the normal one; antiquant the normal one, or over NZ caches
+#: the cube one; MLA its own. The cube-view template (long paged BNSD caches of D 128) is
+#: left to the draws that reach it: a target the draw's template does not take misses.
+SPLIT_TEMPLATES = {"float": ("all_vec", "normal"), "post_quant": ("normal",),
+                   "antiquant": ("normal", "cube_dd"), "mla_quant": ("mla",)}
 #: Draws an aim may take to land on its cell before the draw keeps what it got
 AIM_TRIES = 5
 #: AIMED unfiltered draws in AIM_OF take an aim
@@ -92,15 +99,10 @@ def _boundary_aim(ch: Chooser, route: str, boundary: str | None) -> tuple[str, A
     if boundary.startswith("cores"):
         return ("units", (CORE_UNITS[offset + 1],))
     if boundary.startswith("split"):
-        # (cube on, cube off, vector on, vector off): float and post-quant decode take
-        # vector templates, MLA the cube one, antiquant either (by G)
-        units = SPLIT_UNITS[boundary == "split_off"::2]
-        if route in ("ifa.float", "ifa.post_quant"):
-            units = units[1:]
-        elif route == "ifa.mla_quant":
-            units = units[:1]
-        return ("units", units)
-    return ("edge", (offset, aim_tiles(route, boundary)))
+        off = boundary == "split_off"
+        return ("units", tuple(SPLIT_TOPS[t] + off for t in SPLIT_TEMPLATES[route.split(".")[1]]))
+    return ("edge", (offset, aim_tiles(route, boundary), "q" if boundary.startswith("s1")
+                     else "kv"))
 
 
 def aim_tiles(route: str, boundary: str) -> Callable[[int], tuple[int, ...]]:
@@ -121,9 +123,9 @@ def aim_tiles(route: str, boundary: str) -> Callable[[int], tuple[int, ...]]:
         return lambda g: (ifa.ANTIQUANT_GQA_TILE if g > 1 else ifa.FULL_TILE,)
     if route.startswith("ifa."):
         return lambda g: (ifa.GROUP_TILES[min(g // 5, 2)],)
-    if route == "pfa.full_quant":  # an int8 query always takes the long tile
-        return lambda g: (pfa.S2_TILE,)
-    return lambda g: (pfa.SMALL_KV_TILE, pfa.S2_TILE)
+    if route == "pfa.full_quant":  # an int8 query takes the long tile, or a short one's
+        return lambda g: (pfa.S2_TILE, pfa.SMALL_Q_KV)
+    return lambda g: (pfa.SMALL_KV_TILE, pfa.S2_TILE, pfa.SMALL_Q_KV)
 
 
 def _pinned_route(ch: Chooser, pins: Mapping[str, Any]) -> tuple[str, str | None] | None:

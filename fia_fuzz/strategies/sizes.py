@@ -22,7 +22,7 @@ from fia_fuzz.op.edges import (
     edge_of,
     near_cores,
 )
-from fia_fuzz.rules.profiles.a2_routes import ifa, v3
+from fia_fuzz.rules.profiles.a2_routes import fai, ifa, pfa, v3
 from fia_fuzz.rules.profiles.a2_routes.tiling import AIC_CORES
 from fia_fuzz.strategies.choices import Chooser, Dead
 
@@ -34,11 +34,11 @@ TILES = (16, 32, 64, 128, 256, 512, 1024, 2048)
 #: aim at routes (Profile.route_aims).
 ROUTE_TILES = TILES + tuple(sorted({*v3.SHORT_Q_TILES, *ifa.GROUP_TILES} - set(TILES)))
 #: Work units (B x KV heads) the routes split on: one off the cube cores (V3, split-fuse,
-#: PFA) and either side of the decode kernel's flash-decode thresholds (cube and vector
-#: templates; ifa.CheckCoreOkFlag).
+#: PFA) and either side of the decode kernel's flash-decode thresholds, per template
+#: (ifa.TEMPLATES: the cube ones share one; ifa.CheckCoreOkFlag).
 CORE_UNITS = tuple(AIC_CORES[0] + d for d in (-1, 0, 1))
-SPLIT_UNITS = tuple(t + d for t in (int(ifa.CUBE_RATIO * AIC_CORES[0]),
-                                    ifa.split_threshold_vector()) for d in (0, 1))
+SPLIT_TOPS = {t: ifa.split_top(t) for t in ifa.TEMPLATES}
+SPLIT_UNITS = tuple(sorted({t + d for t in SPLIT_TOPS.values() for d in (0, 1)}))
 ROUTE_UNITS = tuple(sorted(CORE_UNITS + SPLIT_UNITS))
 
 
@@ -57,22 +57,25 @@ MIX = ("free", "edge", "edge", "top")
 
 
 def length(ch: Chooser, lo: int, hi: int, top: bool = False,
-           tiles: tuple[int, ...] = TILES, group: int = 1) -> int:
+           tiles: tuple[int, ...] = TILES, group: int = 1, role: str = "kv") -> int:
     """A length in [lo, hi]: free, hi, or a tile multiple or one below/above it.
 
     A size_edge filter naming an edge draws that edge (on tiles >= EDGE_TILE)
     and "free" draws off the edges. `top`: free values are a shortfall below
     hi, so they shrink toward the full length. A draw aiming at a route's boundary
-    (Chooser.aim ("edge", (offset, tiles of the group size))) draws that edge of the
-    route's tiles for its group size `group`.
+    (Chooser.aim ("edge", (offset, tiles of the group size, role))) draws that edge of the
+    route's tiles for its group size `group`; a query length (`role` "q") under a KV
+    tile's aim is drawn free: on a query tile's edge it would put the call on that cell,
+    which the route's boundaries check first (a2_routes.groups).
     """
     if hi <= lo:
         return max(lo, hi)
     pin = ch.pins.get("size_edge")
     offset = OFFSETS.get(pin)
     if pin is None and ch.aim is not None and ch.aim[0] == "edge":
-        kind, (offset, by_group) = "edge", ch.aim[1]
-        tiles = by_group(group)
+        offset, by_group, aimed = ch.aim[1]
+        kind, tiles = ("free", tiles) if aimed == "kv" and role == "q" else ("edge",
+                                                                           by_group(group))
     else:
         kind = "edge" if offset is not None else "free" if pin is not None else ch.one(MIX)
     if kind == "edge":
@@ -87,8 +90,10 @@ def length(ch: Chooser, lo: int, hi: int, top: bool = False,
 
 
 #: The longest query a draw aiming at a work-unit threshold takes: one query-row block of
-#: the prompt and split-fuse kernels (pfa.S1_TILE, fai.Q_TILE), so B x heads are the units
-UNITS_Q_CAP = 128
+#: the prompt and split-fuse kernels (their smallest past a short query: the prompt
+#: kernel's paged and wide-head blocks, pfa.PAGED_ROWS, pfa.WIDE_D_ROWS; fai.Q_TILE), so
+#: B x heads are the units
+UNITS_Q_CAP = min(pfa.PAGED_ROWS, pfa.WIDE_D_ROWS, fai.Q_TILE)
 
 
 def query_length(ch: Chooser, lo: int, hi: int) -> int:
@@ -96,7 +101,7 @@ def query_length(ch: Chooser, lo: int, hi: int) -> int:
     threshold (sizes.units_aim), so its units are B x heads."""
     if units_aim(ch):
         hi = max(lo, min(hi, UNITS_Q_CAP))
-    return length(ch, lo, hi)
+    return length(ch, lo, hi, role="q")
 
 
 def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = False,
@@ -133,29 +138,40 @@ def heads_cap(ch: Chooser, max_n: int) -> int:
 def long_kv(ch: Chooser, n: int, lo: int = 1) -> bool:
     """Whether the draw reaches for a long KV (up to the profile's long_kv, B*N under
     SPLIT_BN with B >= `lo`): every "long"-filtered draw, a quarter of the unfiltered
-    ones that can."""
+    ones that can, half of those aiming at a KV tile's edge (Chooser.aim: the decode
+    kernels' S2 tiles of 2048..8192 keys lie past the profile's max_seq)."""
     pin = ch.pins.get("size_edge")
     can = (SPLIT_BN - 1) // n >= lo
     if pin == "long" and not can:
         raise Dead(f"N={n}: no B >= {lo} keeps B*N under {SPLIT_BN} for a long KV")
-    return pin == "long" or (pin is None and can and ch.one((False, False, False, True)))
+    kv_aim = ch.aim is not None and ch.aim[0] == "edge" and ch.aim[1][2] == "kv"
+    odds = (False, True) if kv_aim else (False, False, False, True)
+    return pin == "long" or (pin is None and can and ch.one(odds))
 
 
 def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
-          kv_n: int | None = None) -> int:
+          kv_n: int | None = None, wide: int = 0) -> int:
     """B in [lo, hi] for N = `n` heads: free, or B*N next to an AI-core count.
 
     A long-KV draw keeps B*N under SPLIT_BN; a "cores" filter needs B*N next
     to a core count, the other size_edge filters away from them. Given `kv_n` (a
     profile that aims at routes), an unfiltered draw also puts B*KV_N or B*N on one of
-    ROUTE_UNITS in some draws (every draw whose route aim is a split: Chooser.aim).
+    ROUTE_UNITS in some draws (every draw whose route aim is a split: Chooser.aim). Given
+    `wide` past hi (the profile's core_batch within the budget), one such draw in WIDE_EVERY
+    (and every batch_class filter for it) puts B on or past the cube cores, and a draw
+    aiming at a work-unit count may take a B up to `wide` for it.
     """
     pin = ch.pins.get("size_edge")
+    if kv_n is not None and wide > hi and not long:
+        b = _wide_batch(ch, wide, pin is None)
+        if b is not None:
+            return b
     near = sorted({b for c in CORE_COUNTS for b in range((c - 1) // n, (c + 1) // n + 1)
                    if lo <= b <= hi and near_cores(b * n)})
     if kv_n is not None and pin is None:
         targets = units_aim(ch) or ROUTE_UNITS
-        units = [b for b in range(lo, hi + 1) if b * kv_n in targets or b * n in targets]
+        top = max(hi, wide) if units_aim(ch) else hi  # a work-unit aim may go wide
+        units = [b for b in range(lo, top + 1) if b * kv_n in targets or b * n in targets]
         if long:
             units = [b for b in units if b * n < SPLIT_BN]
         aimed = bool(units_aim(ch))
@@ -173,6 +189,33 @@ def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
     away = [x for d in (1, 2, 3) for x in (b + d, b - d) if lo <= x <= hi
             and not near_cores(x * n)]
     return away[0] if away else b
+
+
+#: One in WIDE_EVERY unfiltered batch draws of a profile with core_batch goes wide
+WIDE_EVERY = 8
+#: The batch counts of batch_class's "cores" (either A2 die's cube cores, op/edges.py)
+CORE_BATCHES = (min(CORE_COUNTS[:2]), max(CORE_COUNTS[:2]))
+
+
+def _wide_batch(ch: Chooser, wide: int, free: bool) -> int | None:
+    """B in [20, 24] ("cores") or past 24 ("over") up to `wide`, for a batch_class filter
+    naming one or (`free`: no size_edge filter) one in WIDE_EVERY draws; None for the
+    others."""
+    pin = ch.pins.get("batch_class")
+    if pin is None and ch.aim is not None:
+        return None  # an aimed draw keeps its budget and its B for the aim
+    if pin is None and not (free and ch.int(0, WIDE_EVERY - 1) == 0):
+        return None
+    if pin not in (None, "cores", "over"):
+        return None
+    klass = pin or ch.one(("cores", "over"))
+    lo, hi = (CORE_BATCHES[0], min(CORE_BATCHES[1], wide)) if klass == "cores" \
+        else (CORE_BATCHES[1] + 1, wide)
+    if lo > hi:
+        if pin is not None:
+            raise Dead(f"batch_class={pin!r}: the budget allows B <= {wide}")
+        return None
+    return ch.int(lo, hi)
 
 
 def table_width(ch: Chooser, need: int, cap: int, oversized: bool | None = None) -> int:

@@ -27,7 +27,7 @@ FLOAT = ("float16", "bfloat16")
 #: (a position bias, antiquant scales, a used mask) come up about as often as the others
 #: (the bias's two the most: fewest cases carry one).
 WEIGHTS = {"pse_neg_inf": 5, "pse_nan": 5, "antiquant_nan": 3, "antiquant_inf": 3,
-           "masked_row": 3, "nan_masked": 2, "inf_masked": 2, "nan_padding": 2,
+           "masked_row": 4, "nan_masked": 3, "inf_masked": 3, "nan_padding": 2,
            "inf_padding": 2}
 #: fp16 query/key magnitude of the overflow regime: q.k of two of them is 2^20, past the
 #: fp16 maximum, while every score stays an exact multiple of one fp32 number.

@@ -9,7 +9,8 @@ import pytest
 
 from fia_fuzz.op.call import CallView
 from fia_fuzz.rules.profiles import a2_routes
-from fia_fuzz.rules.profiles.a2_routes import dispatch, fai, ifa, pfa, v3
+from fia_fuzz.rules.profiles.a2_routes import dispatch, fai, ifa, pfa, sizes, v3
+from fia_fuzz.rules.profiles.a2_routes.tiling import Tiling
 from fia_fuzz.rules.rulebook.bases import T, bf, call, i8
 
 
@@ -176,18 +177,50 @@ def test_fai_tasks_against_the_cores() -> None:
 
 
 # ---- the decode kernel -----------------------------------------------------------------
-def test_ifa_vector_template_splits_the_kv_under_0_4_of_the_vector_cores() -> None:
-    assert ifa.split_threshold(decode(2, 8, 8, 64, d=256)) == 19
-    on, off = decode(19, 1, 1, 64, d=256), decode(20, 1, 1, 64, d=256)
+def test_ifa_all_vector_template_splits_the_kv_under_half_the_vector_cores() -> None:
+    """fp16 in and out, G 1, not paged: the all-vector template (EnableAllVec)."""
+    on, off = decode(23, 1, 1, 64, d=256), decode(24, 1, 1, 64, d=256)
+    assert ifa.perf_mode(on) == ifa.perf_mode(off) == "all_vec"
     assert ifa.tiling(on).flash_decode and not ifa.tiling(off).flash_decode
     assert a2_routes.cell(on)[1] == "ifa.float:split_on"
     assert a2_routes.cell(off)[1] == "ifa.float:split_off"
 
 
+def test_ifa_normal_template_splits_the_kv_under_0_4_of_the_vector_cores() -> None:
+    """A group of 2 leaves the all-vector template: the normal one's 0.4 of the cores."""
+    on, off = decode(19, 2, 1, 2048, d=256), decode(20, 2, 1, 2048, d=256)
+    assert ifa.perf_mode(on) == "normal" and ifa.split_threshold(on) == 19
+    assert a2_routes.cell(on)[1] == "ifa.float:split_on"
+    assert a2_routes.cell(off)[1] == "ifa.float:split_off"
+    bf16 = view("decode", query=bf(2, 1, 8 * 256), key=bf(2, 16, 8 * 256),
+                value=bf(2, 16, 8 * 256), num_heads=8, num_key_value_heads=8)
+    assert ifa.perf_mode(bf16) == "normal"  # all-vector takes fp16 only
+
+
+def paged_bnsd(kv: int, d: int = 128, kv_n: int = 8, **over: Any) -> CallView:
+    """A paged BNSD fp16 decode, 2 batches of `kv` keys in blocks of 128, G = 1."""
+    width = -(-kv // 128)
+    return view("paged_decode", query=T(2, kv_n, 1, d), key=T(2 * width, 128, kv_n * d),
+                value=T(2 * width, 128, kv_n * d), num_heads=kv_n, num_key_value_heads=kv_n,
+                block_size=128, actual_seq_lengths_kv=[kv, kv],
+                block_table=[list(range(width)), list(range(width, 2 * width))], **over)
+
+
+def test_ifa_cube_view_template_takes_paged_bnsd_d128_past_128_chunks_of_work() -> None:
+    """EnableCubeViewMM: B x KV_N x ceil(KV / 2048) past 128 (2 x 8 x 9 here, 2 x 8 x 8 is
+    not), D 128, not high precision (CheckDataCopyNd2Nz); the cube cores' threshold."""
+    assert ifa.perf_mode(paged_bnsd(16385)) == "cube_view"
+    assert ifa.split_threshold(paged_bnsd(16385)) == 12
+    assert ifa.perf_mode(paged_bnsd(16384)) == "normal"
+    assert ifa.perf_mode(paged_bnsd(16385, inner_precise=0)) == "normal"
+    assert ifa.perf_mode(paged_bnsd(16385, d=64)) == "normal"
+
+
 def test_ifa_cube_templates_split_at_half_the_cube_cores() -> None:
-    aq = view("aq_combined")
-    assert ifa.cube_template(aq) is (aq.G > 1)
+    assert ifa.perf_mode(view("aq_combined")) == "normal"  # BSH, not paged
+    assert ifa.perf_mode(view("mla_int8")) == "mla"
     assert ifa.split_threshold(view("mla_int8")) == 12
+    assert ifa.perf_mode(view("nz")) == "cube_dd"
 
 
 def test_ifa_gqa_splits_only_from_2048_keys() -> None:
@@ -212,6 +245,19 @@ def test_ifa_antiquant_and_rope_tiles() -> None:
     assert ifa.s2_tile(view("mla_int8")) == 512
 
 
+def test_ifa_antiquant_groups_take_2048_keys_under_the_cube_view_template() -> None:
+    """CalcInnerSize: antiquant with G > 1 tiles 2048 keys under CUBE_VIEW_MM, else 1024."""
+    def aq(kv: int) -> CallView:
+        width = -(-kv // 128)
+        return view("paged_decode", query=T(2, 16, 1, 128), key=i8(2 * width, 128, 8 * 128),
+                    value=i8(2 * width, 128, 8 * 128), num_heads=16, num_key_value_heads=8,
+                    block_size=128, actual_seq_lengths_kv=[kv, kv],
+                    block_table=[list(range(width)), list(range(width, 2 * width))],
+                    antiquant_scale=T(2, 8, 1, 128), antiquant_offset=T(2, 8, 1, 128))
+    assert ifa.perf_mode(aq(16385)) == "cube_view" and ifa.s2_tile(aq(16385)) == 2048
+    assert ifa.perf_mode(aq(16384)) == "normal" and ifa.s2_tile(aq(16384)) == 1024
+
+
 def test_ifa_mla_over_ragged_batches_takes_the_balanced_split() -> None:
     assert ifa.balanced(view("mla"))  # BSND, act_kv 100 and 256
     assert not ifa.balanced(view("mla", actual_seq_lengths_kv=[256, 256]))
@@ -226,6 +272,49 @@ def test_pfa_s2_tile_by_kv_length_dtype_and_precision() -> None:
     assert pfa.s2_tile(view("prefill", **long_kv, inner_precise=0)) == 512
 
 
+def pfa_call(s1: int, s2: int, d: int = 256, n: int = 2, dtype: str = "float16",
+             **over: Any) -> CallView:
+    """A BNSD prefill that V3 declines (D 256 is off its table)."""
+    return view("prefill", query=T(1, n, s1, d, dtype=dtype), key=T(1, n, s2, d, dtype=dtype),
+                value=T(1, n, s2, d, dtype=dtype), num_heads=n, num_key_value_heads=n,
+                **over)
+
+
+def test_pfa_short_queries_take_16_row_blocks_and_2048_keys_without_a_mask() -> None:
+    """AdjustCVTilingCVDiff: a query of at most 16 rows, unmasked over more than 2048 keys."""
+    assert pfa.factors(pfa_call(16, 4096, inner_precise=1)) == (16, 2048)
+    assert pfa.factors(pfa_call(17, 4096, inner_precise=1)) == (128, 1024)
+    assert pfa.factors(pfa_call(16, 2048, inner_precise=1)) == (16, 1024)
+    masked = pfa_call(16, 4096, inner_precise=1, atten_mask=T(16, 4096, dtype="bool"),
+                      sparse_mode=0)
+    assert pfa.factors(masked) == (16, 1024)
+
+
+def test_pfa_high_precision_and_wide_heads_take_64_rows() -> None:
+    assert pfa.factors(pfa_call(64, 4096, dtype="bfloat16")) == (64, 512)  # aligned D 256
+    assert pfa.factors(pfa_call(64, 4096, d=192, dtype="bfloat16")) == (128, 512)
+    assert pfa.factors(pfa_call(64, 4096, d=192, inner_precise=1)) == (128, 1024)
+    paged = view("paged_prefill", query=T(1, 8, 32, 64), inner_precise=1)
+    assert pfa.factors(paged)[0] == 64  # enablePA
+
+
+def test_pfa_kv_antiquant_caps_the_keys_by_head_dim() -> None:
+    """enableKvAntiquant (fp16 query, int8 KV): at most 256K / aligned D keys a block."""
+    c = view("prefill", query=T(1, 2, 64, 512), key=i8(1, 2, 4096, 512),
+             value=i8(1, 2, 4096, 512), num_heads=2, num_key_value_heads=2, inner_precise=1,
+             antiquant_scale=T(2, 1, 1, 512), antiquant_offset=T(2, 1, 1, 512))
+    assert pfa.factors(c) == (128, 512)
+
+
+@pytest.mark.parametrize("s1, rows", [(256, 64), (257, 128), (128, 128)])
+def test_pfa_halves_the_rows_when_the_query_fills_one_block_a_core_share(s1: int, rows: int
+                                                                          ) -> None:
+    """AdjustBasicBlock: 24 heads share the 48 vector cores two each; a query of exactly
+    two 128-row blocks is split in 64-row halves."""
+    c = pfa_call(s1, 4096, n=24, inner_precise=1)
+    assert pfa.tiling(c).s1_tile == rows
+
+
 @pytest.mark.parametrize("s1, cell", [(127, "s1-1"), (128, "s1"), (129, "s1+1")])
 def test_pfa_query_tile_cells(s1: int, cell: str) -> None:
     c = view("prefill", **bnsd(1, 1, s1, 256))
@@ -235,3 +324,42 @@ def test_pfa_query_tile_cells(s1: int, cell: str) -> None:
 def test_every_cell_belongs_to_a_route() -> None:
     routes = {a2_routes.tiled_as(r) for r in a2_routes.ROUTES}
     assert all(cell.split(":")[0] in routes for cell in a2_routes.CELLS)
+
+
+# ---- size classes against the route's tiling -------------------------------------------
+@pytest.mark.parametrize("units, kind", [(23, "below"), (24, "cores"), (25, "above"),
+                                         (95, "above"), (96, "many")])
+def test_units_class_against_the_routes_cores(units: int, kind: str) -> None:
+    assert sizes.units_class(Tiling(128, 512, units, 24, None, False)) == kind
+
+
+@pytest.mark.parametrize("kv, kind", [(511, "within"), (512, "multiple"), (1024, "multiple"),
+                                      (513, "past"), (1025, "past"), (700, "tiles"),
+                                      (2047, "tiles"), (2050, "long")])
+def test_kv_tiles_against_the_routes_s2_tile(kv: int, kind: str) -> None:
+    assert sizes.kv_tiles(kv, 512) == kind
+
+
+@pytest.mark.parametrize("q, kind", [(1, "1"), (2, "spec"), (16, "spec"), (17, "tile"),
+                                     (128, "tile"), (129, "past")])
+def test_q_rows_against_the_routes_query_tile(q: int, kind: str) -> None:
+    assert sizes.q_rows(q, 128) == kind
+
+
+def test_v3_query_rows_are_measured_in_its_g_by_s1_blocks() -> None:
+    """A V3 GQA block holds G x S1 rows (CalcMBaseSize): with G 4 and 512-row blocks a
+    query of 128 rows fills one, 129 rows pass it."""
+    def feats(s1: int) -> dict[str, Any]:
+        c = view("prefill", query=T(1, 8, s1, 64), key=T(1, 2, 600, 64),
+                 value=T(1, 2, 600, 64))
+        route, _, t = a2_routes._cell(c)
+        assert route == "v3.gqa"
+        return sizes.size_classes(c, route, t)
+    assert feats(128)["q_rows"] == "tile" and feats(129)["q_rows"] == "past"
+    assert feats(128)["kv_tiles"] == "tiles"  # 600 keys over 512-key tiles
+
+
+def test_the_empty_call_has_no_size_classes() -> None:
+    c = view("decode", key=T(2, 0, 128), value=T(2, 0, 128))
+    assert a2_routes.route_of(c) == "empty"
+    assert set(sizes.size_classes(c, "empty", None).values()) == {None}

@@ -1,6 +1,7 @@
 """The nightly stream covers the Atlas A2 routes (rules/profiles/a2_routes): every route at
-1% or more of unfiltered draws and every (route, boundary) cell at least once in the 5000
-draws `fia-fuzz coverage --profile nightly --cases 5000` makes, all legal."""
+1% or more of unfiltered draws, every (route, boundary) cell and every size class against
+the route's tiling at least once in the 5000 draws
+`fia-fuzz coverage --profile nightly --cases 5000` makes, all legal."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ from hypothesis import strategies as st
 
 from fia_fuzz.rules.profiles import a2_routes
 from fia_fuzz.rules.validate import validate
+from fia_fuzz.strategies.axes import ROUTE_AXES
 from fia_fuzz.strategies.illegal.a2_routes import ROUTE_BREAKERS
 from fia_fuzz.strategies.routes import AIM_FAMILIES, AIMS
 from fia_fuzz.strategies.sample import draw_cases
+
+#: The route's size classes (a2_routes/sizes.py), reached in the same draws
+SIZE_AXES = ("units_class", "kv_tiles", "q_rows")
 
 
 @pytest.mark.slow
@@ -24,6 +29,9 @@ def test_five_thousand_nightly_draws_reach_every_route_and_cell() -> None:
     cells = Counter(f["route_edge"] for f in feats)
     assert {r: routes[r] for r in a2_routes.ROUTES if routes[r] < 50} == {}
     assert [c for c in a2_routes.CELLS if not cells[c]] == []
+    classes = {axis: Counter(f[axis] for f in feats) for axis in SIZE_AXES}
+    assert {a: [v for v in ROUTE_AXES[a] if not classes[a][v]] for a in SIZE_AXES} == {
+        a: [] for a in SIZE_AXES}
     assert [c.case_id for c in drawn if validate(**c.specs())] == []
 
 

@@ -10,11 +10,25 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from fia_fuzz.op.case import Case
-from fia_fuzz.op.edges import LONG_KV, SIZE_EDGES, SPLIT_BN, TABLE_WIDTHS, size_edge, table_width
+from fia_fuzz.op.edges import (
+    BATCH_CLASSES,
+    EMPTY_SHARES,
+    LONG_KV,
+    NUMEL_CLASSES,
+    SIZE_EDGES,
+    SPLIT_BN,
+    TABLE_WIDTHS,
+    batch_class,
+    empty_share,
+    numel_class,
+    size_edge,
+    table_width,
+)
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import cases
+from fia_fuzz.strategies.axes import AXES
 from fia_fuzz.strategies.cases import _plan, build
-from fia_fuzz.strategies.choices import RandomChooser
+from fia_fuzz.strategies.choices import Dead, RandomChooser
 from fia_fuzz.strategies.draft import PROFILES
 from fia_fuzz.strategies.families import FAMILIES
 
@@ -96,3 +110,47 @@ def test_size_edge_classifies(bn: int, lengths: list[int], kv: list[int], kind: 
     (10, "free"), (127, "below"), (129, "above")])
 def test_table_width_classifies(width: int | None, kind: str) -> None:
     assert table_width(width) == kind
+
+
+@pytest.mark.parametrize(("numel", "kind"), [
+    (0, "<2^16"), ((1 << 16) - 1, "<2^16"), (1 << 16, "2^16"), ((1 << 24) - 1, "2^16"),
+    (1 << 24, "2^24"), ((1 << 31) - 1, "2^24"), (1 << 31, "2^31"), ((1 << 32) - 1, "2^31"),
+    (1 << 32, "2^32")])
+def test_numel_class_takes_the_highest_edge_reached(numel: int, kind: str) -> None:
+    assert numel_class(numel) == kind
+
+
+@pytest.mark.parametrize(("lengths", "share"), [
+    ([5, 7], "none"), ([0], "all"), ([0, 0, 0], "all"), ([0, 7], "one"), ([0, 3, 4], "one"),
+    ([0, 0, 3, 4, 5], "few"), ([0, 0, 3, 4], "half"), ([0, 0, 3], "half")])
+def test_empty_share_classifies(lengths: list[int], share: str) -> None:
+    assert empty_share(lengths) == share
+
+
+@pytest.mark.parametrize(("b", "kind"), [
+    (1, "1"), (2, "under"), (19, "under"), (20, "cores"), (24, "cores"), (25, "over")])
+def test_batch_class_against_the_dies_cube_cores(b: int, kind: str) -> None:
+    assert batch_class(b) == kind
+
+
+def test_size_class_values_are_axis_values() -> None:
+    assert (AXES["numel_class"], AXES["empty_share"], AXES["batch_class"]) == (
+        NUMEL_CLASSES, EMPTY_SHARES, BATCH_CLASSES)
+
+
+@pytest.mark.parametrize("share", ["one", "half", "all"])
+def test_an_empty_share_filter_steers_the_smoke_profile(share: str) -> None:
+    """Smoke's unfiltered draws never zero a batch (strategies/draft.py empty_batches), a
+    filter for a share draws it."""
+    rng = random.Random(3)
+    pins = {"empty_share": share}
+    got = []
+    for _ in range(300):
+        try:
+            got.append(build(RandomChooser(rng, pins), PROFILES["smoke"], ["dense"], pins))
+        except Dead:
+            continue
+        if len(got) == 3:
+            break
+    assert len(got) == 3 and {c.features()["empty_share"] for c in got} == {share}
+    assert all(validate(**c.specs()) == [] for c in got)

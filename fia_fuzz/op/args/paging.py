@@ -38,15 +38,20 @@ def _block_edge(case: Any, decode: bool | None) -> str:
     return "max" if bs == 512 else "min" if bs == smallest else "mid"
 
 
+#: The edges a referenced block's element offset is measured against (op/edges.py
+#: NUMEL_EDGES: the 32-bit offset widths and float32's exact integers), largest first
+REACHES = tuple((edge, name) for edge, name in edges.NUMEL_EDGES if edge > 1 << 16)
+
+
 def _cache_reach(case: Any) -> str:
-    """Element offset of the furthest referenced cache block: past 2^32, 2^31 or below
-    (the 32-bit offset edges of block id x block_size x KV_N x D)."""
+    """Element offset of the furthest referenced cache block: past 2^32, 2^31, 2^24 or
+    below (block id x block_size x KV_N x D against REACHES)."""
     blocks = safe_feature(case.referenced_blocks)
     if blocks is None or not len(blocks):
         return "near"
     k = case.params["key"]
     start = int(blocks[-1]) * math.prod(k.shape[1:])
-    return "2^32" if start >= 1 << 32 else "2^31" if start >= 1 << 31 else "near"
+    return next((name for edge, name in REACHES if start >= edge), "near")
 
 
 def _table_features(case: Any) -> dict[str, bool]:
@@ -120,7 +125,7 @@ ARG = register(Arg(
     specials={BLOCK_SIZE_FORM: ("explicit_default",)},
     features={"paged": BOOL, "cache": ("none", *CACHE_FORMS),
               "block_edge": ("none", "mid", "min", "max"),
-              "cache_reach": ("near", "2^31", "2^32"), "table_unused": BOOL,
+              "cache_reach": ("near", "2^24", "2^31", "2^32"), "table_unused": BOOL,
               "table_spare": BOOL, "table_shuffled": BOOL, "table_oversized": BOOL,
               "table_width": edges.TABLE_WIDTHS},
     classify=classify,

@@ -19,7 +19,7 @@ from typing import Any
 
 from fia_fuzz.op import features
 from fia_fuzz.op.call import CallView
-from fia_fuzz.rules.profiles.a2_routes import dispatch, fai, ifa, pfa, v3
+from fia_fuzz.rules.profiles.a2_routes import dispatch, fai, ifa, pfa, sizes, v3
 from fia_fuzz.rules.profiles.a2_routes.tiling import Tiling, kv_lengths, q_lengths
 
 #: The routes legal calls take. The model also names "ifa.full_quant" (an int8 query at
@@ -146,16 +146,23 @@ def boundary(c: CallView, route: str, t: Tiling) -> str | None:
 
 def cell(c: CallView) -> tuple[str, str]:
     """(route, route_edge) of a legal call: route_edge is "route:boundary" or "free"."""
+    route, edge, _ = _cell(c)
+    return route, edge
+
+
+def _cell(c: CallView) -> tuple[str, str, Tiling | None]:
     route = route_of(c)
     t = tiling_of(c, route)
     b = boundary(c, route, t) if t is not None else None
-    return route, (f"{tiled_as(route)}:{b}" if b else FREE)
+    return route, (f"{tiled_as(route)}:{b}" if b else FREE), t
 
 
 def route_features(case: Any) -> dict[str, Any]:
-    """The `route` and `route_edge` features of a case."""
-    route, edge = cell(case.view())
-    return {"route": route, "route_edge": edge}
+    """The `route` and `route_edge` features of a case, and its size classes against the
+    route's tiling (`sizes.py`)."""
+    v = case.view()
+    route, edge, t = _cell(v)
+    return {"route": route, "route_edge": edge, **sizes.size_classes(v, route, t)}
 
 
 features.DERIVED["route"] = route_features

@@ -7,12 +7,20 @@ at most 1024 with a compressed mask (sparse 2, 3, 4); floored to a multiple of a
 paged block that does not divide it. Query rows per block (`CalcMBaseSize`): 512
 for TND/NTD and long queries, else 512..32 as the S2 tile grows. MLA: S2 tile
 512 (its flash-decode halving for 256..512 keys is not modelled). The work is
-(batch, KV head, row block) triples over the cube cores; a call with fewer
-triples than cores and more than one S2 tile gets its KV split over cores
-(flash decode: `SplitCore` assigns S2 ranges of one row to several cores and
-`IsFlashDecode` reads the heads it split). The MLA kernel sizes its row blocks so that
-B x KV_N x blocks fills the cores where it can (`FiaTilingNonQuantMla::CalcMBaseSize`,
-least common multiple with the core count), so it has no one-unit threshold here.
+(batch, KV head, row block) triples over the cube cores. `SplitCore` costs each
+(row, S2 block) 6 x ceil(rows / 16) + 10 x ceil(keys / 64) (`CalcCost`), tries
+every core count from sqrt(blocks) to min(cores, blocks) and keeps the plan of the
+least maximum cost, each core taking whole batches, then whole rows, then S2
+blocks of one row up to its share (`CalcSplitPlan`: AssignByBatch, AssignByRow,
+AssignByBlock); a row whose blocks land on two cores is a flash-decode head
+(`IsFlashDecode` reads their count). Here a call with fewer triples than cores and
+more than one S2 tile is taken to split its KV: a row needs two S2 blocks to be
+split, and with fewer rows than cores splitting one lowers the maximum cost; the
+search's choice around the core count (a row or two past it may be split too, for a
+lower maximum cost) is not modelled: it needs the whole plan search per call. The
+MLA kernel sizes its row blocks so that B x KV_N x blocks fills the cores where it
+can (`FiaTilingNonQuantMla::CalcMBaseSize`, least common multiple with the core
+count), so it has no one-unit threshold here.
 """
 
 from __future__ import annotations
