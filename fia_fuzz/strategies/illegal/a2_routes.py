@@ -29,10 +29,9 @@ from fia_fuzz.op.case import Case
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.rules.profiles.atlas_a2 import split_fuse_route
 from fia_fuzz.rules.rulebook.mla import MLA_HEADS
-from fia_fuzz.strategies import production
 from fia_fuzz.strategies.edits import Change, grow_blocks, sided, with_dtype
 from fia_fuzz.strategies.illegal.breaker import Breaker
-from fia_fuzz.strategies.illegal.mla import num_heads_to, q_seq_to
+from fia_fuzz.strategies.illegal.mla import num_heads_to, off_heads, q_seq_to
 
 A2 = "atlas-a2"
 #: The routes an atlas-a2 draw carries a learnable_sink on (strategies/device_a2.py adds
@@ -80,11 +79,9 @@ def _mla_q_seq(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _mla_heads(draw: st.DrawFn, case: Case) -> Change:
-    """num_heads next to the MLA table's powers of two (3, 5, 15, 17, 127, 129), between
-    them (12, 48), and the production head counts it lacks (5, 7, 10, 14, 20, 28, 40)."""
-    near = {x for h in MLA_HEADS for x in (h - 1, h + 1) if x > 0}
-    n = draw(st.sampled_from(sorted((near | {12, 48} | set(production.HEADS)) - set(MLA_HEADS))))
-    return num_heads_to(case, n)
+    """num_heads off the MLA table, in every layout (TND too): next to its powers of two
+    (3, 5, ..., 127, 129), between them, and the production head counts it lacks."""
+    return num_heads_to(case, draw(st.sampled_from(off_heads(MLA_HEADS))))
 
 
 def _mla_sparse(draw: st.DrawFn, case: Case) -> Change:

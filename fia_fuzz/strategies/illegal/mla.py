@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.rules.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
+from fia_fuzz.strategies import production
 from fia_fuzz.strategies.edits import (
     DELETE,
     Change,
@@ -43,11 +44,17 @@ def _mla_kv_heads(draw: st.DrawFn, case: Case) -> Change:
     return out
 
 
+def off_heads(ok: tuple[int, ...]) -> list[int]:
+    """Head counts off the MLA list `ok`: next to each entry (one below, one above), between
+    them (12, 48), and the production head counts it lacks."""
+    near = {x for h in ok for x in (h - 1, h + 1) if x > 0}
+    return sorted((near | {12, 48} | set(production.HEADS)) - set(ok))
+
+
 def _mla_num_heads(draw: st.DrawFn, case: Case) -> Change:
     """num_heads off the MLA list (TND: off 32/64/128), query and query_rope alike."""
     ok = MLA_TND_HEADS if q_layout(case) == "TND" else MLA_HEADS
-    return num_heads_to(case, draw(st.sampled_from(
-        [x for x in (3, 6, 12, 24, 48, 16, 8) if x not in ok])))
+    return num_heads_to(case, draw(st.sampled_from(off_heads(ok))))
 
 
 def num_heads_to(case: Case, n: int) -> Change:
