@@ -626,7 +626,7 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
         raise InputError(f"--illegal {args.illegal!r}: no rule id starts with it")
     n = args.cases or 20
     t0 = time.perf_counter()
-    widths = {rid: width(by_base(rid, BREAKERS[rid], n, args.seed)) for rid in ids}
+    widths = {rid: width(by_base(rid, BREAKERS[rid], n, args.seed, routes=True)) for rid in ids}
     pool = family_pool(seed=args.seed)
     missed = {rid: sorted(f for f, how in covered(rid, BREAKERS[rid], pool, seed=args.seed)
                           .items() if how == "lands" and f not in widths[rid].families)

@@ -93,7 +93,8 @@ class Breaker:
 
     The base is `cases(**base)` or any of `cases(**alt[i])` (filters cannot say
     "one of these layouts"), drawn legal under the rule profile `rules` (a device
-    profile's route breakers start from the regions only it admits). `mutation` names
+    profile's route breakers start from the regions only it admits). `routes` are
+    bases pinned to the Atlas A2 routes the others miss (`spans.py`). `mutation` names
     the replayed mutation of a searched breaker (None: a written one).
     """
 
@@ -102,10 +103,12 @@ class Breaker:
     alt: tuple[dict[str, Any], ...] = ()
     mutation: str | None = None
     rules: str = DEFAULT
+    routes: tuple[dict[str, Any], ...] = ()
 
     def cases(self) -> st.SearchStrategy[Case]:
         """The legal cases this breaker starts from."""
-        return st.one_of([cases(rules=self.rules, **b) for b in (self.base, *self.alt)])
+        return st.one_of([cases(rules=self.rules, **b)
+                          for b in (self.base, *self.alt, *self.routes)])
 
 
 def searched(base: dict[str, Any], mutation: str,

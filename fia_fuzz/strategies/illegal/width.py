@@ -162,15 +162,19 @@ def breaks(rule: str, breaker: Breaker, n: int, seed: int = 0) -> list[Break]:
 MIN_PER_BASE = 4
 
 
-def by_base(rule: str, breaker: Breaker, n: int, seed: int = 0) -> list[Break]:
+def by_base(rule: str, breaker: Breaker, n: int, seed: int = 0,
+            routes: bool = False) -> list[Break]:
     """`breaks` from each of the breaker's bases in turn, `n` draws spread over them (at
     least MIN_PER_BASE each): a base listed last is measured as surely as the first. Drawn
     as one `one_of`, a few dozen Hypothesis examples fall unevenly on the alternatives (it
-    repeats earlier choices), so a family's bases could go unmeasured by chance of order."""
+    repeats earlier choices), so a family's bases could go unmeasured by chance of order.
+    `routes`: its route bases too (`spans.py`), MIN_PER_BASE draws each."""
     bases = (breaker.base, *breaker.alt)
     each = max(MIN_PER_BASE, -(-n // len(bases)))
-    return [b for base in bases
-            for b in breaks(rule, replace(breaker, base=base, alt=()), each, seed)]
+    plan = [(base, each) for base in bases]
+    plan += [(base, MIN_PER_BASE) for base in (breaker.routes if routes else ())]
+    return [b for base, k in plan
+            for b in breaks(rule, replace(breaker, base=base, alt=(), routes=()), k, seed)]
 
 
 @dataclass
