@@ -146,8 +146,17 @@ def route_proposals(prefixes: list[str]) -> None:
             continue
         found = route_bases(rule, breaker, pool)
         if found:
-            print(f"    {_py(rule)}: (", *(f"        {_py(f)}," for f in found), "    ),",
+            print(f"    {_py(rule)}: (", *(_route_base(f) for f in found), "    ),",
                   sep="\n", flush=True)
+
+
+def _route_base(f: dict[str, Any]) -> str:
+    """One route base as an entry line, the route on a line of its own past 100 columns."""
+    one = f"        {_py(f)},"
+    if len(one) <= 100:
+        return one
+    rest = {k: v for k, v in f.items() if k != "route"}
+    return f"        {_py(rest)[:-1]},\n         \"route\": {_py(f['route'])}}},"
 
 
 def main() -> None:

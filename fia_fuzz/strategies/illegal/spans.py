@@ -23,6 +23,255 @@ from fia_fuzz.strategies.illegal.breaker import Breaker
 
 #: rule id -> bases pinned to the routes its own bases miss (generated, see above)
 ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
+    "antiquant.needs_int_kv": (
+        {"route": "ifa.post_quant"},
+        {"route": "pfa.post_quant"},
+    ),
+    "antiquant.offset_matches_scale": (
+        {"pse": True, "branch": "decode", "route": "ifa.antiquant.2/2"},
+        {"pse": True, "branch": "decode", "route": "ifa.antiquant.5/5"},
+    ),
+    "antiquant.offset_needs_scale": (
+        {"route": "ifa.antiquant.2/2"},
+        {"route": "ifa.antiquant.3/3"},
+        {"route": "ifa.antiquant.4/4"},
+        {"route": "ifa.antiquant.5/5"},
+        {"route": "ifa.antiquant.0/1"},
+    ),
+    "args.attr_type": (
+        {"rope_d": "512", "route": "ifa.mla_quant"},
+        {"antiquant": "separate:1/1", "route": "pfa.antiquant"},
+    ),
+    "args.required": (
+        {"rope_d": "512", "route": "ifa.mla_quant"},
+        {"antiquant": "separate:1/1", "route": "pfa.antiquant"},
+    ),
+    "args.values_integral": (
+        {"route": "ifa.antiquant.0"},
+        {"route": "ifa.antiquant.1"},
+        {"route": "ifa.antiquant.2/2"},
+        {"route": "ifa.antiquant.3/3"},
+        {"route": "ifa.antiquant.4/4"},
+        {"route": "ifa.antiquant.5/5"},
+        {"route": "ifa.antiquant.0/1"},
+        {"route": "pfa.post_quant"},
+        {"route": "empty"},
+    ),
+    "dtype.int64_values": (
+        {"prefix_len": "given", "route": "ifa.antiquant.0"},
+        {"actual_kv": "per_batch", "route": "ifa.antiquant.1"},
+        {"prefix_len": "given", "route": "ifa.antiquant.2/2"},
+        {"actual_kv": "per_batch", "route": "ifa.antiquant.3/3"},
+        {"actual_kv": "per_batch", "route": "ifa.antiquant.4/4"},
+        {"actual_kv": "per_batch", "route": "ifa.antiquant.0/1"},
+        {"prefix_len": "given", "route": "pfa.post_quant"},
+    ),
+    "dtype.kv_float_match_query": (
+        {"plain": True, "layout": "BNSD", "route": "v3.gqa"},
+    ),
+    "dtype.kv_match": (
+        {"antiquant": "separate:1/1", "route": "pfa.antiquant"},
+    ),
+    "dtype.pse": (
+        {"route": "ifa.antiquant.0/1"},
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False, "route": "pfa.post_quant"},
+    ),
+    "gqa.kv_heads_nonnegative": (
+        {"rope_d": "512", "route": "ifa.mla_quant"},
+        {"antiquant": "none", "full_quant": False, "rope": False, "paged": True,
+         "route": "ifa.post_quant"},
+        {"antiquant": "none", "full_quant": False, "rope": False, "paged": True,
+         "route": "pfa.post_quant"},
+    ),
+    "gqa.num_heads_positive": (
+        {"rope_d": "512", "route": "ifa.mla_quant"},
+        {"antiquant": "none", "full_quant": False, "rope": False, "paged": True,
+         "route": "ifa.post_quant"},
+        {"antiquant": "none", "full_quant": False, "rope": False, "paged": True,
+         "route": "pfa.post_quant"},
+    ),
+    "kvlist.count": (
+        {"kv_list": True, "route": "pfa.post_quant"},
+    ),
+    "kvlist.not_paged": (
+        {"paged": True, "rope": False, "cache": "BnBsH", "layout": "BNSD",
+         "route": "ifa.antiquant.5/5"},
+    ),
+    "kvlist.uniform": (
+        {"kv_list": True, "route": "pfa.post_quant"},
+    ),
+    "layout.query_heads": (
+        {"plain": True, "layout": "BNSD", "route": "v3.gqa"},
+    ),
+    "lengths.kv_count": (
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode",
+         "route": "ifa.post_quant"},
+    ),
+    "lengths.kv_max": (
+        {"route": "ifa.antiquant.3/3"},
+        {"prefix": True, "branch": "decode", "route": "ifa.post_quant"},
+        {"route": "pfa.antiquant"},
+    ),
+    "lengths.kv_nonnegative": (
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode",
+         "route": "ifa.post_quant"},
+        {"actual_kv": "per_batch", "antiquant": "separate:1/1", "route": "pfa.antiquant"},
+    ),
+    "lengths.q_nonnegative": (
+        {"prefix": True, "branch": "prefill", "route": "pfa.post_quant"},
+    ),
+    "mask.full_form": (
+        {"route": "ifa.antiquant.1/1"},
+        {"route": "ifa.antiquant.3/3"},
+    ),
+    "mask.optimized_required": (
+        {"sparse_mode": 2, "route": "pfa.post_quant"},
+    ),
+    "mla.actual_seq_lengths": (
+        {"route": "ifa.mla_quant"},
+    ),
+    "padding.not_paged": (
+        {"route": "ifa.antiquant.5/5"},
+    ),
+    "padding.shape": (
+        {"route": "ifa.float"},
+    ),
+    "paged.block_size_positive": (
+        {"paged": True, "rope": False, "cache": "BnNBsD", "layout": "BNSD",
+         "route": "ifa.antiquant.1"},
+    ),
+    "paged.block_table_batch": (
+        {"pse": True, "branch": "decode", "route": "ifa.antiquant.1"},
+        {"pse": True, "branch": "decode", "route": "ifa.antiquant.2/2"},
+        {"pse": True, "branch": "decode", "route": "ifa.antiquant.4/4"},
+        {"rope_d": "512", "route": "ifa.mla_quant"},
+    ),
+    "paged.block_table_rank": (
+        {"paged": True, "rope": False, "branch": "decode", "route": "ifa.antiquant.0"},
+        {"paged": True, "rope": False, "branch": "decode", "route": "ifa.antiquant.2/2"},
+        {"paged": True, "rope": False, "branch": "decode", "route": "ifa.antiquant.4/4"},
+        {"paged": True, "rope": False, "branch": "decode", "route": "ifa.antiquant.5/5"},
+    ),
+    "paged.cache_block_size": (
+        {"route": "ifa.antiquant.4/4"},
+        {"route": "ifa.antiquant.5/5"},
+    ),
+    "paged.cache_heads": (
+        {"route": "ifa.antiquant.5/5"},
+    ),
+    "paged.cache_rank": (
+        {"paged": True, "rope": False, "route": "ifa.antiquant.0"},
+        {"paged": True, "rope": False, "route": "ifa.antiquant.2/2"},
+        {"paged": True, "rope": False, "route": "ifa.antiquant.4/4"},
+        {"paged": True, "rope": False, "route": "ifa.antiquant.5/5"},
+    ),
+    "paged.kv_lengths_required": (
+        {"route": "ifa.antiquant.2/2"},
+        {"route": "ifa.antiquant.5/5"},
+        {"route": "ifa.mla_quant"},
+    ),
+    "paged.kv_shape_match": (
+        {"route": "ifa.antiquant.5/5"},
+    ),
+    "paged.pse_last_dim": (
+        {"route": "ifa.antiquant.5/5"},
+    ),
+    "prefix.batch_one": (
+        {"route": "empty"},
+    ),
+    "prefix.both_or_neither": (
+        {"route": "ifa.antiquant.0"},
+        {"route": "ifa.antiquant.1"},
+        {"route": "ifa.antiquant.2/2"},
+        {"route": "ifa.antiquant.3/3"},
+        {"route": "ifa.antiquant.4/4"},
+        {"route": "ifa.antiquant.5/5"},
+        {"route": "ifa.antiquant.0/1"},
+        {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD",
+         "route": "pfa.post_quant"},
+        {"route": "empty"},
+    ),
+    "prefix.heads_dim": (
+        {"route": "empty"},
+    ),
+    "prefix.len_range": (
+        {"route": "empty"},
+    ),
+    "prefix.len_shape": (
+        {"route": "empty"},
+    ),
+    "prefix.rank_dtype": (
+        {"route": "empty"},
+    ),
+    "pse.shape": (
+        {"route": "ifa.antiquant.0"},
+        {"route": "ifa.antiquant.1"},
+        {"route": "ifa.antiquant.0/0"},
+        {"route": "ifa.antiquant.1/1"},
+        {"route": "ifa.antiquant.3/3"},
+        {"route": "ifa.antiquant.4/4"},
+        {"route": "ifa.antiquant.5/5"},
+        {"route": "ifa.antiquant.0/1"},
+    ),
+    "quant.dequant_scale_query": (
+        {"route": "ifa.antiquant.0"},
+        {"route": "ifa.antiquant.1"},
+        {"route": "ifa.antiquant.2/2"},
+        {"route": "ifa.antiquant.3/3"},
+        {"route": "ifa.antiquant.4/4"},
+        {"route": "ifa.antiquant.5/5"},
+        {"route": "ifa.antiquant.0/1"},
+        {"prefix": True, "branch": "prefill", "route": "pfa.post_quant"},
+        {"route": "empty"},
+    ),
+    "quant.float_query_forbids_dequant": (
+        {"route": "ifa.antiquant.0"},
+        {"route": "ifa.antiquant.1"},
+        {"route": "ifa.antiquant.2/2"},
+        {"route": "ifa.antiquant.3/3"},
+        {"route": "ifa.antiquant.4/4"},
+        {"route": "ifa.antiquant.5/5"},
+        {"route": "ifa.antiquant.0/1"},
+        {"prefix": True, "branch": "prefill", "route": "pfa.post_quant"},
+        {"route": "empty"},
+    ),
+    "quant.offset2_needs_scale2": (
+        {"route": "ifa.antiquant.0"},
+        {"route": "ifa.antiquant.1"},
+        {"route": "ifa.antiquant.2/2"},
+        {"route": "ifa.antiquant.3/3"},
+        {"route": "ifa.antiquant.4/4"},
+        {"route": "ifa.antiquant.5/5"},
+        {"route": "ifa.antiquant.0/1"},
+    ),
+    "quant.scale2_dtype": (
+        {"post_quant": True, "q_dtype": "float16", "route": "pfa.post_quant"},
+    ),
+    "rope.both_or_neither": (
+        {"route": "ifa.antiquant.0"},
+        {"route": "ifa.antiquant.1"},
+        {"route": "ifa.antiquant.2/2"},
+        {"route": "ifa.antiquant.3/3"},
+        {"route": "ifa.antiquant.4/4"},
+        {"route": "ifa.antiquant.5/5"},
+        {"route": "ifa.antiquant.0/1"},
+        {"route": "ifa.post_quant"},
+        {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD",
+         "route": "pfa.post_quant"},
+        {"route": "empty"},
+    ),
+    "rope.dim_64": (
+        {"route": "ifa.mla_quant"},
+    ),
+    "rope.query_d": (
+        {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD",
+         "route": "v3.gqa"},
+        {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD",
+         "route": "pfa.post_quant"},
+    ),
+    "rope.shapes": (
+        {"route": "ifa.mla_quant"},
+    ),
 }
 
 
@@ -78,9 +327,7 @@ def route_bases(rule: str, breaker: Breaker, pool: dict[str, list[Any]], n: int 
           if how == "lands" and r not in reached]
     out = []
     for route in on:
-        own = [{**b, "route": route} for b in (breaker.base, *breaker.alt)
-               if b.get("route", route) == route]
-        for f in own + ([{"route": route}] if breaker.mutation else []):
+        for f in _candidates(breaker, route):
             try:
                 if lands_alone(rule, replace(breaker, base=f, alt=(), routes=()), 6, seed):
                     out.append(f)
@@ -90,3 +337,18 @@ def route_bases(rule: str, breaker: Breaker, pool: dict[str, list[Any]], n: int 
             except Exception:   # noqa: BLE001  (a change that cannot take this base's shapes)
                 continue
     return out
+
+
+def _candidates(breaker: Breaker, route: str) -> list[dict[str, Any]]:
+    """Base filters for `route`, in order: each of the breaker's own with the route pinned,
+    then each without the pins the route's aim sets otherwise (an antiquant mode, a
+    branch), then, for a searched breaker, the route alone."""
+    from fia_fuzz.strategies.routes import AIMS
+
+    aim = AIMS.get(route, {})
+    own = [b for b in (breaker.base, *breaker.alt) if b.get("route", route) == route]
+    pinned = [{**b, "route": route} for b in own]
+    loose = [{**{k: v for k, v in b.items() if aim.get(k, v) == v}, "route": route}
+             for b in own]
+    alone = [{"route": route}] if breaker.mutation else []
+    return list({repr(f): f for f in pinned + loose + alone}.values())
