@@ -48,11 +48,6 @@ def _pool() -> dict[str, list[Case]]:
     return family_pool()
 
 
-@cache
-def _routes() -> dict[str, list[Case]]:
-    return route_pool()
-
-
 def _case(**params) -> Case:
     return Case(params={"query": TensorSpec((1, 2, 4, 64), "float16"), **params})
 
@@ -112,7 +107,7 @@ def test_breaker_lands_on_every_family_it_covers(rule: str) -> None:
 @pytest.mark.parametrize("rule", sorted(BOUNDS))
 def test_bound_rule_bases_span_every_route_it_breaks_on(rule: str) -> None:
     breaker = BREAKERS[rule]
-    found = covered(rule, breaker, _routes())
+    found = covered(rule, breaker, route_pool())
     reached = set(_width(rule).routes) | {b["route"] for b in breaker.routes}
     missed = sorted(r for r, how in found.items() if how == "lands" and r not in reached)
     assert not missed, \
@@ -134,7 +129,7 @@ def test_a_route_base_lands_alone_on_its_route() -> None:
     fq = {**OWN_BREAKERS[rule].alt[0], "route": "pfa.full_quant"}
     assert lands_alone(rule, replace(OWN_BREAKERS[rule], base=fq, alt=()), 4)
     assert not lands_alone("dims.n_max", replace(OWN_BREAKERS[rule], base=fq, alt=()), 4)
-    assert {c.features()["route"] for c in _routes()["pfa.full_quant"]} == {"pfa.full_quant"}
+    assert {c.features()["route"] for c in route_pool()["pfa.full_quant"]} == {"pfa.full_quant"}
 
 
 @pytest.mark.slow

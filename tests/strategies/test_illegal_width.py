@@ -91,6 +91,7 @@ def test_coverage_illegal_prints_the_table(capsys) -> None:
     assert main(["coverage", "--illegal", "tnd.head", "--cases", "8"]) == 0
     out = capsys.readouterr().out
     assert "tnd.head_dims" in out and "never landed: none" in out
+    assert "routes: breakers reach" in out and "fai" in out
 
 
 def _rules(base, change) -> list[str]:

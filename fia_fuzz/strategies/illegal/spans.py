@@ -38,6 +38,13 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
         {"route": "ifa.antiquant.5/5"},
         {"route": "ifa.antiquant.0/1"},
     ),
+    "antiquant.sep_mode_range": (
+        {"kv_dtype": "int8", "paged": False, "route": "ifa.antiquant.1/1"},
+        {"kv_dtype": "int8", "paged": False, "route": "ifa.antiquant.2/2"},
+        {"kv_dtype": "int8", "paged": False, "route": "ifa.antiquant.3/3"},
+        {"kv_dtype": "int8", "cache": "BnBsH", "route": "ifa.antiquant.4/4"},
+        {"kv_dtype": "int8", "cache": "BnBsH", "route": "ifa.antiquant.5/5"},
+    ),
     "args.attr_type": (
         {"rope_d": "512", "route": "ifa.mla_quant"},
         {"antiquant": "separate:1/1", "route": "pfa.antiquant"},
@@ -102,6 +109,20 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
     ),
     "layout.query_heads": (
         {"plain": True, "layout": "BNSD", "route": "v3.gqa"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.1"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.0/0"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.1/1"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.2/2"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.3/3"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.0/1"},
+    ),
+    "layout.query_rank": (
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.1"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.0/0"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.1/1"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.2/2"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.3/3"},
+        {"layout": "BNSD", "paged": False, "route": "ifa.antiquant.0/1"},
     ),
     "lengths.kv_count": (
         {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode",
@@ -110,12 +131,21 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
     "lengths.kv_max": (
         {"route": "ifa.antiquant.3/3"},
         {"prefix": True, "branch": "decode", "route": "ifa.post_quant"},
-        {"route": "pfa.antiquant"},
+        {"prefix": True, "route": "pfa.antiquant"},
     ),
     "lengths.kv_nonnegative": (
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.0"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.1"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.2/2"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.3/3"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.4/4"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.5/5"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.0/1"},
         {"paged": True, "layout": "BNSD", "antiquant": "none", "branch": "decode",
          "route": "ifa.post_quant"},
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "route": "pfa.float"},
         {"actual_kv": "per_batch", "antiquant": "separate:1/1", "route": "pfa.antiquant"},
+        {"paged": True, "layout": "BNSD", "antiquant": "none", "route": "pfa.post_quant"},
     ),
     "lengths.q_nonnegative": (
         {"prefix": True, "branch": "prefill", "route": "pfa.post_quant"},
@@ -153,11 +183,16 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
         {"paged": True, "rope": False, "branch": "decode", "route": "ifa.antiquant.5/5"},
     ),
     "paged.cache_block_size": (
-        {"route": "ifa.antiquant.4/4"},
-        {"route": "ifa.antiquant.5/5"},
+        {"paged": True, "mask": "none", "pse": False, "route": "ifa.antiquant.0"},
+        {"paged": True, "route": "ifa.antiquant.2/2"},
+        {"paged": True, "route": "ifa.antiquant.4/4"},
+        {"paged": True, "route": "ifa.antiquant.5/5"},
     ),
     "paged.cache_heads": (
-        {"route": "ifa.antiquant.5/5"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.0"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.1"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.2/2"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.5/5"},
     ),
     "paged.cache_rank": (
         {"paged": True, "rope": False, "route": "ifa.antiquant.0"},
@@ -171,10 +206,22 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
         {"route": "ifa.mla_quant"},
     ),
     "paged.kv_shape_match": (
-        {"route": "ifa.antiquant.5/5"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.0"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.1"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.2/2"},
+        {"paged": True, "layout": "BNSD", "branch": "decode", "route": "ifa.antiquant.5/5"},
     ),
     "paged.pse_last_dim": (
         {"route": "ifa.antiquant.5/5"},
+    ),
+    "precise.range": (
+        {"cache": "none", "route": "ifa.antiquant.0"},
+        {"cache": "none", "route": "ifa.antiquant.1"},
+        {"antiquant": "separate:0/0", "cache": "none", "route": "ifa.antiquant.0/0"},
+        {"cache": "none", "route": "ifa.antiquant.1/1"},
+        {"cache": "none", "route": "ifa.antiquant.2/2"},
+        {"cache": "none", "route": "ifa.antiquant.3/3"},
+        {"cache": "none", "route": "ifa.antiquant.0/1"},
     ),
     "prefix.batch_one": (
         {"route": "empty"},

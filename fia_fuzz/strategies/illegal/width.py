@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -236,10 +237,11 @@ def family_pool(per_filter: int = 2, seed: int = 0) -> dict[str, list[Case]]:
     return pool
 
 
+@cache
 def route_pool(per_route: int = 2, seed: int = 0) -> dict[str, list[Case]]:
     """Legal bases on every Atlas A2 route (`route` filter, `per_route` seeded draws each),
     by route: `covered` over it finds the routes a rule applies on, the kernel paths whose
-    host checks a broken bound meets."""
+    host checks a broken bound meets (drawn once per process: the same seeded draws)."""
     return {r: draw_cases(per_route, seed, route=r) for r in ROUTES}
 
 
