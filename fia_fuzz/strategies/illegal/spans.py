@@ -157,6 +157,9 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
     "mask.optimized_required": (
         {"sparse_mode": 2, "route": "pfa.post_quant"},
     ),
+    "mask.sparse_mode_range": (
+        {"route": "pfa.post_quant"},
+    ),
     "mla.actual_seq_lengths": (
         {"route": "ifa.mla_quant"},
     ),
@@ -221,7 +224,12 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
         {"cache": "none", "route": "ifa.antiquant.1/1"},
         {"cache": "none", "route": "ifa.antiquant.2/2"},
         {"cache": "none", "route": "ifa.antiquant.3/3"},
+        {"route": "ifa.antiquant.4/4"},
+        {"route": "ifa.antiquant.5/5"},
         {"cache": "none", "route": "ifa.antiquant.0/1"},
+        {"route": "ifa.post_quant"},
+        {"route": "pfa.post_quant"},
+        {"route": "empty"},
     ),
     "prefix.batch_one": (
         {"route": "empty"},
@@ -363,10 +371,10 @@ def route_bases(rule: str, breaker: Breaker, pool: dict[str, list[Any]], n: int 
                 seed: int = 0) -> list[dict[str, Any]]:
     """The bases to add for `rule`: per route of `pool` where the change lands that
     `breaker`'s bases (`n` draws spread over them) do not reach, its first filter with the
-    route pinned that draws and lands alone in every one of a few draws (`lands_alone`: the
-    meta-tests hold a written breaker to that); a searched breaker (a
-    mutation that declines where it does not apply) may take the route alone. A written
-    change assumes its own filters' shapes, so it takes no other base."""
+    route pinned (or loosened: `_candidates`), else the route alone, the first that draws
+    and lands alone in every one of `tries` draws, raising nowhere (`lands_alone`: the
+    meta-tests hold a written breaker to that; a written change assumes the shapes its own
+    filters draw, so the route alone must pass more draws)."""
     from fia_fuzz.strategies.illegal.width import by_base, covered, width
 
     reached = width(by_base(rule, breaker, n, seed)).routes
@@ -375,8 +383,9 @@ def route_bases(rule: str, breaker: Breaker, pool: dict[str, list[Any]], n: int 
     out = []
     for route in on:
         for f in _candidates(breaker, route):
+            tries = 12 if breaker.mutation is None and set(f) == {"route"} else 6
             try:
-                if lands_alone(rule, replace(breaker, base=f, alt=(), routes=()), 6, seed):
+                if lands_alone(rule, replace(breaker, base=f, alt=(), routes=()), tries, seed):
                     out.append(f)
                     break
             except InvalidArgument:     # the filters exclude each other
@@ -389,7 +398,7 @@ def route_bases(rule: str, breaker: Breaker, pool: dict[str, list[Any]], n: int 
 def _candidates(breaker: Breaker, route: str) -> list[dict[str, Any]]:
     """Base filters for `route`, in order: each of the breaker's own with the route pinned,
     then each without the pins the route's aim sets otherwise (an antiquant mode, a
-    branch), then, for a searched breaker, the route alone."""
+    branch), then the route alone."""
     from fia_fuzz.strategies.routes import AIMS
 
     aim = AIMS.get(route, {})
@@ -397,5 +406,4 @@ def _candidates(breaker: Breaker, route: str) -> list[dict[str, Any]]:
     pinned = [{**b, "route": route} for b in own]
     loose = [{**{k: v for k, v in b.items() if aim.get(k, v) == v}, "route": route}
              for b in own]
-    alone = [{"route": route}] if breaker.mutation else []
-    return list({repr(f): f for f in pinned + loose + alone}.values())
+    return list({repr(f): f for f in [*pinned, *loose, {"route": route}]}.values())
