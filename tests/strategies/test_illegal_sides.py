@@ -23,7 +23,7 @@ from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.rules.profiles.a2_routes import ROUTES
 from fia_fuzz.strategies.edits import SIDE, SIDES, apply, sided
 from fia_fuzz.strategies.illegal import BOUNDS, BREAKERS, OWN_BREAKERS
-from fia_fuzz.strategies.illegal.spans import ROUTE_BASES, lands_alone
+from fia_fuzz.strategies.illegal.spans import ROUTE_BASES, UNSPANNED, lands_alone
 from fia_fuzz.strategies.illegal.width import (
     by_base,
     covered,
@@ -109,6 +109,7 @@ def test_bound_rule_bases_span_every_route_it_breaks_on(rule: str) -> None:
     breaker = BREAKERS[rule]
     found = covered(rule, breaker, route_pool(), n=2)
     reached = set(_width(rule).routes) | {b["route"] for b in breaker.routes}
+    reached |= set(UNSPANNED.get(rule, ()))
     missed = sorted(r for r, how in found.items() if how == "lands" and r not in reached)
     assert not missed, \
         f"{rule}: its change breaks it alone on {missed}, its bases reach only " \
@@ -121,6 +122,9 @@ def test_route_bases_pin_a_route_of_a_breaker() -> None:
         assert rule in OWN_BREAKERS, rule
         assert bases and all(b.get("route") in ROUTES for b in bases), (rule, bases)
         assert BREAKERS[rule].routes == bases
+    for rule, routes in UNSPANNED.items():
+        assert rule in BOUNDS and set(routes) <= set(ROUTES), (rule, routes)
+        assert not set(routes) & {b["route"] for b in ROUTE_BASES.get(rule, ())}, rule
 
 
 def test_a_route_base_lands_alone_on_its_route() -> None:
