@@ -106,11 +106,14 @@ class Breaker:
     routes: tuple[dict[str, Any], ...] = ()
 
     def cases(self) -> st.SearchStrategy[Case]:
-        """The legal cases this breaker starts from (the route bases built on first draw:
-        `illegal_cases()` holds every breaker's bases and draws from a few)."""
-        return st.one_of([cases(rules=self.rules, **b) for b in (self.base, *self.alt)]
-                         + [st.deferred(lambda b=b: cases(rules=self.rules, **b))
-                            for b in self.routes])
+        """The legal cases this breaker starts from: half from its own bases, half from its
+        route bases where it has any (built on first draw: `illegal_cases()` holds every
+        breaker's bases and draws from a few)."""
+        own = st.one_of([cases(rules=self.rules, **b) for b in (self.base, *self.alt)])
+        if not self.routes:
+            return own
+        return st.one_of(own, st.one_of([st.deferred(lambda b=b: cases(rules=self.rules, **b))
+                                         for b in self.routes]))
 
 
 def searched(base: dict[str, Any], mutation: str,
