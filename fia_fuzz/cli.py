@@ -624,7 +624,14 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
 
     from fia_fuzz.rules.profiles import DEFAULT
     from fia_fuzz.strategies.illegal import BOUNDS, BREAKERS
-    from fia_fuzz.strategies.illegal.width import by_base, covered, family_pool, table, width
+    from fia_fuzz.strategies.illegal.width import (
+        by_base,
+        covered,
+        family_pool,
+        route_pool,
+        table,
+        width,
+    )
 
     if args.rules != DEFAULT or args.filter:
         raise InputError("--illegal measures the documented rules' breakers; it takes no "
@@ -634,13 +641,17 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
         raise InputError(f"--illegal {args.illegal!r}: no rule id starts with it")
     n = args.cases or 20
     t0 = time.perf_counter()
-    widths = {rid: width(by_base(rid, BREAKERS[rid], n, args.seed)) for rid in ids}
+    widths = {rid: width(by_base(rid, BREAKERS[rid], n, args.seed, routes=True)) for rid in ids}
     pool = family_pool(seed=args.seed)
     missed = {rid: sorted(f for f, how in covered(rid, BREAKERS[rid], pool, seed=args.seed)
                           .items() if how == "lands" and f not in widths[rid].families)
               for rid in ids}
+    routes = route_pool(seed=args.seed)
+    on = {rid: sorted(r for r, how in covered(rid, BREAKERS[rid], routes, seed=args.seed)
+                      .items() if how == "lands") for rid in ids}
+    off_route = {rid: [r for r in on[rid] if r not in widths[rid].routes] for rid in ids}
     dt = time.perf_counter() - t0
-    print("\n".join(table(widths, bounds=BOUNDS, missed=missed)))
+    print("\n".join(table(widths, bounds=BOUNDS, missed=missed, missed_routes=off_route)))
     dead = [rid for rid, w in widths.items() if not w.landed]
     bound = [rid for rid in ids if rid in BOUNDS]
     one_sided = [rid for rid in bound if not set(BOUNDS[rid]) <= set(widths[rid].sides)]
@@ -651,6 +662,10 @@ def _illegal_coverage(args: argparse.Namespace) -> int:
           f"side; missing a side: {one_sided or 'none'}")
     print(f"families: {len(ids) - len(narrow)} of {len(ids)} breakers land on every family "
           f"their change breaks the rule from; missing one: {narrow or 'none'}")
+    cells = sum(len(r) for r in on.values())
+    reached = cells - sum(len(r) for r in off_route.values())
+    print(f"routes: breakers reach {reached} of the {cells} (rule, route) cells their change "
+          f"breaks the rule on; missing one: {sorted(r for r in ids if off_route[r]) or 'none'}")
     return 1 if dead else 0
 
 

@@ -6,20 +6,32 @@ element of a per-element limit); `width.by_base` labels each draw with the
 sides it reached (the change's `edits.SIDE`, else inferred from base to
 broken case). A rule covers a family when its breaker's change, applied to
 legal bases of that family (`width.family_pool`), breaks it alone there
-(`width.covered`); the breaker must then draw bases of that family too.
+(`width.covered`); the breaker must then draw bases of that family too. Likewise a
+bound rule's bases span the Atlas A2 routes its change breaks it on
+(`width.route_pool`): its own bases reach them, or a route base (`spans.py`) does.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 import pytest
 
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.profiles.a2_routes import ROUTES
 from fia_fuzz.strategies.edits import SIDE, SIDES, apply, sided
-from fia_fuzz.strategies.illegal import BOUNDS, BREAKERS
-from fia_fuzz.strategies.illegal.width import by_base, covered, family_pool, infer_sides, width
+from fia_fuzz.strategies.illegal import BOUNDS, BREAKERS, OWN_BREAKERS
+from fia_fuzz.strategies.illegal.spans import ROUTE_BASES, UNSPANNED, lands_alone
+from fia_fuzz.strategies.illegal.width import (
+    by_base,
+    covered,
+    family_pool,
+    infer_sides,
+    route_pool,
+    width,
+)
 
 #: Draws per rule, spread over its breaker's bases (`width.by_base`): derandomised, so the
 #: same in every CI run.
@@ -90,3 +102,44 @@ def test_breaker_lands_on_every_family_it_covers(rule: str) -> None:
     assert not missed, \
         f"{rule}: its change breaks it alone from {missed} bases, its breaker draws only " \
         f"{sorted(reached)}: add such bases"
+
+
+@pytest.mark.parametrize("rule", sorted(BOUNDS))
+def test_bound_rule_bases_span_every_route_it_breaks_on(rule: str) -> None:
+    breaker = BREAKERS[rule]
+    found = covered(rule, breaker, route_pool(), n=2)
+    reached = set(_width(rule).routes) | {b["route"] for b in breaker.routes}
+    reached |= set(UNSPANNED.get(rule, ()))
+    missed = sorted(r for r, how in found.items() if how == "lands" and r not in reached)
+    assert not missed, \
+        f"{rule}: its change breaks it alone on {missed}, its bases reach only " \
+        f"{sorted(reached)}: python -m fia_fuzz.strategies.illegal.search --routes {rule}, " \
+        f"and paste into spans.ROUTE_BASES"
+
+
+def test_route_bases_pin_a_route_of_a_breaker() -> None:
+    for rule, bases in ROUTE_BASES.items():
+        assert rule in OWN_BREAKERS, rule
+        assert bases and all(b.get("route") in ROUTES for b in bases), (rule, bases)
+        assert BREAKERS[rule].routes == bases
+    for rule, routes in UNSPANNED.items():
+        assert rule in BOUNDS and set(routes) <= set(ROUTES), (rule, routes)
+        assert not set(routes) & {b["route"] for b in ROUTE_BASES.get(rule, ())}, rule
+
+
+def test_a_route_base_lands_alone_on_its_route() -> None:
+    # the route bases' generator keeps a base only where this holds; one base, drawn here
+    rule = "dims.d_max"
+    fq = {**OWN_BREAKERS[rule].alt[0], "route": "pfa.full_quant"}
+    assert lands_alone(rule, replace(OWN_BREAKERS[rule], base=fq, alt=()), 4)
+    assert not lands_alone("dims.n_max", replace(OWN_BREAKERS[rule], base=fq, alt=()), 4)
+    assert {c.features()["route"] for c in route_pool()["pfa.full_quant"]} == {"pfa.full_quant"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rule", sorted(ROUTE_BASES))
+def test_every_route_base_lands_alone(rule: str) -> None:
+    breaker = OWN_BREAKERS[rule]
+    bad = [b for b in ROUTE_BASES[rule]
+           if not lands_alone(rule, replace(breaker, base=b, alt=()), 6)]
+    assert not bad, f"{rule}: no lone break from {bad}"

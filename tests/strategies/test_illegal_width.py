@@ -13,13 +13,15 @@ import pytest
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies.edits import DELETE, apply, kv_dtype, split_blocks
-from fia_fuzz.strategies.illegal import BREAKERS
+from fia_fuzz.strategies.illegal import BREAKERS, OWN_BREAKERS
 from fia_fuzz.strategies.illegal.width import breaks, broken_value, bucket, family, table, width
 from fia_fuzz.strategies.sample import draw_cases
 
 
 def _breaks(rule: str, n: int = 40):
-    return breaks(rule, BREAKERS[rule], n)
+    # the change's width over the breaker's own bases (its route bases, spans.py, spread
+    # the same change over routes: test_illegal_sides)
+    return breaks(rule, OWN_BREAKERS[rule], n)
 
 
 def test_bucket_keeps_edges_and_groups_the_rest() -> None:
@@ -91,6 +93,7 @@ def test_coverage_illegal_prints_the_table(capsys) -> None:
     assert main(["coverage", "--illegal", "tnd.head", "--cases", "8"]) == 0
     out = capsys.readouterr().out
     assert "tnd.head_dims" in out and "never landed: none" in out
+    assert "routes: breakers reach" in out and "fai" in out
 
 
 def _rules(base, change) -> list[str]:

@@ -7,7 +7,8 @@ one exists the search proposes nothing for the rule) or `searched(base,
 mutation)`, a named mutation of `strategies/edits.py` found by
 `python -m fia_fuzz.strategies.illegal.search`. Each starts from a legal case
 drawn by `cases(**base)` (the base filters put the case where the rule
-applies) and changes it just enough to violate its rule. The result is
+applies; `spans.py` adds bases on the Atlas A2 routes they miss) and changes it
+just enough to violate its rule. The result is
 checked against `validate`: a draw whose violations are not exactly `[rule]`
 is discarded, and the meta-tests assert such discards stay rare; so is a
 host-sized one (`breaker.HOST_SIZED`) unless its rule is NOT_MATERIALISABLE. Rules a
@@ -31,13 +32,16 @@ from fia_fuzz.rules.rule import RULES
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies.edits import apply
 from fia_fuzz.strategies.illegal.breaker import Breaker, host_sized
+from fia_fuzz.strategies.illegal.spans import spanning
 from fia_fuzz.strategies.illegal.width import broken_sides
 
 #: One module per rule-id prefix, named and ordered as the rulebook's.
 MODULES = tuple(importlib.import_module(f"{__name__}.{m.__name__.rsplit('.', 1)[1]}")
                 for m in rulebook.MODULES)
 
-BREAKERS: dict[str, Breaker] = {rid: b for m in MODULES for rid, b in m.BREAKERS.items()}
+#: Each module's breakers on their own bases; BREAKERS adds the route bases (`spans.py`).
+OWN_BREAKERS: dict[str, Breaker] = {rid: b for m in MODULES for rid, b in m.BREAKERS.items()}
+BREAKERS: dict[str, Breaker] = {rid: spanning(rid, b) for rid, b in OWN_BREAKERS.items()}
 
 #: Rules that a Case (JSON-serialisable TensorSpecs and int lists) cannot violate, with why
 #: (each module may list its own).

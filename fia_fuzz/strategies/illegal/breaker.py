@@ -16,6 +16,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from fia_fuzz.op.case import Case
+from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.strategies.cases import cases
 from fia_fuzz.strategies.choices import HypothesisChooser
 from fia_fuzz.strategies.edits import MUTATIONS, Change, with_axis
@@ -91,18 +92,28 @@ class Breaker:
     """How to break one rule: a legal base case, then a change drawn from it.
 
     The base is `cases(**base)` or any of `cases(**alt[i])` (filters cannot say
-    "one of these layouts"). `mutation` names the replayed mutation of a
-    searched breaker (None: a written one).
+    "one of these layouts"), drawn legal under the rule profile `rules` (a device
+    profile's route breakers start from the regions only it admits). `routes` are
+    bases pinned to the Atlas A2 routes the others miss (`spans.py`). `mutation` names
+    the replayed mutation of a searched breaker (None: a written one).
     """
 
     change: Callable[[st.DrawFn, Case], Change]
     base: dict[str, Any] = field(default_factory=dict)
     alt: tuple[dict[str, Any], ...] = ()
     mutation: str | None = None
+    rules: str = DEFAULT
+    routes: tuple[dict[str, Any], ...] = ()
 
     def cases(self) -> st.SearchStrategy[Case]:
-        """The legal cases this breaker starts from."""
-        return st.one_of([cases(**b) for b in (self.base, *self.alt)])
+        """The legal cases this breaker starts from: half from its own bases, half from its
+        route bases where it has any (built on first draw: `illegal_cases()` holds every
+        breaker's bases and draws from a few)."""
+        own = st.one_of([cases(rules=self.rules, **b) for b in (self.base, *self.alt)])
+        if not self.routes:
+            return own
+        return st.one_of(own, st.one_of([st.deferred(lambda b=b: cases(rules=self.rules, **b))
+                                         for b in self.routes]))
 
 
 def searched(base: dict[str, Any], mutation: str,

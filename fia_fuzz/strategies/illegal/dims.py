@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.rules.rulebook.dims import S_MAX
+from fia_fuzz.strategies import production
 from fia_fuzz.strategies.edits import (
     Change,
     bnsd,
@@ -27,11 +28,14 @@ def _d_align(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _d_max(draw: st.DrawFn, case: Case) -> Change:
-    """D 0 (empty heads, the base's other sizes kept), or just past 512 to far past (one head
-    of S 2 at most, so the case stays small); int8 just past at 544, aligned to its 32
-    (dims.d_align_int8)."""
+    """D 0 (empty heads, the base's other sizes kept), or past 512 (one head of S 2 at most,
+    so the case stays small): 513 in decode, which no alignment rule reads, else the first
+    aligned past it (528; int8 544, its 32: dims.d_align_int8); the production head dims
+    past it (MLA's 576 with the rope half); far past."""
     b, n, s1, _, kv_n, s2, dt = bnsd(case)
-    d = draw(st.sampled_from([0, 544 if dt == "int8" else 528, 1024, 2048, 4096]))
+    first = 513 if s1 == 1 else 544 if dt == "int8" else 528
+    d = draw(st.sampled_from([0, first, *production.past(production.HEAD_DIMS,
+                                                           lambda x: x <= 512), 1024, 4096]))
     if d == 0:
         return sided(bnsd_qkv(b, n, s1, 0, kv_n, s2, dt), "below")
     return sided(bnsd_qkv(1, 1, min(s1, 2), d, 1, min(s2, 2), dt), "above")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from fia_fuzz.op.case import Case
+from fia_fuzz.strategies import production
 from fia_fuzz.strategies.edits import (
     Change,
     bnsd,
@@ -39,9 +40,11 @@ def _gqa_divisible(draw: st.DrawFn, case: Case) -> Change:
 
 
 def _gqa_ratio(draw: st.DrawFn, case: Case) -> Change:
-    """One KV head shared by more than 64 query heads."""
+    """One KV head shared by more than 64 query heads: the first past (65), the production
+    groups past 64 (MLA's 128 query heads over one latent head), and far (96, 256)."""
     b, _, s1, d, _, s2, dt = bnsd(case)
-    n = draw(st.sampled_from([65, 96, 128, 256]))
+    n = draw(st.sampled_from([65, *production.past(production.GROUPS, lambda g: g <= 64),
+                              96, 256]))
     return {**bnsd_qkv(b, n, s1, d, 1, s2, dt), **follow_heads(case, n=n)}
 
 

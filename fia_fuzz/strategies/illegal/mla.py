@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.rules.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
+from fia_fuzz.strategies import production
 from fia_fuzz.strategies.edits import (
     DELETE,
     Change,
@@ -43,11 +44,23 @@ def _mla_kv_heads(draw: st.DrawFn, case: Case) -> Change:
     return out
 
 
+def off_heads(ok: tuple[int, ...]) -> list[int]:
+    """Head counts off the MLA list `ok`: next to each entry (one below, one above), between
+    them (12, 48), and the production head counts it lacks."""
+    near = {x for h in ok for x in (h - 1, h + 1) if x > 0}
+    return sorted((near | {12, 48} | set(production.HEADS)) - set(ok))
+
+
 def _mla_num_heads(draw: st.DrawFn, case: Case) -> Change:
     """num_heads off the MLA list (TND: off 32/64/128), query and query_rope alike."""
+    ok = MLA_TND_HEADS if q_layout(case) == "TND" else MLA_HEADS
+    return num_heads_to(case, draw(st.sampled_from(off_heads(ok))))
+
+
+def num_heads_to(case: Case, n: int) -> Change:
+    """An MLA call with `n` query heads over its one KV head: query, query_rope and a
+    full-quant dequant_scale_query alike."""
     lay = q_layout(case)
-    ok = MLA_TND_HEADS if lay == "TND" else MLA_HEADS
-    n = draw(st.sampled_from([x for x in (3, 6, 12, 24, 48, 16, 8) if x not in ok]))
     out: Change = {"num_heads": n, "num_key_value_heads": 1, **follow_dsq(case, n=n)}
     for name, d in (("query", 512), ("query_rope", 64)):
         t = case.params[name]
@@ -62,11 +75,17 @@ def _mla_q_seq(draw: st.DrawFn, case: Case) -> Change:
     """MLA prefill with Q_S 0 (an empty query), just past 16 (17..32) or far (64 to 1024),
     BSH/BSND/BNSD, non-NBSD output; a full-quant dequant_scale_query follows the tokens."""
     s = draw(st.sampled_from([0, draw(st.integers(17, 32)), 64, 256, 1024]))
+    return sided(q_seq_to(case, s), "below" if s == 0 else "above")
+
+
+def q_seq_to(case: Case, s: int) -> Change:
+    """An unpacked MLA call with query S `s`; a full-quant dequant_scale_query follows the
+    tokens."""
     out = query_seq(case, s)
     dsq = case.params.get("dequant_scale_query")
     if dsq is not None:     # follow_dsq reads tokens=0 as "unchanged"
         out["dequant_scale_query"] = with_axis(dsq, 0, case.params["query"].shape[0] * s)
-    return sided(out, "below" if s == 0 else "above")
+    return out
 
 
 def _mla_layout(draw: st.DrawFn, case: Case) -> Change:

@@ -6,7 +6,8 @@ fire. A pair whose result violates exactly one rule most often becomes that
 rule's searched breaker. `python -m fia_fuzz.strategies.illegal.search`
 prints, per `illegal/<prefix>.py`, the `searched(...)` entries for the rules
 that have no written breaker (a written breaker serves its rule; the search
-proposes nothing for it), to paste into that module's `BREAKERS`.
+proposes nothing for it), to paste into that module's `BREAKERS`; with `--routes
+[PREFIX...]`, the route bases of `spans.ROUTE_BASES`.
 """
 
 from __future__ import annotations
@@ -132,10 +133,41 @@ def proposals(best: dict[str, tuple[int, str, float]], breakers: dict[str, Any])
     return lines
 
 
+def route_proposals(prefixes: list[str]) -> None:
+    """Print the `spans.ROUTE_BASES` entries of the rules whose id starts with one of
+    `prefixes` (all when empty), one rule at a time as it is found."""
+    from fia_fuzz.strategies.illegal import OWN_BREAKERS
+    from fia_fuzz.strategies.illegal.spans import route_bases
+    from fia_fuzz.strategies.illegal.width import route_pool
+
+    pool = route_pool()
+    for rule, breaker in OWN_BREAKERS.items():
+        if prefixes and not rule.startswith(tuple(prefixes)):
+            continue
+        found = route_bases(rule, breaker, pool)
+        if found:
+            print(f"    {_py(rule)}: (", *(_route_base(f) for f in found), "    ),",
+                  sep="\n", flush=True)
+
+
+def _route_base(f: dict[str, Any]) -> str:
+    """One route base as an entry line, the route on a line of its own past 100 columns."""
+    one = f"        {_py(f)},"
+    if len(one) <= 100:
+        return one
+    rest = {k: v for k, v in f.items() if k != "route"}
+    return f"        {_py(rest)[:-1]},\n         \"route\": {_py(f['route'])}}},"
+
+
 def main() -> None:
+    """`search`: the searched breakers to paste into each module's BREAKERS; `search --routes
+    [PREFIX...]`: the route bases to paste into spans.ROUTE_BASES."""
     from fia_fuzz.strategies.illegal import BREAKERS
 
-    print("\n".join(proposals(search(), BREAKERS)))
+    if sys.argv[1:2] == ["--routes"]:
+        route_proposals(sys.argv[2:])
+    else:
+        print("\n".join(proposals(search(), BREAKERS)))
 
 
 if __name__ == "__main__":

@@ -8,11 +8,12 @@ the breaker's bases in turn; `width` counts, per rule,
 the distinct broken values (`broken_value`: what the violation names, numbers
 bucketed), the sides of the rule's bound they broke (`sides`: the labels the
 change carries, `edits.SIDE`, else inferred from base to broken case) and the
-family, layout and branch of the bases. `covered` finds the families a rule
-covers: those whose legal bases (`family_pool`) its breaker's change breaks it
-from alone. `fia-fuzz coverage --illegal` prints the table with the sides a
-rule's bound has (`illegal.BOUNDS`) and the covered families each breaker
-misses, so a one-sided or narrow breaker shows.
+family, layout, branch and Atlas A2 route of the bases. `covered` finds the
+families (or routes) a rule covers: those whose legal bases (`family_pool`,
+`route_pool`) its breaker's change breaks it from alone. `fia-fuzz coverage
+--illegal` prints the table with the sides a rule's bound has (`illegal.BOUNDS`)
+and the covered families and routes each breaker misses, so a one-sided or
+narrow breaker shows.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -30,6 +32,7 @@ from hypothesis.errors import Frozen, Unsatisfiable, UnsatisfiedAssumption
 from fia_fuzz.op.case import Case
 from fia_fuzz.op.params import ATTR_DEFAULTS
 from fia_fuzz.op.tensors import TensorSpec
+from fia_fuzz.rules.profiles.a2_routes import ROUTES
 from fia_fuzz.rules.rule import Violation
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies.edits import SIDE, Change, apply, position
@@ -160,15 +163,19 @@ def breaks(rule: str, breaker: Breaker, n: int, seed: int = 0) -> list[Break]:
 MIN_PER_BASE = 4
 
 
-def by_base(rule: str, breaker: Breaker, n: int, seed: int = 0) -> list[Break]:
+def by_base(rule: str, breaker: Breaker, n: int, seed: int = 0,
+            routes: bool = False) -> list[Break]:
     """`breaks` from each of the breaker's bases in turn, `n` draws spread over them (at
     least MIN_PER_BASE each): a base listed last is measured as surely as the first. Drawn
     as one `one_of`, a few dozen Hypothesis examples fall unevenly on the alternatives (it
-    repeats earlier choices), so a family's bases could go unmeasured by chance of order."""
+    repeats earlier choices), so a family's bases could go unmeasured by chance of order.
+    `routes`: its route bases too (`spans.py`), MIN_PER_BASE draws each."""
     bases = (breaker.base, *breaker.alt)
     each = max(MIN_PER_BASE, -(-n // len(bases)))
-    return [b for base in bases
-            for b in breaks(rule, replace(breaker, base=base, alt=()), each, seed)]
+    plan = [(base, each) for base in bases]
+    plan += [(base, MIN_PER_BASE) for base in (breaker.routes if routes else ())]
+    return [b for base, k in plan
+            for b in breaks(rule, replace(breaker, base=base, alt=(), routes=()), k, seed)]
 
 
 @dataclass
@@ -182,6 +189,7 @@ class Width:
     families: Counter[str] = field(default_factory=Counter)
     layouts: Counter[str] = field(default_factory=Counter)
     branches: Counter[str] = field(default_factory=Counter)
+    routes: Counter[str] = field(default_factory=Counter)
 
 
 def width(found: list[Break]) -> Width:
@@ -194,6 +202,7 @@ def width(found: list[Break]) -> Width:
         w.families[family(feats)] += 1
         w.layouts[str(feats.get("layout"))] += 1
         w.branches[str(feats.get("branch"))] += 1
+        w.routes[str(feats.get("route"))] += 1
     return w
 
 
@@ -226,6 +235,14 @@ def family_pool(per_filter: int = 2, seed: int = 0) -> dict[str, list[Case]]:
         for case in draw_cases(per_filter, seed, **f):
             pool.setdefault(family(case.features()), []).append(case)
     return pool
+
+
+@cache
+def route_pool(per_route: int = 2, seed: int = 0) -> dict[str, list[Case]]:
+    """Legal bases on every Atlas A2 route (`route` filter, `per_route` seeded draws each),
+    by route: `covered` over it finds the routes a rule applies on, the kernel paths whose
+    host checks a broken bound meets (drawn once per process: the same seeded draws)."""
+    return {r: draw_cases(per_route, seed, route=r) for r in ROUTES}
 
 
 def _probe(rule: str, breaker: Breaker, bases: list[Case], n: int, seed: int) -> str | None:
@@ -269,15 +286,16 @@ def covered(rule: str, breaker: Breaker, pool: dict[str, list[Case]], n: int = 4
 
 def table(widths: dict[str, Width], top: int = 3,
           bounds: dict[str, tuple[str, ...]] | None = None,
-          missed: dict[str, list[str]] | None = None) -> list[str]:
+          missed: dict[str, list[str]] | None = None,
+          missed_routes: dict[str, list[str]] | None = None) -> list[str]:
     """One line per rule: breaks, distinct values, sides reached (with the sides of its bound
     in `bounds` it misses), families (with the covered ones it misses, `missed`), layouts,
-    branches, top values."""
+    branches, routes (with the covered ones it misses, `missed_routes`), top values."""
     def few(c: Counter[str]) -> str:
         return "/".join(sorted(c))
 
-    lines = [f"{'rule':<32} {'n':>3} {'vals':>4} {'fam':>3}  sides | families | layouts | "
-             f"branches | most drawn values"]
+    lines = [f"{'rule':<32} {'n':>3} {'vals':>4} {'fam':>3} {'rt':>2}  sides | families | "
+             f"layouts | branches | routes | most drawn values"]
     for rid, w in widths.items():
         vals = "; ".join(v for v, _ in w.values.most_common(top))
         sides = few(w.sides) or "-"
@@ -287,6 +305,10 @@ def table(widths: dict[str, Width], top: int = 3,
         fams = few(w.families)
         if (missed or {}).get(rid):
             fams += f" (misses {'/'.join(missed[rid])})"  # type: ignore[index]
-        lines.append(f"{rid:<32} {w.landed:>3} {len(w.values):>4} {len(w.families):>3}  "
-                     f"{sides} | {fams} | {few(w.layouts)} | {few(w.branches)} | {vals}")
+        routes = few(w.routes)
+        if (missed_routes or {}).get(rid):
+            routes += f" (misses {'/'.join(missed_routes[rid])})"  # type: ignore[index]
+        lines.append(f"{rid:<32} {w.landed:>3} {len(w.values):>4} {len(w.families):>3} "
+                     f"{len(w.routes):>2}  {sides} | {fams} | {few(w.layouts)} | "
+                     f"{few(w.branches)} | {routes} | {vals}")
     return lines
