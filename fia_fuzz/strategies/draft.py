@@ -50,6 +50,8 @@ class Profile:
     ROUTE_TILES, ROUTE_UNITS: the V3 and decode kernels' 4096/8192 S2 tiles, B x KV heads
     one unit off the cube cores and on either side of the flash-decode split); False
     (smoke) makes no decision for them, so smoke's stream stays as it was.
+    pair_aims: a share of unfiltered draws pins the values of feature pairs the mix leaves
+    rare (strategies/pair_aims.py); False (smoke) makes no decision for them.
     """
 
     max_batch: int
@@ -65,6 +67,7 @@ class Profile:
     values_share: int = 0
     specials: bool = False
     route_aims: bool = False
+    pair_aims: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -73,11 +76,11 @@ PROFILES: dict[str, Profile] = {
     "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
                        cache_reach=("near",) * 6 + ("2^31", "2^32"), workload_weight=5,
-                       values_share=11, specials=True, route_aims=True),
+                       values_share=11, specials=True, route_aims=True, pair_aims=True),
     "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536, long_kv=262144,
                       max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
                       cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6,
-                      values_share=11, specials=True, route_aims=True),
+                      values_share=11, specials=True, route_aims=True, pair_aims=True),
 }
 
 #: The budget of a far draw (a lazy cache referenced past 2^31 / 2^32 elements): the

@@ -1,0 +1,90 @@
+"""Pair aims: unfiltered draws that pin the values of feature pairs the stream's own mix
+reaches rarely or never, so a night covers every feasible pair (strategies/pairs.py).
+
+A profile with `pair_aims` (nightly, stress) aims PAIR_AIMED of PAIR_AIM_OF unfiltered
+draws at the next pin set of its rule profile's schedule: the pin sets
+`pair_feasible.schedule` chose greedily (AETG style: each covers the most pairs still
+uncovered) among the pairs the unaimed mix leaves rare, stored beside the feasible set.
+The pins go through the same path as `--filter`: a draw that cannot carry them draws
+again, up to PAIR_TRIES times, then keeps an unaimed draw.
+
+Inside `stream(start)` the aim is a function of the draw's position in the stream
+(position start, start+1, ...): every worker and shard walks the same stream, and a
+resumed run walks it again, so each sees the same aims. The decisions are drawn as
+choices forced to that value, so a replay of the case's choices (the shrink, an
+example database) rebuilds it without the position. Outside a stream the same
+decisions are drawn freely. Smoke makes no decision here; `unaimed()` turns the aims off
+(the reference draws of the schedule, a campaign's `--no-pair-aims`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+from fia_fuzz.strategies import pairs
+from fia_fuzz.strategies.choices import Chooser
+from fia_fuzz.strategies.draft import Profile
+
+#: PAIR_AIMED unfiltered draws in PAIR_AIM_OF take the next pair aim
+PAIR_AIMED, PAIR_AIM_OF = 1, 3
+#: Draws a pair aim may take to carry its pins before the draw keeps an unaimed one
+PAIR_TRIES = 12
+
+_cursor: ContextVar[list[int] | None] = ContextVar("pair_aim_cursor", default=None)
+_off: ContextVar[bool] = ContextVar("pair_aims_off", default=False)
+
+
+@contextlib.contextmanager
+def stream(start: int = 0) -> Iterator[None]:
+    """Draws inside take their aims from their stream position, counted from `start`."""
+    token = _cursor.set([start])
+    try:
+        yield
+    finally:
+        _cursor.reset(token)
+
+
+@contextlib.contextmanager
+def unaimed(off: bool = True) -> Iterator[None]:
+    """Draws inside (when `off`) take no pair aim and make no decision for one."""
+    token = _off.set(off)
+    try:
+        yield
+    finally:
+        _off.reset(token)
+
+
+def schedule(rules: str) -> list[dict[str, Any]]:
+    """The stored pin sets of `rules` whose pins are all still axis values."""
+    fs = pairs.load(rules)
+    if fs is None:
+        return []
+    index = pairs.space().index
+    return [aim for aim in fs.aims if all((a, repr(v)) in index for a, v in aim.items())]
+
+
+def _decide(ch: Chooser, hi: int, forced: int | None) -> int:
+    return ch.int(forced, forced) if forced is not None else ch.int(0, hi)
+
+
+def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any], rules: str
+        ) -> dict[str, Any] | None:
+    """The pins of this draw's pair aim, None for an unaimed draw (and for filtered draws,
+    profiles without pair aims, or under `unaimed()`: no decision is drawn then)."""
+    if not prof.pair_aims or pins or _off.get():
+        return None
+    aims = schedule(rules)
+    if not aims:
+        return None
+    cursor = _cursor.get()
+    k = None
+    if cursor is not None:
+        k, cursor[0] = cursor[0], cursor[0] + 1
+    if _decide(ch, PAIR_AIM_OF - 1, None if k is None else k % PAIR_AIM_OF) \
+            < PAIR_AIM_OF - PAIR_AIMED:
+        return None   # shrinks toward an unaimed draw
+    return aims[_decide(ch, len(aims) - 1,
+                        None if k is None else (k // PAIR_AIM_OF) % len(aims))]
