@@ -708,7 +708,7 @@ def _rules_flag(p: argparse.ArgumentParser) -> None:
 def _pair_aims_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-pair-aims", action="store_true",
                    help="draw the profile's own mix only: no draws aimed at rare feature "
-                        "pairs (nightly and stress aim a third of their draws)")
+                        "pairs (nightly and stress aim half of their draws)")
 
 
 def _fail_on_flag(p: argparse.ArgumentParser) -> None:

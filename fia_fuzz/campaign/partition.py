@@ -351,8 +351,7 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
             raise StopExploring
 
     try:
-        # the pair aims follow the stream's positions, the same in every partition
-        with fixed_constants(), pair_aims.stream(rnd * cfg.round_size):
+        with fixed_constants():
             step()
     except StopExploring:
         return False

@@ -1,20 +1,19 @@
 """Pair aims: unfiltered draws that pin the values of feature pairs the stream's own mix
-reaches rarely or never, so a night covers every feasible pair (strategies/pairs.py).
+reaches rarely or never, so a night covers the feasible pairs (strategies/pairs.py).
 
 A profile with `pair_aims` (nightly, stress) aims PAIR_AIMED of PAIR_AIM_OF unfiltered
-draws at the next pin set of its rule profile's schedule: the pin sets
+draws at one pin set of its rule profile's schedule, picked about evenly: the pin sets
 `pair_feasible.schedule` chose greedily (AETG style: each covers the most pairs still
 uncovered) among the pairs the unaimed mix leaves rare, stored beside the feasible set.
 The pins go through the same path as `--filter`: a draw that cannot carry them draws
 again, up to PAIR_TRIES times, then keeps an unaimed draw.
 
-Inside `stream(start)` the aim is a function of the draw's position in the stream
-(position start, start+1, ...): every worker and shard walks the same stream, and a
-resumed run walks it again, so each sees the same aims. The decisions are drawn as
-choices forced to that value, so a replay of the case's choices (the shrink, an
-example database) rebuilds it without the position. Outside a stream the same
-decisions are drawn freely. Smoke makes no decision here; `unaimed()` turns the aims off
-(the reference draws of the schedule, a campaign's `--no-pair-aims`).
+Both decisions are choices of the draw, so the aims are a function of the stream alone:
+every worker and shard walks the same stream and sees the same aims, a resumed run
+walks it again, and a replay of the case's choices (the shrink, an example database)
+rebuilds it. (A schedule walked in stream order would need the stream position, which
+Hypothesis's draws may not depend on.) Smoke makes no decision here; `unaimed()` turns
+the aims off (the reference draws of the schedule, a campaign's `--no-pair-aims`).
 """
 
 from __future__ import annotations
@@ -28,23 +27,12 @@ from fia_fuzz.strategies import pairs
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Profile
 
-#: PAIR_AIMED unfiltered draws in PAIR_AIM_OF take the next pair aim
-PAIR_AIMED, PAIR_AIM_OF = 1, 3
+#: PAIR_AIMED unfiltered draws in PAIR_AIM_OF take a pair aim
+PAIR_AIMED, PAIR_AIM_OF = 1, 2
 #: Draws a pair aim may take to carry its pins before the draw keeps an unaimed one
 PAIR_TRIES = 12
 
-_cursor: ContextVar[list[int] | None] = ContextVar("pair_aim_cursor", default=None)
 _off: ContextVar[bool] = ContextVar("pair_aims_off", default=False)
-
-
-@contextlib.contextmanager
-def stream(start: int = 0) -> Iterator[None]:
-    """Draws inside take their aims from their stream position, counted from `start`."""
-    token = _cursor.set([start])
-    try:
-        yield
-    finally:
-        _cursor.reset(token)
 
 
 @contextlib.contextmanager
@@ -66,8 +54,10 @@ def schedule(rules: str) -> list[dict[str, Any]]:
     return [aim for aim in fs.aims if all((a, repr(v)) in index for a, v in aim.items())]
 
 
-def _decide(ch: Chooser, hi: int, forced: int | None) -> int:
-    return ch.int(forced, forced) if forced is not None else ch.int(0, hi)
+def _even(ch: Chooser, n: int) -> int:
+    """One of 0..n-1, about evenly: Hypothesis draws integers unevenly (small values and
+    bounds first), so two draws are mixed (as routes._even)."""
+    return (ch.int(0, 255) + 251 * ch.int(0, 255)) % n
 
 
 def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any], rules: str
@@ -79,12 +69,6 @@ def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any], rules: str
     aims = schedule(rules)
     if not aims:
         return None
-    cursor = _cursor.get()
-    k = None
-    if cursor is not None:
-        k, cursor[0] = cursor[0], cursor[0] + 1
-    if _decide(ch, PAIR_AIM_OF - 1, None if k is None else k % PAIR_AIM_OF) \
-            < PAIR_AIM_OF - PAIR_AIMED:
+    if ch.int(0, PAIR_AIM_OF - 1) < PAIR_AIM_OF - PAIR_AIMED:
         return None   # shrinks toward an unaimed draw
-    return aims[_decide(ch, len(aims) - 1,
-                        None if k is None else (k // PAIR_AIM_OF) % len(aims))]
+    return aims[_even(ch, len(aims))]

@@ -9,7 +9,6 @@ from hypothesis import seed as hseed
 
 from fia_fuzz.op.case import Case
 from fia_fuzz.rules.profiles import DEFAULT
-from fia_fuzz.strategies import pair_aims
 from fia_fuzz.strategies.cases import cases
 from fia_fuzz.strategies.seeded import fixed_constants
 
@@ -17,8 +16,7 @@ from fia_fuzz.strategies.seeded import fixed_constants
 def draw_cases(n: int, seed: int = 0, profile: str = "smoke", rules: str = DEFAULT,
                **filters: Any) -> list[Case]:
     """`n` cases of `cases(profile, rules, **filters)` drawn under `seed` (generation only,
-    no example database), in draw order: the `fia-fuzz coverage` sample and test fixtures.
-    The draws are a stream: pair aims follow their positions (strategies/pair_aims.py)."""
+    no example database), in draw order: the `fia-fuzz coverage` sample and test fixtures."""
     drawn: list[Case] = []
 
     @hseed(seed)
@@ -28,6 +26,6 @@ def draw_cases(n: int, seed: int = 0, profile: str = "smoke", rules: str = DEFAU
     def collect(case: Case) -> None:
         drawn.append(case)
 
-    with fixed_constants(), pair_aims.stream():
+    with fixed_constants():
         collect()
     return drawn
