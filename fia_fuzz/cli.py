@@ -293,7 +293,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         case_timeout_s=timeout, memory_limit=memory, device_memory=device_memory,
         shrink=not args.no_shrink, bundles_per_signature=args.bundles_per_signature,
         bundle_budget=bundle_budget, metamorphic=args.metamorphic, seed_cases=seeds,
-        replay=tuple(Path(d) for d in args.replay))
+        replay=tuple(Path(d) for d in args.replay), pair_aims=not args.no_pair_aims)
     s = run_campaign(cfg, started=started)
     added = "" if s.attempt == 1 else (
         f" over {s.attempt} attempts (this one added {s.added_cases}: outcomes "
@@ -545,6 +545,10 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     _positive("--cases", args.cases)
     if args.illegal is not None:
         return _illegal_coverage(args)
+    if args.pairs:
+        return _pair_coverage(args)
+    if args.refresh_feasible:
+        raise InputError("--refresh-feasible: goes with --pairs")
     filters = _filters(args.filter)
     _check_filters(args.profile, filters, args.rules)
 
@@ -596,6 +600,48 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         print("\n".join(measure(features, args.profile, broken).lines()))
     _sequence_coverage(args.profile, args.seed, max(1, (args.cases or 1000) // 20))
     return 1 if missed or illegal else 0
+
+
+def _pair_coverage(args: argparse.Namespace) -> int:
+    """`coverage --pairs`: pairs of feature values and triples route x axis x axis covered
+    by --cases draws, against the stored feasible set (strategies/pair_coverage.py); with
+    --refresh-feasible, compute and store that set instead."""
+    import time
+
+    from fia_fuzz.strategies import pair_aims, pair_coverage, pairs
+    from fia_fuzz.strategies.sample import draw_cases
+
+    filters = _filters(args.filter)
+    _check_filters(args.profile, filters, args.rules)
+    if args.refresh_feasible:
+        from fia_fuzz.strategies import pair_feasible
+
+        fs = pair_feasible.compute(args.rules, reference=args.cases or pair_feasible.REFERENCE)
+        print(f"stored {pairs.save(fs)}")
+        return 0
+    why = pairs.stale(args.rules)
+    if why:
+        raise InputError(f"{why}: recompute it with `fia-fuzz coverage --pairs "
+                         f"--refresh-feasible --rules {args.rules}`")
+    fs = pairs.load(args.rules)
+    t0 = time.perf_counter()
+    with pair_aims.unaimed(args.no_pair_aims):
+        drawn = draw_cases(args.cases or 1000, args.seed, args.profile, rules=args.rules,
+                           **filters)
+    dt = time.perf_counter() - t0
+    from fia_fuzz.rules.profiles import DEFAULT
+    from fia_fuzz.strategies.cases import DEVICE_REGIONS
+
+    docs = pairs.load(DEFAULT) if args.rules != DEFAULT else None
+    cov = pair_coverage.measure([case.features() for case in drawn], fs, filters, docs)
+    for name, reached in DEVICE_REGIONS.get(args.rules, {}).items():
+        print(f"region only {args.rules} admits: {name}: "
+              f"{sum(1 for case in drawn if reached(case))} cases")
+    print(f"{len(drawn)} cases drawn in {dt:.1f}s = {len(drawn) / dt:.0f} cases/s (profile "
+          f"{args.profile}, rules {args.rules}, pair aims "
+          f"{'off' if args.no_pair_aims else 'on'})")
+    print("\n".join(pair_coverage.lines(cov, fs)))
+    return 0 if cov.ok else 1
 
 
 def _sequence_coverage(profile: str, seed: int, n: int) -> None:
@@ -689,6 +735,12 @@ def _rules_flag(p: argparse.ArgumentParser) -> None:
                    help="rule profile: the documented rules, or a device's own checks")
 
 
+def _pair_aims_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-pair-aims", action="store_true",
+                   help="draw the profile's own mix only: no draws aimed at rare feature "
+                        "pairs (nightly and stress aim half of their draws)")
+
+
 def _fail_on_flag(p: argparse.ArgumentParser) -> None:
     from fia_fuzz.reports.gate import TOKENS
 
@@ -764,6 +816,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "no cap); past it no more bundles are written, the campaign goes on")
     c.add_argument("--no-shrink", action="store_true",
                    help="skip shrinking failing cells to minimal cases")
+    _pair_aims_flag(c)
     c.add_argument("--metamorphic", action="store_true",
                    help="also run each case's metamorphic partners on the same runner and "
                         "record the relation outcomes (mm_* columns) next to the verdicts")
@@ -870,6 +923,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="size and feature mix of the draws")
     cv.add_argument("--filter", action="append", default=[], metavar="FEATURE=VALUE",
                     help="pin a feature (repeatable), as for campaign")
+    cv.add_argument("--pairs", action="store_true",
+                    help="count pairs of feature values (and triples route x axis x axis) "
+                         "against the rule profile's stored feasible set")
+    cv.add_argument("--refresh-feasible", action="store_true",
+                    help="with --pairs: recompute and store the rule profile's feasible "
+                         "pairs and pair aims (--cases: its reference draws, default 5000)")
+    _pair_aims_flag(cv)
     _rules_flag(cv)
     cv.set_defaults(fn=cmd_coverage)
 

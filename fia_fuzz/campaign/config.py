@@ -63,6 +63,9 @@ class CampaignConfig:
     #: (`--replay`; each replay row records its `replay_result`). What is replayed is no
     #: part of the fingerprint: the stream stays the command line's.
     replay: tuple[Path, ...] = ()
+    #: Aim a share of the stream's draws at rare feature pairs (strategies/pair_aims.py);
+    #: False draws the profile's mix alone (`--no-pair-aims`).
+    pair_aims: bool = True
 
     @property
     def mode(self) -> str:
@@ -75,6 +78,7 @@ class CampaignConfig:
                 "shard", "shards", "negative", "round_size")
         keys += ("rules",) if self.rules != "docs" else ()  # docs runs keep their old identity
         keys += ("device_memory",) if self.device_memory is not None else ()
+        keys += ("pair_aims",) if not self.pair_aims else ()
         d: dict[str, Any] = {k: getattr(self, k) for k in keys}
         if self.seed_cases:
             d["seed_cases"] = sorted(c.case_id for c in self.seed_cases)

@@ -65,7 +65,7 @@ from fia_fuzz.reports import ResultWriter
 from fia_fuzz.reports.dataset import damage_warning, read_result_file, result_files
 from fia_fuzz.reports.signatures import NOT_RUN, NOW_PASSES, NOW_UNSUPPORTED, STILL_FAILS
 from fia_fuzz.runners.isolation import HARNESS, IsolatedWorker, runner_query, runner_ref
-from fia_fuzz.strategies import cases
+from fia_fuzz.strategies import cases, pair_aims
 from fia_fuzz.strategies.seeded import fixed_constants
 
 #: The stages of a case's time that rows record as t_<stage> (seconds).
@@ -447,15 +447,18 @@ def run_partition(job: PartitionJob, report: Report, claims: Claims | None = Non
     if warning and job.worker == 0:
         report({"type": "log", "text": warning})
     try:
-        if cfg.shrink and earlier_failures(st):
-            report({"type": "log", "text": f"worker {job.worker}: "
-                    f"{len(st.failing)} failing cell(s) of earlier attempts to shrink"})
-        if not cfg.negative:
-            replay_seeds(st)
-            replay_corpus(st)
-        explore(st)
-        if cfg.shrink:
-            shrunk = shrink_failures(st) + ([] if cfg.negative else seqs.shrink_failures(st))
+        # the stream and its shrink draw with the same aims (replays read the choices)
+        with pair_aims.unaimed(not cfg.pair_aims):
+            if cfg.shrink and earlier_failures(st):
+                report({"type": "log", "text": f"worker {job.worker}: "
+                        f"{len(st.failing)} failing cell(s) of earlier attempts to shrink"})
+            if not cfg.negative:
+                replay_seeds(st)
+                replay_corpus(st)
+            explore(st)
+            if cfg.shrink:
+                shrunk = shrink_failures(st) + ([] if cfg.negative
+                                                else seqs.shrink_failures(st))
     finally:
         worker.close(grace=0.2)  # idle; nothing of ours lives in it
         results = st.writer.close()

@@ -21,7 +21,7 @@ from fia_fuzz.op.forms import implied_pins
 from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.rules.profiles import get as get_rules
 from fia_fuzz.rules.validate import case_violations
-from fia_fuzz.strategies import device_a2, routes, values
+from fia_fuzz.strategies import device_a2, pair_aims, routes, values
 from fia_fuzz.strategies.axes import AXES
 from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, RandomChooser
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
@@ -61,8 +61,19 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
     A draw aiming at a route cell (strategies/routes.py) tries up to AIM_TRIES paths to
     land on it, and one whose paths cannot carry the aim's pins draws again without them
     (every decision recorded, so a replay takes the same paths); a route filter's aim is
-    the filter, and stays Dead.
+    the filter, and stays Dead. A pair aim (strategies/pair_aims.py) is drawn first: its
+    pins are filters for up to PAIR_TRIES draws, then the draw goes on unaimed.
     """
+    paired = pair_aims.aim(ch, prof, pins, rules)
+    if paired is not None:
+        scoped = families_for(paired)
+        carriers = [f for f in families if f in scoped or f not in FAMILY_SCOPE] or families
+        for _ in range(pair_aims.PAIR_TRIES):
+            try:
+                return build(ch, prof, carriers, paired, rules)
+            except Dead:
+                continue
+        ch.aim = None
     target = routes.aim(ch, prof, pins)
     if target is not None:
         carriers = [f for f in families_for(target.pins) if f in families

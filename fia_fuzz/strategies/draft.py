@@ -52,6 +52,8 @@ class Profile:
     (smoke) makes no decision for them, so smoke's stream stays as it was.
     core_batch: where above max_batch, the largest batch a draw putting B on or past the
     cube cores takes (the batch_class axis, op/edges.py; sizes.batch), 0 for none.
+    pair_aims: a share of unfiltered draws pins the values of feature pairs the mix leaves
+    rare (strategies/pair_aims.py); False (smoke) makes no decision for them.
     """
 
     max_batch: int
@@ -68,6 +70,7 @@ class Profile:
     specials: bool = False
     route_aims: bool = False
     core_batch: int = 0
+    pair_aims: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -76,12 +79,12 @@ PROFILES: dict[str, Profile] = {
     "nightly": Profile(max_batch=16, max_heads=128, max_seq=2048, long_seq=16384, long_kv=65536,
                        max_elements=1 << 23, max_scores=1 << 24, max_flops=1 << 33,
                        cache_reach=("near",) * 6 + ("2^24", "2^31", "2^32"),
-                       workload_weight=5,
-                       values_share=11, specials=True, route_aims=True, core_batch=32),
+                       workload_weight=5, values_share=11, specials=True, route_aims=True,
+                       core_batch=32, pair_aims=True),
     "stress": Profile(max_batch=64, max_heads=256, max_seq=16384, long_seq=65536, long_kv=262144,
                       max_elements=1 << 27, max_scores=1 << 28, max_flops=1 << 38,
                       cache_reach=("near",) * 2 + ("2^31", "2^32", "2^32"), workload_weight=6,
-                      values_share=11, specials=True, route_aims=True),
+                      values_share=11, specials=True, route_aims=True, pair_aims=True),
 }
 
 #: The budget of a far draw (a lazy cache referenced past 2^24, 2^31 or 2^32 elements): the

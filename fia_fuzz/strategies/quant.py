@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fia_fuzz.strategies.choices import Dead
 from fia_fuzz.strategies.draft import Draft, spec
 
 #: separate-param modes (key, value) in shrink order; 4/5 need paged KV.
@@ -177,6 +178,9 @@ def post_quant(dr: Draft, forms: tuple[str, ...], empty_kv: bool = False) -> Non
         _CHANNEL_FORMS.get(dr.out_layout, ("1,N,1,D", "N,D")), "per_channel")}
     kinds = {p: k for p, k in kinds.items() if k in forms and ch.allows("post_quant_form", k)}
     if empty_kv:   # an empty KV has one form of its own, whichever shape the scale takes
+        if not kinds:
+            raise Dead(f"post_quant_form={ch.pins.get('post_quant_form')!r} not in {forms} "
+                       f"here")
         pat = ch.one(tuple(kinds))
         ch.fixed("quant_scale2_form", "empty_kv")
     else:

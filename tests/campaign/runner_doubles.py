@@ -25,6 +25,10 @@ One carries a planted bug of the kind only a kernel route exposes:
 `test-double-split-fuse-stack-edge` is wrong only on the TND split-fuse route (a2_routes
 "fai") when a request's KV holds one key past a full 512-key stack (ROUTE_CELL), the
 tail handling of the route's own tiling, which no documented axis names.
+One carries a planted bug of the kind only three features together expose:
+`test-double-three-way` is wrong only on the prompt kernel's post-quant route with
+inner_precise 3 and a head dim of 512 (THREE_WAY), each of which, and each two of which,
+it computes right.
 One carries a planted bug of the kind negative mode exposes: `test-double-one-sided-bound`
 refuses illegal calls as a validating backend does, except that it checks one two-sided
 bound (ONE_SIDED_RULE) on one side only, and accepts and miscomputes calls past the other.
@@ -122,6 +126,31 @@ class SplitFuseStackEdgeDouble(GoldenRunner):
         out, lse = super().run(call)
         if a2_routes.cell(CallView(call)) == ROUTE_CELL:
             out = _perturb(out)
+        return out, lse
+
+
+#: Where the three-way double is wrong: a route, a non-default value of another argument
+#: (inner_precise 3: high-precision mode with invalid-row correction), a size past a
+#: threshold (head dim 512, past the 256 of the common tiles)
+THREE_WAY = ("pfa.post_quant", "inner_precise", 3, 512)
+
+
+def three_way(call: dict[str, Any]) -> bool:
+    """The call is on THREE_WAY's route, with its argument value and head dim."""
+    route, arg, value, dim = THREE_WAY
+    v = CallView(call)
+    return call.get(arg) == value and v.D >= dim and a2_routes.cell(v)[0] == route
+
+
+@register("test-double-three-way")
+class ThreeWayDouble(GoldenRunner):
+    name = "test-double-three-way"
+
+    def run(self, call: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        out, lse = super().run(call)
+        if three_way(call):  # the route's output is int8: off by 8 (saturating)
+            out = np.clip(out.astype(np.int16) + 8, -128, 127).astype(out.dtype) \
+                if out.dtype == np.int8 else _perturb(out)
         return out, lse
 
 
