@@ -59,9 +59,9 @@ def test_accepted_calls_are_judged_correct_wrong_or_undefined(tmp_path, runner, 
     assert set(df[~empty]["outcome"]) - {"accepted-correct"} == kinds - {"accepted-correct"}
     assert set(df[empty]["outcome"]) <= {"accepted-correct", "accepted-undefined"}
     if "accepted-wrong" in kinds:   # a wrong answer the policy only warns on (e.g. beside
-        # non-finite outputs) is judged correct; nearly all are caught
+        # non-finite outputs) is judged correct; nearly all are caught (one in ten, or one)
         defined = df[~empty & (df["outcome"] != "accepted-undefined")]
-        assert (defined["outcome"] == "accepted-correct").mean() <= 0.1
+        assert (defined["outcome"] == "accepted-correct").sum() <= max(1, len(defined) // 10)
     else:
         assert "accepted-correct" in set(df["outcome"])
     for _, r in df.iterrows():

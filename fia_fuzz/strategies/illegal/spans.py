@@ -337,14 +337,17 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
 UNSPANNED: dict[str, tuple[str, ...]] = {
     "layout.kv_batch": ("empty", "pfa.post_quant"),
     "layout.kv_rank": ("empty",),
+    "layout.query_heads": ("pfa.post_quant",),
     "layout.qk_head_dim": ("empty",),
     "layout.query_rank": ("empty", "pfa.post_quant"),
     "layout.value_head_dim": ("empty", "pfa.post_quant"),
     "lengths.kv_max": ("ifa.antiquant.0/1", "ifa.antiquant.1/1"),
     "lengths.q_max": ("pfa.float",),
     "mask.sparse_mode_range": ("empty",),
+    "paged.block_table_batch": ("pfa.post_quant",),
     "paged.cache_heads": ("ifa.mla_quant",),
-    "paged.kv_shape_match": ("ifa.mla_quant",),
+    "paged.cache_rank": ("pfa.post_quant",),
+    "paged.kv_shape_match": ("ifa.mla_quant", "pfa.post_quant"),
     "prefix.same_shape": ("empty",),
 }
 
