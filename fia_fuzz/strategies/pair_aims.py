@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
+from functools import lru_cache
 from typing import Any
 
 from fia_fuzz.strategies import pairs
@@ -45,13 +46,15 @@ def unaimed(off: bool = True) -> Iterator[None]:
         _off.reset(token)
 
 
-def schedule(rules: str) -> list[dict[str, Any]]:
-    """The stored pin sets of `rules` whose pins are all still axis values."""
+@lru_cache(maxsize=4)
+def schedule(rules: str) -> tuple[dict[str, Any], ...]:
+    """The stored pin sets of `rules` whose pins are all still axis values (filtered once per
+    process, as the stored set is read once: every unfiltered nightly draw asks for it)."""
     fs = pairs.load(rules)
     if fs is None:
-        return []
+        return ()
     index = pairs.space().index
-    return [aim for aim in fs.aims if all((a, repr(v)) in index for a, v in aim.items())]
+    return tuple(aim for aim in fs.aims if all((a, repr(v)) in index for a, v in aim.items()))
 
 
 def _even(ch: Chooser, n: int) -> int:
