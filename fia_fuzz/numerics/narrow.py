@@ -34,6 +34,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+from numba import njit
 
 
 @dataclass(frozen=True)
@@ -67,77 +68,66 @@ _F64_FRAC = (1 << 52) - 1
 
 
 def float_bits(x: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """The bit patterns (int64) of float64 `x` rounded to `fmt`, to nearest even.
-
-    Values in the format's normal range take the short form of the same rounding (one
-    shift for all, the exponent rebiased); zeros, subnormals, overflow and non-finite
-    values go through `_float_bits`, which handles every exponent."""
+    """The bit patterns (int64) of float64 `x` rounded to `fmt`, to nearest even."""
     b = np.ascontiguousarray(x, np.float64).reshape(-1).view(np.int64)
-    mag = b & np.int64(0x7FFFFFFFFFFFFFFF)
-    shift = 52 - fmt.mantissa
-    q = mag >> shift
-    q &= 1
-    q += mag
-    q += (1 << (shift - 1)) - 1
-    q >>= shift                                  # a carry moves into the exponent, as it must
-    q -= (1023 + fmt.emin - 1) << fmt.mantissa   # rebias: the exponent fields differ
-    low, high = (1023 + fmt.emin) << 52, fmt.finite_max
-    other = q.view(np.uint64) > high             # past the range, non-finite (a NaN's
-    other |= mag < low                           # payload may wrap q negative), or below
-    if other.any():
-        q[other] = _float_bits(b[other], fmt)
-    sign = b >> 63                               # 0 or -1
-    sign &= 1 << (fmt.bits - 1)
-    q |= sign
-    return q.reshape(np.shape(x))
-
-
-def _float_bits(b: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """`float_bits` without the sign, for the float64 patterns `b` (int64) of any exponent."""
-    mag = b & np.int64(0x7FFFFFFFFFFFFFFF)
-    e = mag >> 52                                # biased float64 exponent, 0 .. 2047
-    m = mag & _F64_FRAC
-    m |= np.where(e > 0, np.int64(1 << 52), np.int64(0))  # the significand, 53 bits
-    eu = np.maximum(e, 1)
-    eu -= 1023                                   # value = m * 2^(eu - 52)
-    k = np.maximum(eu, fmt.emin)                 # the exponent the result is counted in
-    shift = k - eu
-    shift += 52 - fmt.mantissa
-    np.minimum(shift, 62, out=shift)             # m < 2^53: a 55+ shift rounds to 0 alike
-    one = np.int64(1)
-    q = m >> shift
-    q &= one                                     # the kept part's last bit: ties to even
-    q += m
-    q += (one << (shift - one)) - one
-    q >>= shift
-    # exponent field k + bias, minus one: q's own 2^mantissa bit adds it back, and a
-    # subnormal (k = emin, q < 2^mantissa) keeps field 0
-    k += -fmt.emin
-    k <<= fmt.mantissa
-    k += q
-    out = np.where(k > fmt.finite_max, np.int64(fmt.overflow), k)
-    special = e == 2047
-    if special.any():
-        inf = np.int64(fmt.nan if fmt.overflow == fmt.nan else fmt.overflow)
-        out[special] = np.where(m[special] == 1 << 52, inf, np.int64(fmt.nan))
-    return out
+    out = np.empty(b.size, np.int64)
+    _round_bits(b, out, fmt.mantissa, fmt.emin, fmt.bits, fmt.finite_max, fmt.overflow,
+                fmt.nan, False)
+    return out.reshape(np.shape(x))
 
 
 def bfloat16_bits(x: np.ndarray) -> np.ndarray:
     """The bfloat16 patterns (int64) of float64 `x`: to float32, then to bfloat16, each to
     nearest even; NaN the quiet NaN of its sign."""
-    f = float_bits(x, F32)
-    sign = f & np.int64(0x80000000)
-    f ^= sign
-    nan = f > 0x7F800000
-    lsb = f >> 16
-    lsb &= 1
-    f += lsb
-    f += 0x7FFF
-    f >>= 16                                     # a carry past 0x7F7F gives Inf, as it must
-    f[nan] = 0x7FC0
-    f |= sign >> 16
-    return f
+    b = np.ascontiguousarray(x, np.float64).reshape(-1).view(np.int64)
+    out = np.empty(b.size, np.int64)
+    _round_bits(b, out, F32.mantissa, F32.emin, F32.bits, F32.finite_max, F32.overflow,
+                F32.nan, True)
+    return out.reshape(np.shape(x))
+
+
+@njit(nogil=True, cache=True)
+def _round_bits(b: np.ndarray, out: np.ndarray, mantissa: int, emin: int, width: int,
+                finite_max: int, overflow: int, nan: int, to_bf16: bool) -> None:
+    """out[j] = the bits of the float64 with bits b[j] rounded to the format (its fields as
+    FloatFormat's), to nearest even, in integer arithmetic alone (one compiled loop: as
+    NumPy calls the same steps were a dozen passes over the array). `to_bf16`: the
+    float32 result rounded on to bfloat16, to nearest even (NaN its sign's quiet NaN)."""
+    one = np.int64(1)
+    frac = np.int64(_F64_FRAC)
+    hidden = one << 52
+    sign_bit = one << (width - 1)
+    special = overflow if overflow != nan else nan   # what Inf becomes
+    for j in range(b.size):
+        mag = b[j] & np.int64(0x7FFFFFFFFFFFFFFF)
+        e = mag >> 52                            # biased float64 exponent, 0 .. 2047
+        m = mag & frac
+        if e > 0:
+            m |= hidden                          # the significand, 53 bits
+        eu = max(e, one) - 1023                  # value = m * 2^(eu - 52)
+        k = max(eu, np.int64(emin))              # the exponent the result is counted in
+        shift = min(k - eu + 52 - mantissa, np.int64(62))  # a 55+ shift rounds to 0 alike
+        q = (m >> shift) & one                   # the kept part's last bit: ties to even
+        q += m + (one << (shift - one)) - one
+        q >>= shift
+        # exponent field k + bias, minus one: q's own 2^mantissa bit adds it back, and a
+        # subnormal (k = emin, q < 2^mantissa) keeps field 0; a carry moves into it
+        r = ((k - emin) << mantissa) + q
+        if r > finite_max:
+            r = overflow
+        if e == 2047:
+            r = special if m == hidden else nan
+        if b[j] < 0:
+            r |= sign_bit
+        if to_bf16:
+            sign = r & np.int64(0x80000000)
+            r ^= sign
+            if r > 0x7F800000:
+                r = np.int64(0x7FC0)
+            else:
+                r = (r + ((r >> 16) & one) + 0x7FFF) >> 16  # past 0x7F7F: Inf, as it must
+            r |= sign >> 16
+        out[j] = r
 
 
 def narrow(x: Any, dtype: Any) -> np.ndarray:
@@ -163,7 +153,7 @@ def _convert(x: Any, dtype: Any, twice: bool) -> np.ndarray:
     if dt == _BF16 or dt in _FORMATS:
         if a.dtype.kind == "b" or a.dtype == _BF16 or (dt == np.float32 and a.dtype == np.float16):
             return a.astype(dt)                  # exact
-        a64 = a.astype(np.float64)               # exact for floats and |ints| < 2^53
+        a64 = a.astype(np.float64, copy=False)   # exact for floats and |ints| < 2^53
         if dt == _BF16:
             bits = bfloat16_bits(a64) if twice else float_bits(a64, BF16)
         else:
