@@ -131,7 +131,8 @@ def run_case(st: PartitionState, case: Case, origin: str, t_generate: float,
             "repro": repro_command(case, cfg.runner, str(cfg.out)), **found.tags,
             **(extra or {})}
     drawn = ({} if found.choices is None else  # kept by failing rows and their bundles
-             {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor})
+             {"draw_choices": choices_hex(found.choices), "draw_xor": found.seed_xor,
+              **({} if found.aim is None else {"draw_aim": found.aim})})
     done = evaluate_case(st, case, tags, timeout=timeout, drawn=drawn, budget_cut=budget_cut,
                          bundle=BUNDLE_NEVER if cfg.negative else BUNDLE_IF_FAILING)
     if done is None:
@@ -206,10 +207,11 @@ def earlier_failures(st: PartitionState) -> int:
                 continue
             text, xor = row.get("draw_choices"), row.get("draw_xor")
             cell = negative_cell(row) if st.cfg.negative else cell_of(case.features())
+            aim = row.get("draw_aim")
             found = Found(case, choices_from_hex(text) if isinstance(text, str) and text
                           else None, int(xor) if isinstance(xor, (int, float)) and xor == xor
                           else 0, {"broken_side": dict(cell)["broken_side"]}
-                          if st.cfg.negative else {})
+                          if st.cfg.negative else {}, aim if isinstance(aim, str) else None)
             key = cell + (kind,)
             if key not in st.failing:
                 st.failing[key] = found
@@ -241,8 +243,9 @@ def replay_corpus(st: PartitionState) -> None:
         if st.time_left() is not None and st.time_left() <= 0:
             return
         choices = metrics.get("draw_choices")
+        aim = metrics.get("draw_aim")
         found = Found(case, choices_from_hex(choices) if choices else None,
-                      int(metrics.get("draw_xor") or 0))
+                      int(metrics.get("draw_xor") or 0), aim=aim if isinstance(aim, str) else None)
         was = str(metrics.get("signature") or signature(metrics) or "")
         run_case(st, case, "replay", 0.0, found,
                  extra={"replay_of": str(path), "replay_signature": was})
@@ -343,7 +346,8 @@ def _stream_round(st: PartitionState, rnd: int) -> bool:
         if not st.claims.take(k) or cid in st.done:
             return  # another worker reached it first, or an earlier attempt ran it
         t_gen = time.perf_counter() - st.last_mark
-        row = run_case(st, case, "explore", t_gen, Found(case, choices, tags=tags))
+        row = run_case(st, case, "explore", t_gen,
+                       Found(case, choices, tags=tags, aim=pair_aims.last()))
         st.last_mark = time.perf_counter()
         if row is None:
             raise StopExploring
@@ -407,12 +411,14 @@ def explore(st: PartitionState) -> None:
     cfg = st.cfg
     steer = cfg.budget_s is not None and cfg.max_cases is None and not cfg.negative
     rnd = k = 0
-    while _stream_round(st, rnd):
-        rnd += 1
-        if steer and rnd % st.job.count == 0:
-            if not _steer_round(st, k):
-                return
-            k += 1
+    with pair_aims.stream(cfg.rules):  # the stream's pair aims, the same in every partition
+        while _stream_round(st, rnd):
+            rnd += 1
+            if steer and rnd % st.job.count == 0:
+                with pair_aims.stream(None):  # a private round: no aim, the stream's untouched
+                    if not _steer_round(st, k):
+                        return
+                k += 1
 
 
 def run_partition(job: PartitionJob, report: Report, claims: Claims | None = None,

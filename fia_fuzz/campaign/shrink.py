@@ -44,7 +44,7 @@ from fia_fuzz.campaign.state import (
 from fia_fuzz.diff.signature import negative_cell
 from fia_fuzz.op.case import Case
 from fia_fuzz.rules.validate import validate
-from fia_fuzz.strategies.cases import device_cases, recorded_cases
+from fia_fuzz.strategies.cases import aimed_cases, device_cases, recorded_cases
 from fia_fuzz.strategies.choices import with_choices
 from fia_fuzz.strategies.illegal import sided_illegal_cases
 from fia_fuzz.strategies.seeded import fixed_constants
@@ -89,10 +89,14 @@ class SeedDatabase(ExampleDatabase):
 Drawn = tuple[Case, tuple[int, ...] | None, dict[str, Any]]
 
 
-def shrink_strategy(cfg: CampaignConfig) -> hst.SearchStrategy[Drawn]:
+def shrink_strategy(cfg: CampaignConfig, aim: str | None = None) -> hst.SearchStrategy[Drawn]:
     """What the stream draws with a replayable choice sequence, and the shrink replays:
     `recorded_cases(profile, **filters)`, or under --negative the illegal cases (of the rule
-    `--filter rule=ID` names), each with the sides it broke as its `broken_side` tag."""
+    `--filter rule=ID` names), each with the sides it broke as its `broken_side` tag. A
+    stream's pair-aimed draw (`aim`, strategies/pair_aims.py) replays through
+    `aimed_cases(aim)`."""
+    if aim is not None:
+        return aimed_cases(aim, cfg.profile, cfg.rules).map(lambda d: (*d, {}))
     if cfg.negative:
         return with_choices(_negative_cases(cfg.rules, cfg.filters.get("rule"))).map(
             lambda d: (d[0][0], d[1], {"broken_side": "+".join(sorted(d[0][1]))}))
@@ -169,7 +173,7 @@ def _search(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str, fo
             memo[cid] = done.kind == kind and _cell(cfg, done.row) == cell
             steps.append({"case_id": cid, "size": case_size(case), "fails": memo[cid]})
             if memo[cid]:
-                failing[cid] = Found(case, choices, found.seed_xor, tags)
+                failing[cid] = Found(case, choices, found.seed_xor, tags, found.aim)
         return memo[cid]
 
     @settings(max_examples=cfg.shrink_examples, deadline=None,
@@ -177,7 +181,7 @@ def _search(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str, fo
               phases=[Phase.reuse, Phase.shrink],
               suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
               report_multiple_bugs=False, print_blob=False)
-    @given(shrink_strategy(cfg))
+    @given(shrink_strategy(cfg, found.aim))
     def must_not_fail(drawn: Drawn) -> None:
         case = steered(drawn[0], found.seed_xor)
         if fails(case, drawn[1], drawn[2]):
@@ -232,7 +236,8 @@ def shrink_cell(st: PartitionState, cell: tuple[tuple[str, Any], ...], kind: str
             "size_minimal": case_size(minimal), "timestamp": time.time(),
             "repro": repro_command(minimal, cfg.runner, str(cfg.out))}
     if choices is not None:
-        tags.update(draw_choices=choices_hex(choices), draw_xor=found.seed_xor)
+        tags.update(draw_choices=choices_hex(choices), draw_xor=found.seed_xor,
+                    **({} if least.aim is None else {"draw_aim": least.aim}))
     done = evaluate_case(st, minimal, tags, timeout=cfg.case_timeout_s, bundle=BUNDLE_ALWAYS)
     assert done is not None
     row = done.row

@@ -38,6 +38,8 @@ class Found:
     choices: tuple[int, ...] | None = None
     seed_xor: int = 0
     tags: dict[str, Any] = field(default_factory=dict)
+    #: the pair aim the draw took (`pair_aims.last()`; None: it made no decision for one)
+    aim: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ reach is reported when the strategy is built, not by a stalled search.
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -23,7 +24,13 @@ from fia_fuzz.rules.profiles import get as get_rules
 from fia_fuzz.rules.validate import case_violations
 from fia_fuzz.strategies import device_a2, pair_aims, routes, values
 from fia_fuzz.strategies.axes import AXES
-from fia_fuzz.strategies.choices import Chooser, Dead, HypothesisChooser, RandomChooser
+from fia_fuzz.strategies.choices import (
+    Chooser,
+    Dead,
+    HypothesisChooser,
+    RandomChooser,
+    RecordingChooser,
+)
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
 from fia_fuzz.strategies.families import FAMILIES, FAMILY_SCOPE
 
@@ -64,16 +71,16 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
     the filter, and stays Dead. A pair aim (strategies/pair_aims.py) is drawn first: its
     pins are filters for up to PAIR_TRIES draws, then the draw goes on unaimed.
     """
-    paired = pair_aims.aim(ch, prof, pins, rules)
+    case = _aimed(ch, prof, families, pins, rules)
+    pair_aims.drew(case, pins)
+    return case
+
+
+def _aimed(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
+           rules: str) -> Case:
+    paired = pair_aims.aim(ch, prof, pins)
     if paired is not None:
-        scoped = families_for(paired)
-        carriers = [f for f in families if f in scoped or f not in FAMILY_SCOPE] or families
-        for _ in range(pair_aims.PAIR_TRIES):
-            try:
-                return build(ch, prof, carriers, paired, rules)
-            except Dead:
-                continue
-        ch.aim = None
+        return _walk_aim(ch, prof, families, *paired, rules)
     target = routes.aim(ch, prof, pins)
     if target is not None:
         carriers = [f for f in families_for(target.pins) if f in families
@@ -92,6 +99,40 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
                 return case
         ch.aim = None
     return _build(ch, prof, families, pins, rules, {})
+
+
+def _walk_aim(ch: Chooser, prof: Profile, families: list[str], targets: list[dict[str, Any]],
+              seed: int, rules: str) -> Case:
+    """A stream's draw: walks seeded by `seed` that carry a pair aim's pin sets as filters
+    (each in turn, PAIR_TRIES walks in all), else (or without an aim) an unaimed walk;
+    `ch.replay` gets the walk's choices, which `aimed_cases(pair_aims.last())` replays."""
+    rng = random.Random(seed)
+    for target in targets:
+        pins = _pins(target)
+        for _ in range(pair_aims.PAIR_TRIES // len(targets)):
+            walk = RecordingChooser(rng, pins)
+            try:
+                case = build(walk, prof, aim_families(pins, rules), pins, rules)
+            except Dead:
+                continue
+            ch.replay = tuple(walk.choices)
+            pair_aims.carried(target)
+            return case
+    with pair_aims.unaimed():
+        for _ in range(FEASIBILITY_WALKS):
+            walk = RecordingChooser(rng, {})
+            try:
+                case = build(walk, prof, families, {}, rules)
+            except Dead:
+                continue
+            ch.replay = tuple(walk.choices)
+            return case
+    raise Dead(f"no unaimed walk of seed {seed} in {FEASIBILITY_WALKS}")
+
+
+def aim_families(pins: dict[str, Any], rules: str) -> list[str]:
+    """The families a pair aim's walks draw from (and `aimed_cases` replays them with)."""
+    return families_for(pins) + list(DEVICE_FAMILIES.get(rules, {}))
 
 
 def _build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
@@ -179,6 +220,18 @@ def recorded_cases(profile: str = "smoke", rules: str = DEFAULT, **filters: Any
     return _recorded(*_plan(profile, filters, rules), _pins(filters), rules)
 
 
+def aimed_cases(aim: str, profile: str = "smoke", rules: str = DEFAULT
+                ) -> st.SearchStrategy[tuple[Case, tuple[int, ...]]]:
+    """What replays a stream's pair-aimed draw (`pair_aims.last()`'s `aim`) from the choices
+    `recorded_cases` gave with it: the pins held as filters, or for "{}" (a missed aim) the
+    profile's unaimed draws."""
+    target = json.loads(aim)
+    if not target:
+        return _recorded(*_plan(profile, {}, rules), {}, rules, unaimed=True)
+    pins = _pins(target)
+    return _recorded(PROFILES[profile], tuple(aim_families(pins, rules)), pins, rules)
+
+
 #: Size classes a draw reaches through another decision: a tensor past 2^24, 2^31 or 2^32
 #: elements is a lazy paged cache referenced past them (strategies/paged.py reach; the
 #: nightly element budget keeps every other tensor under 2^24)
@@ -214,7 +267,8 @@ def _build_recorded(draw: st.DrawFn, prof: Profile, families: tuple[str, ...],
                     pins: dict[str, Any], rules: str) -> tuple[Case, tuple[int, ...]]:
     ch = HypothesisChooser(draw, pins)
     try:
-        return build(ch, prof, list(families), pins, rules), tuple(ch.choices)
+        case = build(ch, prof, list(families), pins, rules)
+        return case, ch.replay if ch.replay is not None else tuple(ch.choices)
     except Dead:
         reject()
         raise AssertionError("unreachable") from None
@@ -228,5 +282,6 @@ def _cases(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict
 
 @st.composite
 def _recorded(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any],
-              rules: str = DEFAULT) -> tuple[Case, tuple[int, ...]]:
-    return _build_recorded(draw, prof, families, pins, rules)
+              rules: str = DEFAULT, unaimed: bool = False) -> tuple[Case, tuple[int, ...]]:
+    with pair_aims.unaimed(unaimed):
+        return _build_recorded(draw, prof, families, pins, rules)

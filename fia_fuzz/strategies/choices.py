@@ -26,6 +26,9 @@ class Dead(Exception):
 class Chooser:
     def __init__(self, pins: dict[str, Any]):
         self.pins = pins
+        #: The choices that replay this draw, where they are not the chooser's own (a
+        #: stream's pair-aimed draw: its walk's, strategies/cases.py `_walk_aim`)
+        self.replay: tuple[int, ...] | None = None
         #: A route aim's boundary (strategies/routes.py): ("edge", (offset, tiles, role)) for
         #: lengths at that offset (-1, 0, 1) from a tile multiple (role "q": the query's
         #: tile, "kv": the keys'), or ("units", targets) for B x heads
@@ -121,6 +124,28 @@ class RandomChooser(Chooser):
 
     def int(self, lo: int, hi: int) -> int:
         return lo if hi <= lo else self.rng.randint(lo, hi)
+
+
+class RecordingChooser(RandomChooser):
+    """A seeded walk that records its decisions as a HypothesisChooser would draw them, so
+    the same path replays through Hypothesis (and shrinks there)."""
+
+    def __init__(self, rng: random.Random, pins: dict[str, Any]):
+        super().__init__(rng, pins)
+        self.choices: list[int] = []
+
+    def one(self, options: Sequence[Any]) -> Any:
+        i = self.rng.randrange(len(options))
+        self.choices.append(i)
+        return options[i]
+
+    def int(self, lo: int, hi: int) -> int:
+        value = super().int(lo, hi)
+        self.choices.append(value)
+        return value
+
+    def pad(self, length: int) -> None:
+        self.choices.extend([0] * (length - len(self.choices)))
 
 
 def with_choices(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[Any, tuple]]:

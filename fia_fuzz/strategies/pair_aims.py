@@ -1,29 +1,39 @@
-"""Pair aims: unfiltered draws that pin the values of feature pairs the stream's own mix
-reaches rarely or never, so a night covers the feasible pairs (strategies/pairs.py).
+"""Pair aims: draws of a stream that pin feature pairs the stream has not carried yet, so a
+night covers the feasible pairs (strategies/pairs.py) in one greedy covering-array walk.
 
-A profile with `pair_aims` (nightly, stress) aims PAIR_AIMED of PAIR_AIM_OF unfiltered
-draws at one pin set of its rule profile's schedule, picked about evenly: the pin sets
-`pair_feasible.schedule` chose greedily (AETG style: each covers the most pairs still
-uncovered) among the pairs the unaimed mix leaves rare, stored beside the feasible set.
-The pins go through the same path as `--filter`: a draw that cannot carry them draws
-again, up to PAIR_TRIES times, then keeps an unaimed draw.
+A profile with `pair_aims` (nightly, stress) gives PAIR_AIMED of PAIR_AIM_OF unfiltered
+draws of a stream a pair aim. The stream (`Stream`, one per drawn stream: a campaign's
+stream rounds, `draw_cases`) keeps which feasible pairs its cases carried so far, and
+aims at what is left, AETG style:
+- first the stored schedule in order (`pair_feasible.schedule`: pin sets chosen greedily,
+  each covering the most pairs the profile's own mix leaves rare), an entry skipped once
+  the stream's cases carried all its pairs;
+- then each feasible pair still uncovered, the least missed first, until MISSES aims at
+  it failed to carry it.
 
-Both decisions are choices of the draw, so the aims are a function of the stream alone:
-every worker and shard walks the same stream and sees the same aims, a resumed run
-walks it again, and a replay of the case's choices (the shrink, an example database)
-rebuilds it. (A schedule walked in stream order would need the stream position, which
-Hypothesis's draws may not depend on.) Smoke makes no decision here; `unaimed()` turns
-the aims off (the reference draws of the schedule, a campaign's `--no-pair-aims`).
+Hypothesis requires a draw to be a function of its choices, and the aim is a function of
+the stream, so an aimed draw is not built from Hypothesis's choices: it draws a seed, and
+walks the construction with the aim's pins as filters on a seeded, recording chooser (up
+to PAIR_TRIES walks, then one unaimed walk: a miss). The walk's decisions replay through
+`cases.aimed_cases(pins)` (the pins `last()` names, a failing row's `draw_aim`), where
+Hypothesis shrinks them with the pins held. Every partition of a campaign walks the whole
+stream (the shard and worker split comes after the draw), and a resumed run walks it
+again, so every worker and shard sees the same aims. Draws outside a stream make the
+decision and go on unaimed; smoke makes none; `unaimed()` turns the aims off (the
+reference draws of the schedule, a campaign's `--no-pair-aims`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+from collections import Counter, deque
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
+from fia_fuzz.op.case import Case
 from fia_fuzz.strategies import pairs
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Profile
@@ -31,9 +41,12 @@ from fia_fuzz.strategies.draft import Profile
 #: PAIR_AIMED unfiltered draws in PAIR_AIM_OF take a pair aim
 PAIR_AIMED, PAIR_AIM_OF = 1, 2
 #: Draws a pair aim may take to carry its pins before the draw keeps an unaimed one
-PAIR_TRIES = 12
+PAIR_TRIES = 16
+#: Aims at one uncovered pair that may fail before the stream stops aiming at it
+MISSES = 3
 
 _off: ContextVar[bool] = ContextVar("pair_aims_off", default=False)
+_stream: ContextVar[Stream | None] = ContextVar("pair_aims_stream", default=None)
 
 
 @contextlib.contextmanager
@@ -49,7 +62,7 @@ def unaimed(off: bool = True) -> Iterator[None]:
 @lru_cache(maxsize=4)
 def schedule(rules: str) -> tuple[dict[str, Any], ...]:
     """The stored pin sets of `rules` whose pins are all still axis values (filtered once per
-    process, as the stored set is read once: every unfiltered nightly draw asks for it)."""
+    process, as the stored set is read once)."""
     fs = pairs.load(rules)
     if fs is None:
         return ()
@@ -57,21 +70,101 @@ def schedule(rules: str) -> tuple[dict[str, Any], ...]:
     return tuple(aim for aim in fs.aims if all((a, repr(v)) in index for a, v in aim.items()))
 
 
-def _even(ch: Chooser, n: int) -> int:
-    """One of 0..n-1, about evenly: Hypothesis draws integers unevenly (small values and
-    bounds first), so two draws are mixed (as routes._even)."""
-    return (ch.int(0, 255) + 251 * ch.int(0, 255)) % n
+class Stream:
+    """What one stream of draws has carried so far, and the aim its next aimed draw takes."""
+
+    def __init__(self, rules: str):
+        fs = pairs.load(rules)
+        self.sp = pairs.space()
+        self.left: set[int] = set(fs.pairs(pairs.FEASIBLE)) if fs else set()
+        self.entries = [(aim, [self.sp.pair_id(a, b) for a in ids for b in ids if a < b])
+                        for aim in schedule(rules)
+                        for ids in [sorted(self.sp.index[(k, repr(v))] for k, v in aim.items())]]
+        self.cursor = 0
+        #: the stream's draws so far (which of them aim is a function of the count)
+        self.drawn = 0
+        self.misses: Counter[int] = Counter()
+        self.queue: deque[int] | None = None  # the uncovered pairs, once the schedule is walked
+        #: the pins the latest draw's walk carried ({}: an unaimed walk; None: no walk)
+        self.last: dict[str, Any] | None = None
+        self.pending: tuple[int, ...] = ()
+
+    def next(self) -> list[dict[str, Any]]:
+        """The pin sets the next aim tries in turn (none when nothing is left to aim at): a
+        schedule entry, then one of its pairs still uncovered; or one uncovered pair."""
+        while self.cursor < len(self.entries):
+            aim, ids = self.entries[self.cursor]
+            self.cursor += 1
+            todo = tuple(p for p in ids if p in self.left)
+            if todo:
+                self.pending = todo
+                one = self.sp.pins(self.sp.split(todo[0]))
+                return [aim, one] if len(aim) > 2 else [aim]
+        if self.queue is None:
+            self.queue = deque(sorted(self.left))
+        while self.queue:
+            p = self.queue.popleft()
+            if p in self.left and self.misses[p] < MISSES:
+                self.pending = (p,)
+                self.queue.append(p)  # back of the line: tried again if this aim misses
+                return [self.sp.pins(self.sp.split(p))]
+        self.pending = ()
+        return []
+
+    def add(self, case: Case) -> None:
+        """Count a drawn case's pairs as covered; an aim it did not carry is a miss."""
+        ids = self.sp.indices(case.features())
+        self.left.difference_update(pairs.case_pairs(self.sp, ids))
+        for p in self.pending:
+            if p in self.left:
+                self.misses[p] += 1
+        self.pending = ()
 
 
-def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any], rules: str
-        ) -> dict[str, Any] | None:
-    """The pins of this draw's pair aim, None for an unaimed draw (and for filtered draws,
-    profiles without pair aims, or under `unaimed()`: no decision is drawn then)."""
-    if not prof.pair_aims or pins or _off.get():
+@contextlib.contextmanager
+def stream(rules: str | None) -> Iterator[Stream | None]:
+    """Draws inside are one stream of `rules` (None: draws outside any stream)."""
+    token = _stream.set(Stream(rules) if rules is not None else None)
+    try:
+        yield _stream.get()
+    finally:
+        _stream.reset(token)
+
+
+def last() -> str | None:
+    """The pins the current stream's latest walk carried, as JSON ("{}" for an unaimed walk;
+    None outside a stream, or for a draw built from Hypothesis's choices): its case
+    replays through `cases.aimed_cases(last())`."""
+    s = _stream.get()
+    return None if s is None or s.last is None else json.dumps(s.last, sort_keys=True)
+
+
+def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]
+        ) -> tuple[list[dict[str, Any]], int] | None:
+    """(the pin sets this draw's walks try in turn, none for an unaimed draw; the seed of
+    its walks), or None for a draw built from Hypothesis's choices: outside a stream, for
+    filtered draws, profiles without pair aims and under `unaimed()`. A stream's draw aims
+    when it is one of PAIR_AIMED in PAIR_AIM_OF; Hypothesis's choices are its seed alone."""
+    s = _stream.get()
+    if s is None or not prof.pair_aims or pins or _off.get():
         return None
-    aims = schedule(rules)
-    if not aims:
-        return None
-    if ch.int(0, PAIR_AIM_OF - 1) < PAIR_AIM_OF - PAIR_AIMED:
-        return None   # shrinks toward an unaimed draw
-    return aims[_even(ch, len(aims))]
+    seed = ch.int(0, 2**32 - 1)
+    s.pending = ()
+    targets = s.next() if s.drawn % PAIR_AIM_OF < PAIR_AIMED else []
+    s.drawn += 1
+    s.last = {}
+    return targets, seed
+
+
+def carried(pins: dict[str, Any]) -> None:
+    """The stream's latest walk carried `pins` (what `last()` names)."""
+    s = _stream.get()
+    if s is not None:
+        s.last = dict(pins)
+
+
+def drew(case: Case, pins: Mapping[str, Any]) -> None:
+    """A draw is done (`pins`: its filters): an unfiltered one's pairs are its stream's."""
+    s = _stream.get()
+    if s is not None and not pins and not _off.get():
+        s.add(case)
