@@ -33,6 +33,7 @@ from hypothesis import seed as hseed
 from fia_fuzz.campaign.config import CampaignConfig
 from fia_fuzz.campaign.partition import _settings, derive_seed, stream_strategy
 from fia_fuzz.op.case import Case
+from fia_fuzz.strategies import pair_aims
 from fia_fuzz.strategies.seeded import fixed_constants
 
 
@@ -43,19 +44,20 @@ def draw_stream(cfg: CampaignConfig, count: int) -> tuple[list[Case], int, float
     decisions = [0]
     c0, t0 = time.process_time(), time.perf_counter()
     rnd = 0
-    while len(drawn) < count:
-        @hseed(derive_seed(cfg.seed, "round", rnd))
-        @_settings(cfg, [Phase.generate])
-        @given(strategy)
-        def step(d: tuple) -> None:
-            case, choices, _ = d
-            case.case_id  # noqa: B018  (the campaign keys every draw by it)
-            drawn.append(case)
-            decisions[0] += len(choices or ())
+    with pair_aims.stream(cfg.rules):  # one stream across rounds, as a campaign's
+        while len(drawn) < count:
+            @hseed(derive_seed(cfg.seed, "round", rnd))
+            @_settings(cfg, [Phase.generate])
+            @given(strategy)
+            def step(d: tuple) -> None:
+                case, choices, _ = d
+                case.case_id  # noqa: B018  (the campaign keys every draw by it)
+                drawn.append(case)
+                decisions[0] += len(choices or ())
 
-        with fixed_constants():
-            step()
-        rnd += 1
+            with fixed_constants():
+                step()
+            rnd += 1
     return (drawn[:count], decisions[0], time.process_time() - c0,
             time.perf_counter() - t0)
 

@@ -68,8 +68,8 @@ def build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
     A draw aiming at a route cell (strategies/routes.py) tries up to AIM_TRIES paths to
     land on it, and one whose paths cannot carry the aim's pins draws again without them
     (every decision recorded, so a replay takes the same paths); a route filter's aim is
-    the filter, and stays Dead. A pair aim (strategies/pair_aims.py) is drawn first: its
-    pins are filters for up to PAIR_TRIES draws, then the draw goes on unaimed.
+    the filter, and stays Dead. In a stream with pair aims (strategies/pair_aims.py) an
+    unfiltered draw is a seeded walk instead (`_walk_aim`).
     """
     case = _aimed(ch, prof, families, pins, rules)
     pair_aims.drew(case, pins)
@@ -283,5 +283,7 @@ def _cases(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict
 @st.composite
 def _recorded(draw: st.DrawFn, prof: Profile, families: tuple[str, ...], pins: dict[str, Any],
               rules: str = DEFAULT, unaimed: bool = False) -> tuple[Case, tuple[int, ...]]:
-    with pair_aims.unaimed(unaimed):
-        return _build_recorded(draw, prof, families, pins, rules)
+    if unaimed:
+        with pair_aims.unaimed():
+            return _build_recorded(draw, prof, families, pins, rules)
+    return _build_recorded(draw, prof, families, pins, rules)

@@ -52,8 +52,9 @@ class Profile:
     (smoke) makes no decision for them, so smoke's stream stays as it was.
     core_batch: where above max_batch, the largest batch a draw putting B on or past the
     cube cores takes (the batch_class axis, op/edges.py; sizes.batch), 0 for none.
-    pair_aims: a share of unfiltered draws pins the values of feature pairs the mix leaves
-    rare (strategies/pair_aims.py); False (smoke) makes no decision for them.
+    pair_aims: a stream's unfiltered draws are seeded walks, a share of them pinning the
+    values of feature pairs the stream has not carried yet (strategies/pair_aims.py);
+    False (smoke) makes no decision for them.
     """
 
     max_batch: int

@@ -33,6 +33,8 @@ from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from fia_fuzz.op.case import Case
 from fia_fuzz.strategies import pairs
 from fia_fuzz.strategies.choices import Chooser
@@ -75,11 +77,14 @@ class Stream:
 
     def __init__(self, rules: str):
         fs = pairs.load(rules)
-        self.sp = pairs.space()
-        self.left: set[int] = set(fs.pairs(pairs.FEASIBLE)) if fs else set()
-        self.entries = [(aim, [self.sp.pair_id(a, b) for a in ids for b in ids if a < b])
+        self.sp = sp = pairs.space()
+        #: by pair id: feasible and not yet carried by a case of the stream
+        self.open = np.zeros(sp.n * sp.n, bool)
+        if fs is not None:
+            self.open[fs.pairs(pairs.FEASIBLE)] = True
+        self.entries = [(aim, [sp.pair_id(a, b) for a in ids for b in ids if a < b])
                         for aim in schedule(rules)
-                        for ids in [sorted(self.sp.index[(k, repr(v))] for k, v in aim.items())]]
+                        for ids in [sorted(sp.index[(k, repr(v))] for k, v in aim.items())]]
         self.cursor = 0
         #: the stream's draws so far (which of them aim is a function of the count)
         self.drawn = 0
@@ -90,21 +95,20 @@ class Stream:
         self.pending: tuple[int, ...] = ()
 
     def next(self) -> list[dict[str, Any]]:
-        """The pin sets the next aim tries in turn (none when nothing is left to aim at): a
-        schedule entry, then one of its pairs still uncovered; or one uncovered pair."""
+        """The pin sets the next aim tries (none when nothing is left to aim at): the next
+        schedule entry with a pair still uncovered, else the next uncovered pair."""
         while self.cursor < len(self.entries):
             aim, ids = self.entries[self.cursor]
             self.cursor += 1
-            todo = tuple(p for p in ids if p in self.left)
+            todo = tuple(p for p in ids if self.open[p])
             if todo:
                 self.pending = todo
-                one = self.sp.pins(self.sp.split(todo[0]))
-                return [aim, one] if len(aim) > 2 else [aim]
+                return [aim]
         if self.queue is None:
-            self.queue = deque(sorted(self.left))
+            self.queue = deque(np.flatnonzero(self.open).tolist())
         while self.queue:
             p = self.queue.popleft()
-            if p in self.left and self.misses[p] < MISSES:
+            if self.open[p] and self.misses[p] < MISSES:
                 self.pending = (p,)
                 self.queue.append(p)  # back of the line: tried again if this aim misses
                 return [self.sp.pins(self.sp.split(p))]
@@ -113,12 +117,18 @@ class Stream:
 
     def add(self, case: Case) -> None:
         """Count a drawn case's pairs as covered; an aim it did not carry is a miss."""
-        ids = self.sp.indices(case.features())
-        self.left.difference_update(pairs.case_pairs(self.sp, ids))
+        ids = np.array(sorted(self.sp.indices(case.features())), np.int64)
+        upper = np.triu_indices(ids.size, 1)
+        self.open[(ids[:, None] * self.sp.n + ids[None, :])[upper]] = False
         for p in self.pending:
-            if p in self.left:
+            if self.open[p]:
                 self.misses[p] += 1
         self.pending = ()
+
+    @property
+    def uncovered(self) -> int:
+        """Feasible pairs no case of the stream carried yet."""
+        return int(np.count_nonzero(self.open))
 
 
 @contextlib.contextmanager
