@@ -26,6 +26,7 @@ from fia_fuzz.op import args
 from fia_fuzz.op.args import pse
 from fia_fuzz.op.args import rope as rope_arg
 from fia_fuzz.op.geometry import dense_shape, packed_shape
+from fia_fuzz.rules.profiles.a2_routes import dispatch
 from fia_fuzz.rules.rulebook.antiquant import INT4_MODES
 from fia_fuzz.rules.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
 from fia_fuzz.rules.rulebook.nz import NZ_BLOCK_SIZES, NZ_D, NZ_HEADS, NZ_LAYOUTS
@@ -140,6 +141,22 @@ def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int, s2_min: int = 1
     dr.d = dr.dv = ch.pick("_d", fit)
 
 
+#: Head dims of the dense family (shrink order)
+DENSE_DIMS = (16, 32, 64, 128, 48, 80, 96, 256, 320, 512)
+
+
+def _dense_dims(dr: Draft) -> tuple[int, ...]:
+    """DENSE_DIMS, steered by a filter whose route needs some of them: int8 output
+    (post_quant) a D of a multiple of 32, the V3 GQA kernel over a legacy layout one of its
+    templates' (dispatch.V3_GQA_DIMS: else the legacy kernels take the call)."""
+    dims = DENSE_DIMS
+    if dr.ch.pinned("post_quant", True):
+        dims = tuple(d for d in dims if d % 32 == 0)
+    if dr.ch.pinned("route", "v3.gqa") and dr.layout in dispatch.LEGACY_GQA_LAYOUTS:
+        dims = tuple(d for d in dims if (d, 0, d) in dispatch.V3_GQA_DIMS)
+    return dims
+
+
 def _d_class(d: int) -> str:
     return "<64" if d < 64 else "64-128" if d <= 128 else "129-256" if d <= 256 \
         else "257-511" if d < 512 else "512"
@@ -234,7 +251,7 @@ def dense(dr: Draft) -> None:
     s2_floor = min(paged.block_sizes(dr, False)) * (1 + paged.MAX_UNUSED) if dr.paged else 1
     heads(dr, min(_max_heads(dr, max(1, lo), 16),
                   max(1, dr.prof.max_scores // (max(1, lo) * s2_floor))), GROUPS)
-    _head_dims(dr, (16, 32, 64, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
+    _head_dims(dr, _dense_dims(dr), max(1, lo), s2_floor)
     dr.long = sizes.long_kv(ch, dr.n, _batch_lo(dr))
     dr.b = sizes.batch(ch, dr.n, _batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor,
                                                           dr.prof.max_batch), dr.long,

@@ -54,6 +54,16 @@ AIMS: dict[str, dict[str, Any]] = {
     "pfa.post_quant": {"branch": "prefill", "post_quant": True, "q_dtype": "float16",
                        "q_padding": False, "kv_padding": False},
 }
+#: route -> pins a route or route_edge filter's draws add to the route's AIMS: the
+#: arguments that send a float call off its route (V3 takes no pse, padding, prefix or
+#: post-quant, dispatch.V3_UNSUPPORTED; split-fuse needs equal head dims and inner_precise
+#: 0 past MHA, atlas_a2.split_fuse_route), and the route itself, which the head-dim draw
+#: reads (families.dense). Unfiltered aims keep AIMS alone.
+FILTER_AIMS: dict[str, dict[str, Any]] = {
+    "v3.gqa": {"route": "v3.gqa", "pse": False, "q_padding": False, "kv_padding": False,
+               "prefix": False, "post_quant": False},
+    "fai": {"dv": "equal", "inner_precise": 0},
+}
 #: route -> the families that carry it (strategies/families.py), the others' paths die
 AIM_FAMILIES: dict[str, tuple[str, ...]] = {
     "v3.gqa": ("dense",), "fai": ("packed",), "ifa.float": ("dense",), "pfa.float": ("dense",),
@@ -161,7 +171,8 @@ def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]) -> Aim | None:
         route, boundary = pinned
         if boundary is not None or route in AIMS:
             ch.aim = _boundary_aim(ch, route, boundary)
-        return Aim(_pins(route, boundary), AIM_FAMILIES.get(route, ()), "")
+        return Aim({**_pins(route, boundary), **FILTER_AIMS.get(route, {})},
+                   AIM_FAMILIES.get(route, ()), "")
     if not prof.route_aims or pins:
         return None
     if ch.int(0, AIM_OF - 1) < AIM_OF - AIMED:  # shrinks toward the families' own mix
