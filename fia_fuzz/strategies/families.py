@@ -145,15 +145,24 @@ def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int, s2_min: int = 1
 DENSE_DIMS = (16, 32, 64, 128, 48, 80, 96, 256, 320, 512)
 
 
+#: Float routes of the legacy kernels, which a V3 template's head dims would leave
+LEGACY_FLOAT = ("ifa.float", "pfa.float")
+
+
 def _dense_dims(dr: Draft) -> tuple[int, ...]:
     """DENSE_DIMS, steered by a filter whose route needs some of them: int8 output
     (post_quant) a D of a multiple of 32, the V3 GQA kernel over a legacy layout one of its
-    templates' (dispatch.V3_GQA_DIMS: else the legacy kernels take the call)."""
+    templates' (dispatch.V3_GQA_DIMS: else the legacy kernels take the call), the legacy
+    float kernels (without a pse, which V3 declines) another."""
     dims = DENSE_DIMS
     if dr.ch.pinned("post_quant", True):
         dims = tuple(d for d in dims if d % 32 == 0)
-    if dr.ch.pinned("route", "v3.gqa") and dr.layout in dispatch.LEGACY_GQA_LAYOUTS:
-        dims = tuple(d for d in dims if (d, 0, d) in dispatch.V3_GQA_DIMS)
+    if dr.layout in dispatch.LEGACY_GQA_LAYOUTS:
+        v3 = {d for d in dims if (d, 0, d) in dispatch.V3_GQA_DIMS}
+        if dr.ch.pinned("route", "v3.gqa"):
+            dims = tuple(d for d in dims if d in v3)
+        elif dr.ch.pins.get("route") in LEGACY_FLOAT and not dr.ch.pinned("pse", True):
+            dims = tuple(d for d in dims if d not in v3)
     return dims
 
 

@@ -29,6 +29,7 @@ from fia_fuzz.rules.profiles.a2_routes import (
 )
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Profile
+from fia_fuzz.strategies.families import PLAIN_IMPLIED, PLAIN_PINS
 from fia_fuzz.strategies.sizes import CORE_UNITS, SPLIT_TOPS
 
 
@@ -58,12 +59,16 @@ AIMS: dict[str, dict[str, Any]] = {
 #: arguments that send a float call off its route (V3 takes no pse, padding, prefix or
 #: post-quant, dispatch.V3_UNSUPPORTED; split-fuse needs equal head dims and inner_precise
 #: 0 past MHA, atlas_a2.split_fuse_route), and the route itself, which the head-dim draw
-#: reads (families.dense). Unfiltered aims keep AIMS alone.
+#: reads (families.dense: V3 GQA takes D 64 and 128 only). Unfiltered aims keep AIMS alone.
 FILTER_AIMS: dict[str, dict[str, Any]] = {
     "v3.gqa": {"route": "v3.gqa", "pse": False, "q_padding": False, "kv_padding": False,
                "prefix": False, "post_quant": False},
     "fai": {"dv": "equal", "inner_precise": 0},
+    "ifa.float": {"route": "ifa.float"},
+    "pfa.float": {"route": "pfa.float"},
 }
+#: What a plain filter fixes (families.dense): an aim pin against it gives way
+PLAIN_FIXED = {**PLAIN_PINS, **PLAIN_IMPLIED}
 #: route -> the families that carry it (strategies/families.py), the others' paths die
 AIM_FAMILIES: dict[str, tuple[str, ...]] = {
     "v3.gqa": ("dense",), "fai": ("packed",), "ifa.float": ("dense",), "pfa.float": ("dense",),
@@ -171,8 +176,10 @@ def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]) -> Aim | None:
         route, boundary = pinned
         if boundary is not None or route in AIMS:
             ch.aim = _boundary_aim(ch, route, boundary)
-        return Aim({**_pins(route, boundary), **FILTER_AIMS.get(route, {})},
-                   AIM_FAMILIES.get(route, ()), "")
+        aimed = {**_pins(route, boundary), **FILTER_AIMS.get(route, {})}
+        if pins.get("plain"):
+            aimed = {k: v for k, v in aimed.items() if PLAIN_FIXED.get(k, v) == v}
+        return Aim(aimed, AIM_FAMILIES.get(route, ()), "")
     if not prof.route_aims or pins:
         return None
     if ch.int(0, AIM_OF - 1) < AIM_OF - AIMED:  # shrinks toward the families' own mix
