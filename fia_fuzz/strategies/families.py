@@ -661,7 +661,8 @@ def mla(dr: Draft) -> None:
     layouts = MLA_FULL_QUANT_LAYOUTS if full_quant else FAMILY_SCOPE["mla"]["layout"]
     if ch.pinned("cache", "NZ"):  # MLA's 5-D caches not with BNSD/BNSD_NBSD [V4 §MLA]
         layouts = tuple(x for x in layouts if not x.startswith("BNSD"))
-    if kind == "mla_decode":  # decode: S1 = 1, so neither TND nor an NBSD output
+    decode = kind == "mla_decode" or ch.pinned("branch", "decode")
+    if decode:  # decode: S1 = 1, so neither TND nor an NBSD output
         layouts = tuple(x for x in layouts if "TND" not in x and not x.endswith("NBSD"))
     _layout(dr, layouts)
     tnd = dr.q_layout == "TND"
@@ -669,6 +670,8 @@ def mla(dr: Draft) -> None:
     classes = ("2-16",) if nbsd else ("1", "2-16")
     if kind != "none":
         classes = ("1",) if kind == "mla_decode" else ("2-16",)
+    if decode:
+        classes = tuple(c for c in classes if c == "1")
     cls, lo, hi = _q_class(dr, classes)
     if kind != "none":
         lo, hi = max(lo, q_lo), min(hi, q_hi)
