@@ -23,6 +23,7 @@ from fia_fuzz.op.edges import (
     near_cores,
 )
 from fia_fuzz.rules.profiles.a2_routes import fai, ifa, pfa, v3
+from fia_fuzz.rules.profiles.a2_routes.sizes import LONG as KV_LONG_TILES
 from fia_fuzz.rules.profiles.a2_routes.tiling import AIC_CORES
 from fia_fuzz.strategies.choices import Chooser, Dead
 
@@ -77,7 +78,8 @@ def length(ch: Chooser, lo: int, hi: int, top: bool = False,
         kind, tiles = ("free", tiles) if aimed == "kv" and role == "q" else ("edge",
                                                                            by_group(group))
         if filtered_aim(ch) and kind == "edge":
-            tiles = _widest(tiles, lo, hi, offset)
+            tiles, lo, hi = _widest(tiles, lo, hi, offset,
+                                    ch.pins.get("kv_tiles") if role == "kv" else None)
     else:
         kind = "edge" if offset is not None else "free" if pin is not None else ch.one(MIX)
     if kind == "edge":
@@ -151,9 +153,14 @@ def filtered_aim(ch: Chooser) -> bool:
 
 
 def long_aim(ch: Chooser) -> bool:
-    """Whether a route_edge filter's KV aim needs a long KV: its tiles reach past 2048 keys
-    (the V3 short-query and decode tiles), one past which lies beyond a profile's max_seq."""
-    return filtered_aim(ch) and ch.aim[0] == "edge" and ch.aim[1][2] == "kv" \
+    """Whether a route_edge filter's aim needs a long KV: a "long" kv_tiles filter (LONG
+    tiles of 512+ keys), or a KV aim whose tiles reach past 2048 keys (the V3 short-query
+    and decode tiles), one past which lies beyond a profile's max_seq."""
+    if not filtered_aim(ch):
+        return False
+    if ch.pinned("kv_tiles", "long"):
+        return True
+    return ch.aim[0] == "edge" and ch.aim[1][2] == "kv" \
         and max(t for g in AIM_GROUPS for t in ch.aim[1][1](g)) > LONG_KV // 2
 
 
@@ -264,11 +271,30 @@ def table_width(ch: Chooser, need: int, cap: int, oversized: bool | None = None)
     return _off_edge(x, lo, cap, WIDTH_TILE) if pin == "free" else x
 
 
-def _widest(tiles: tuple[int, ...], lo: int, hi: int, offset: int) -> tuple[int, ...]:
-    """The widest of `tiles` with an edge at `offset` in [lo, hi]: the routes' tiles are
-    powers of two, so its edge is every narrower tile's too, whichever the call takes."""
-    fit = [t for t in tiles if _edge_span(t, offset, lo, hi)]
-    return (max(fit),) if fit else tiles
+def _widest(tiles: tuple[int, ...], lo: int, hi: int, offset: int, kv_tiles: str | None
+            ) -> tuple[tuple[int, ...], int, int]:
+    """The widest of `tiles` with an edge at `offset` in [lo, hi] (narrowed to a kv_tiles
+    filter's class of that tile), and those bounds: the routes' tiles are powers of two,
+    so its edge is every narrower tile's too, whichever the call takes."""
+    for t in sorted(tiles, reverse=True):
+        a, b = _tile_class_span(kv_tiles, t, lo, hi, tiles)
+        if _edge_span(t, offset, a, b):
+            return (t,), a, b
+    return tiles, lo, hi
+
+
+def _tile_class_span(kv_tiles: str | None, t: int, lo: int, hi: int, tiles: tuple[int, ...]
+                     ) -> tuple[int, int]:
+    """[lo, hi] narrowed to the lengths of kv_tiles class `kv_tiles` against tile `t`
+    (a2_routes/sizes.py kv_tiles: within one tile, up to LONG tiles, or past them); within
+    and long against whichever of `tiles` the call takes."""
+    if kv_tiles == "within":
+        return lo, min(hi, min(tiles) - 1)
+    if kv_tiles == "long":
+        return max(lo, KV_LONG_TILES * max(tiles)), hi
+    if kv_tiles in ("multiple", "past", "tiles"):
+        return max(lo, t), min(hi, KV_LONG_TILES * t - 1)
+    return lo, hi
 
 
 def _edge_span(t: int, off: int, lo: int, hi: int) -> bool:
