@@ -562,6 +562,8 @@ def packed(dr: Draft) -> None:
     dims = TND_ROPE_HEAD_DIMS if rope else TND_HEAD_DIMS[dr.layout]
     want = ch.pins.get("dv")
     dims = tuple(x for x in dims if want is None or (want == "equal") == (x[0] == x[1]))
+    if ch.pins.get("gqa", "mha") != "mha":  # V_D 192 takes G 1 only (groups below)
+        dims = tuple(x for x in dims if x[1] != 192)
     dr.d, dr.dv = ch.pick("_dims", dims)
     # paged caches hold key and value in equal shapes [V4 §PagedAttention] and PA takes
     # no V_D 192 [V4 §TND], so only 128/128 pages
