@@ -150,12 +150,13 @@ LEGACY_FLOAT = ("ifa.float", "pfa.float")
 
 
 def _dense_dims(dr: Draft) -> tuple[int, ...]:
-    """DENSE_DIMS, steered by a filter whose route needs some of them: int8 output
-    (post_quant) a D of a multiple of 32, the V3 GQA kernel over a legacy layout one of its
-    templates' (dispatch.V3_GQA_DIMS: else the legacy kernels take the call), the legacy
-    float kernels (without a pse, which V3 declines) another."""
+    """DENSE_DIMS, steered by a route or route_edge filter (routes.aim pins the route) whose
+    route needs some of them: int8 output (post_quant) a D of a multiple of 32, the V3 GQA
+    kernel over a legacy layout one of its templates' (dispatch.V3_GQA_DIMS: else the
+    legacy kernels take the call), the legacy float kernels (without a pse, which V3
+    declines) another."""
     dims = DENSE_DIMS
-    if dr.ch.pinned("post_quant", True):
+    if dr.ch.pinned("post_quant", True) and "route" in dr.ch.pins:
         dims = tuple(d for d in dims if d % 32 == 0)
     if dr.layout in dispatch.LEGACY_GQA_LAYOUTS:
         v3 = {d for d in dims if (d, 0, d) in dispatch.V3_GQA_DIMS}
@@ -663,7 +664,7 @@ def mla(dr: Draft) -> None:
     layouts = MLA_FULL_QUANT_LAYOUTS if full_quant else FAMILY_SCOPE["mla"]["layout"]
     if ch.pinned("cache", "NZ"):  # MLA's 5-D caches not with BNSD/BNSD_NBSD [V4 §MLA]
         layouts = tuple(x for x in layouts if not x.startswith("BNSD"))
-    decode = kind == "mla_decode" or ch.pinned("branch", "decode")
+    decode = kind == "mla_decode" or (ch.pinned("branch", "decode") and "route" in ch.pins)
     if decode:  # decode: S1 = 1, so neither TND nor an NBSD output
         layouts = tuple(x for x in layouts if "TND" not in x and not x.endswith("NBSD"))
     _layout(dr, layouts)

@@ -58,14 +58,13 @@ AIMS: dict[str, dict[str, Any]] = {
 #: route -> pins a route or route_edge filter's draws add to the route's AIMS: the
 #: arguments that send a float call off its route (V3 takes no pse, padding, prefix or
 #: post-quant, dispatch.V3_UNSUPPORTED; split-fuse needs equal head dims and inner_precise
-#: 0 past MHA, atlas_a2.split_fuse_route), and the route itself, which the head-dim draw
-#: reads (families.dense: V3 GQA takes D 64 and 128 only). Unfiltered aims keep AIMS alone.
+#: 0 past MHA, atlas_a2.split_fuse_route). A filter's aim also pins the route itself, which
+#: the draws steered for it read (families.dense head dims: V3 GQA takes D 64 and 128 only;
+#: families.mla decode). Unfiltered aims keep AIMS alone, and their draws stay as they were.
 FILTER_AIMS: dict[str, dict[str, Any]] = {
-    "v3.gqa": {"route": "v3.gqa", "pse": False, "q_padding": False, "kv_padding": False,
-               "prefix": False, "post_quant": False},
+    "v3.gqa": {"pse": False, "q_padding": False, "kv_padding": False, "prefix": False,
+               "post_quant": False},
     "fai": {"dv": "equal", "inner_precise": 0},
-    "ifa.float": {"route": "ifa.float"},
-    "pfa.float": {"route": "pfa.float"},
 }
 #: What a plain filter fixes (families.dense): an aim pin against it gives way
 PLAIN_FIXED = {**PLAIN_PINS, **PLAIN_IMPLIED}
@@ -176,7 +175,7 @@ def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]) -> Aim | None:
         route, boundary = pinned
         if boundary is not None or route in AIMS:
             ch.aim = _boundary_aim(ch, route, boundary)
-        aimed = {**_pins(route, boundary), **FILTER_AIMS.get(route, {})}
+        aimed = {**_pins(route, boundary), "route": route, **FILTER_AIMS.get(route, {})}
         if pins.get("plain"):
             aimed = {k: v for k, v in aimed.items() if PLAIN_FIXED.get(k, v) == v}
         return Aim(aimed, AIM_FAMILIES.get(route, ()), "")
