@@ -137,6 +137,22 @@ def aim_families(pins: dict[str, Any], rules: str) -> list[str]:
 
 def _build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
            rules: str, aimed: dict[str, Any]) -> Case:
+    """One draw; under a route_edge filter up to routes.AIM_TRIES draws, as an unfiltered
+    route aim takes (`_aimed`): a cell is the sizes of the whole finished case, which the
+    aimed length and unit draws reach in some paths only (every decision recorded, so a
+    replay takes the same paths). Unfiltered draws make one."""
+    if pins.get("route_edge", routes.FREE) == routes.FREE:
+        return _build_once(ch, prof, families, pins, rules, aimed)
+    for _ in range(routes.AIM_TRIES - 1):
+        try:
+            return _build_once(ch, prof, families, pins, rules, aimed)
+        except Dead:
+            continue
+    return _build_once(ch, prof, families, pins, rules, aimed)
+
+
+def _build_once(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any],
+                rules: str, aimed: dict[str, Any]) -> Case:
     extra = DEVICE_FAMILIES.get(rules, {})
     weights = {**FAMILY_WEIGHTS, "workloads": prof.workload_weight,
                **{f: w for f, (_, w) in extra.items()}}

@@ -26,6 +26,7 @@ from fia_fuzz.op import args
 from fia_fuzz.op.args import pse
 from fia_fuzz.op.args import rope as rope_arg
 from fia_fuzz.op.geometry import dense_shape, packed_shape
+from fia_fuzz.rules.profiles.a2_routes import dispatch
 from fia_fuzz.rules.rulebook.antiquant import INT4_MODES
 from fia_fuzz.rules.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
 from fia_fuzz.rules.rulebook.nz import NZ_BLOCK_SIZES, NZ_D, NZ_HEADS, NZ_LAYOUTS
@@ -140,6 +141,32 @@ def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int, s2_min: int = 1
     dr.d = dr.dv = ch.pick("_d", fit)
 
 
+#: Head dims of the dense family (shrink order)
+DENSE_DIMS = (16, 32, 64, 128, 48, 80, 96, 256, 320, 512)
+
+
+#: Float routes of the legacy kernels, which a V3 template's head dims would leave
+LEGACY_FLOAT = ("ifa.float", "pfa.float")
+
+
+def _dense_dims(dr: Draft) -> tuple[int, ...]:
+    """DENSE_DIMS, steered by a route or route_edge filter (routes.aim pins the route) whose
+    route needs some of them: int8 output (post_quant) a D of a multiple of 32, the V3 GQA
+    kernel over a legacy layout one of its templates' (dispatch.V3_GQA_DIMS: else the
+    legacy kernels take the call), the legacy float kernels (without a pse, which V3
+    declines) another."""
+    dims = DENSE_DIMS
+    if dr.ch.pinned("post_quant", True) and "route" in dr.ch.pins:
+        dims = tuple(d for d in dims if d % 32 == 0)
+    if dr.layout in dispatch.LEGACY_GQA_LAYOUTS:
+        v3 = {d for d in dims if (d, 0, d) in dispatch.V3_GQA_DIMS}
+        if dr.ch.pinned("route", "v3.gqa"):
+            dims = tuple(d for d in dims if d in v3)
+        elif dr.ch.pins.get("route") in LEGACY_FLOAT and not dr.ch.pinned("pse", True):
+            dims = tuple(d for d in dims if d not in v3)
+    return dims
+
+
 def _d_class(d: int) -> str:
     return "<64" if d < 64 else "64-128" if d <= 128 else "129-256" if d <= 256 \
         else "257-511" if d < 512 else "512"
@@ -234,7 +261,7 @@ def dense(dr: Draft) -> None:
     s2_floor = min(paged.block_sizes(dr, False)) * (1 + paged.MAX_UNUSED) if dr.paged else 1
     heads(dr, min(_max_heads(dr, max(1, lo), 16),
                   max(1, dr.prof.max_scores // (max(1, lo) * s2_floor))), GROUPS)
-    _head_dims(dr, (16, 32, 64, 128, 48, 80, 96, 256, 320, 512), max(1, lo), s2_floor)
+    _head_dims(dr, _dense_dims(dr), max(1, lo), s2_floor)
     dr.long = sizes.long_kv(ch, dr.n, _batch_lo(dr))
     dr.b = sizes.batch(ch, dr.n, _batch_lo(dr), batch_cap(dr, max(1, lo), s2_floor,
                                                           dr.prof.max_batch), dr.long,
@@ -536,6 +563,8 @@ def packed(dr: Draft) -> None:
     dims = TND_ROPE_HEAD_DIMS if rope else TND_HEAD_DIMS[dr.layout]
     want = ch.pins.get("dv")
     dims = tuple(x for x in dims if want is None or (want == "equal") == (x[0] == x[1]))
+    if ch.pins.get("gqa", "mha") != "mha":  # V_D 192 takes G 1 only (groups below)
+        dims = tuple(x for x in dims if x[1] != 192)
     dr.d, dr.dv = ch.pick("_dims", dims)
     # paged caches hold key and value in equal shapes [V4 §PagedAttention] and PA takes
     # no V_D 192 [V4 §TND], so only 128/128 pages
@@ -635,7 +664,8 @@ def mla(dr: Draft) -> None:
     layouts = MLA_FULL_QUANT_LAYOUTS if full_quant else FAMILY_SCOPE["mla"]["layout"]
     if ch.pinned("cache", "NZ"):  # MLA's 5-D caches not with BNSD/BNSD_NBSD [V4 §MLA]
         layouts = tuple(x for x in layouts if not x.startswith("BNSD"))
-    if kind == "mla_decode":  # decode: S1 = 1, so neither TND nor an NBSD output
+    decode = kind == "mla_decode" or (ch.pinned("branch", "decode") and "route" in ch.pins)
+    if decode:  # decode: S1 = 1, so neither TND nor an NBSD output
         layouts = tuple(x for x in layouts if "TND" not in x and not x.endswith("NBSD"))
     _layout(dr, layouts)
     tnd = dr.q_layout == "TND"
@@ -643,6 +673,8 @@ def mla(dr: Draft) -> None:
     classes = ("2-16",) if nbsd else ("1", "2-16")
     if kind != "none":
         classes = ("1",) if kind == "mla_decode" else ("2-16",)
+    if decode:
+        classes = tuple(c for c in classes if c == "1")
     cls, lo, hi = _q_class(dr, classes)
     if kind != "none":
         lo, hi = max(lo, q_lo), min(hi, q_hi)

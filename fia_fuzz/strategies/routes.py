@@ -29,6 +29,7 @@ from fia_fuzz.rules.profiles.a2_routes import (
 )
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Profile
+from fia_fuzz.strategies.families import PLAIN_IMPLIED, PLAIN_PINS
 from fia_fuzz.strategies.sizes import CORE_UNITS, SPLIT_TOPS
 
 
@@ -54,6 +55,19 @@ AIMS: dict[str, dict[str, Any]] = {
     "pfa.post_quant": {"branch": "prefill", "post_quant": True, "q_dtype": "float16",
                        "q_padding": False, "kv_padding": False},
 }
+#: route -> pins a route or route_edge filter's draws add to the route's AIMS: the
+#: arguments that send a float call off its route (V3 takes no pse, padding, prefix or
+#: post-quant, dispatch.V3_UNSUPPORTED; split-fuse needs equal head dims and inner_precise
+#: 0 past MHA, atlas_a2.split_fuse_route). A filter's aim also pins the route itself, which
+#: the draws steered for it read (families.dense head dims: V3 GQA takes D 64 and 128 only;
+#: families.mla decode). Unfiltered aims keep AIMS alone, and their draws stay as they were.
+FILTER_AIMS: dict[str, dict[str, Any]] = {
+    "v3.gqa": {"pse": False, "q_padding": False, "kv_padding": False, "prefix": False,
+               "post_quant": False},
+    "fai": {"dv": "equal", "inner_precise": 0},
+}
+#: What a plain filter fixes (families.dense): an aim pin against it gives way
+PLAIN_FIXED = {**PLAIN_PINS, **PLAIN_IMPLIED}
 #: route -> the families that carry it (strategies/families.py), the others' paths die
 AIM_FAMILIES: dict[str, tuple[str, ...]] = {
     "v3.gqa": ("dense",), "fai": ("packed",), "ifa.float": ("dense",), "pfa.float": ("dense",),
@@ -161,7 +175,10 @@ def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]) -> Aim | None:
         route, boundary = pinned
         if boundary is not None or route in AIMS:
             ch.aim = _boundary_aim(ch, route, boundary)
-        return Aim(_pins(route, boundary), AIM_FAMILIES.get(route, ()), "")
+        aimed = {**_pins(route, boundary), "route": route, **FILTER_AIMS.get(route, {})}
+        if pins.get("plain"):
+            aimed = {k: v for k, v in aimed.items() if PLAIN_FIXED.get(k, v) == v}
+        return Aim(aimed, AIM_FAMILIES.get(route, ()), "")
     if not prof.route_aims or pins:
         return None
     if ch.int(0, AIM_OF - 1) < AIM_OF - AIMED:  # shrinks toward the families' own mix

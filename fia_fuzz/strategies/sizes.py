@@ -23,6 +23,7 @@ from fia_fuzz.op.edges import (
     near_cores,
 )
 from fia_fuzz.rules.profiles.a2_routes import fai, ifa, pfa, v3
+from fia_fuzz.rules.profiles.a2_routes.sizes import LONG as KV_LONG_TILES
 from fia_fuzz.rules.profiles.a2_routes.tiling import AIC_CORES
 from fia_fuzz.strategies.choices import Chooser, Dead
 
@@ -76,6 +77,9 @@ def length(ch: Chooser, lo: int, hi: int, top: bool = False,
         offset, by_group, aimed = ch.aim[1]
         kind, tiles = ("free", tiles) if aimed == "kv" and role == "q" else ("edge",
                                                                            by_group(group))
+        if filtered_aim(ch) and kind == "edge":
+            tiles, lo, hi = _widest(tiles, lo, hi, offset,
+                                    ch.pins.get("kv_tiles") if role == "kv" else None)
     else:
         kind = "edge" if offset is not None else "free" if pin is not None else ch.one(MIX)
     if kind == "edge":
@@ -110,7 +114,8 @@ def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = Fal
     LONG_KV+ where hi allows, a length-edge or "free" filter below LONG_KV where lo allows."""
     pin = ch.pins.get("size_edge")
     if (long or pin == "long") and hi >= LONG_KV:
-        lo, hi = _octave(ch, max(lo, LONG_KV), hi)
+        # a long aim keeps the whole span: one octave may hold no edge of its tile
+        lo, hi = (max(lo, LONG_KV), hi) if long_aim(ch) else _octave(ch, max(lo, LONG_KV), hi)
     elif pin in SHORT_KV and lo < LONG_KV:
         hi = min(hi, LONG_KV - 1)
     return length(ch, lo, hi, top, tiles, group)
@@ -127,24 +132,51 @@ def _octave(ch: Chooser, lo: int, hi: int) -> tuple[int, int]:
 
 
 def heads_cap(ch: Chooser, max_n: int) -> int:
-    """The most heads a draw may take: under a "long" filter fewer than SPLIT_BN, under
-    "cores" no more than the largest core count's edge."""
+    """The most heads a draw may take: under a "long" filter (or a route_edge one that needs
+    a long KV, long_aim) fewer than SPLIT_BN, under "cores" no more than the largest core
+    count's edge."""
     pin = ch.pins.get("size_edge")
-    if pin == "long":
+    if pin == "long" or long_aim(ch):
         return min(max_n, SPLIT_BN - 1)
     return min(max_n, max(CORE_COUNTS) + 1) if pin == "cores" else max_n
+
+
+#: Group sizes at which the routes' S2 tiles change (v3.SHORT_Q_TILES, ifa.GROUP_TILES)
+AIM_GROUPS = (1, 5, 10)
+
+
+def filtered_aim(ch: Chooser) -> bool:
+    """Whether the draw aims at a cell a route_edge filter names (no size_edge filter
+    steering the lengths instead): its lengths and heads may bend to the cell."""
+    return ch.aim is not None and ch.pins.get("route_edge", "free") != "free" \
+        and "size_edge" not in ch.pins
+
+
+def long_aim(ch: Chooser) -> bool:
+    """Whether a route_edge filter's aim needs a long KV: a "long" kv_tiles filter (LONG
+    tiles of 512+ keys), or a KV aim whose tiles reach past 2048 keys (the V3 short-query
+    and decode tiles), one past which lies beyond a profile's max_seq."""
+    if not filtered_aim(ch):
+        return False
+    if ch.pinned("kv_tiles", "long"):
+        return True
+    return ch.aim[0] == "edge" and ch.aim[1][2] == "kv" \
+        and max(t for g in AIM_GROUPS for t in ch.aim[1][1](g)) > LONG_KV // 2
 
 
 def long_kv(ch: Chooser, n: int, lo: int = 1) -> bool:
     """Whether the draw reaches for a long KV (up to the profile's long_kv, B*N under
     SPLIT_BN with B >= `lo`): every "long"-filtered draw, a quarter of the unfiltered
     ones that can, half of those aiming at a KV tile's edge (Chooser.aim: the decode
-    kernels' S2 tiles of 2048..8192 keys lie past the profile's max_seq)."""
+    kernels' S2 tiles of 2048..8192 keys lie past the profile's max_seq), and every one
+    under a route_edge filter whose tiles reach past 2048 keys (the V3 and decode ones)."""
     pin = ch.pins.get("size_edge")
     can = (SPLIT_BN - 1) // n >= lo
     if pin == "long" and not can:
         raise Dead(f"N={n}: no B >= {lo} keeps B*N under {SPLIT_BN} for a long KV")
     kv_aim = ch.aim is not None and ch.aim[0] == "edge" and ch.aim[1][2] == "kv"
+    if can and long_aim(ch):
+        return True
     odds = (False, True) if kv_aim else (False, False, False, True)
     return pin == "long" or (pin is None and can and ch.one(odds))
 
@@ -237,6 +269,36 @@ def table_width(ch: Chooser, need: int, cap: int, oversized: bool | None = None)
             return x
     x = need if kind == "exact" or cap == need else ch.int(need + 1, min(cap, need + 2))
     return _off_edge(x, lo, cap, WIDTH_TILE) if pin == "free" else x
+
+
+def _widest(tiles: tuple[int, ...], lo: int, hi: int, offset: int, kv_tiles: str | None
+            ) -> tuple[tuple[int, ...], int, int]:
+    """The widest of `tiles` with an edge at `offset` in [lo, hi] (narrowed to a kv_tiles
+    filter's class of that tile), and those bounds: the routes' tiles are powers of two,
+    so its edge is every narrower tile's too, whichever the call takes."""
+    for t in sorted(tiles, reverse=True):
+        a, b = _tile_class_span(kv_tiles, t, lo, hi, tiles)
+        if _edge_span(t, offset, a, b):
+            return (t,), a, b
+    return tiles, lo, hi
+
+
+def _tile_class_span(kv_tiles: str | None, t: int, lo: int, hi: int, tiles: tuple[int, ...]
+                     ) -> tuple[int, int]:
+    """[lo, hi] narrowed to the lengths of kv_tiles class `kv_tiles` against tile `t`
+    (a2_routes/sizes.py kv_tiles: within one tile, up to LONG tiles, or past them); within
+    and long against whichever of `tiles` the call takes."""
+    if kv_tiles == "within":
+        return lo, min(hi, min(tiles) - 1)
+    if kv_tiles == "long":
+        return max(lo, KV_LONG_TILES * max(tiles)), hi
+    if kv_tiles in ("multiple", "past", "tiles"):
+        return max(lo, t), min(hi, KV_LONG_TILES * t - 1)
+    return lo, hi
+
+
+def _edge_span(t: int, off: int, lo: int, hi: int) -> bool:
+    return max(1, -(-(lo - off) // t)) <= (hi - off) // t
 
 
 def _edge(ch: Chooser, lo: int, hi: int, offset: int | None, tiles: tuple[int, ...]
