@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.op.case import CACHE_ARGS, LAZY, LAZY_KEY, PAGED_ANTIQUANT_ARGS, Case
+from fia_fuzz.op.features import WORKLOAD_PINS
 from fia_fuzz.op.forms import implied_pins
 from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.rules.profiles import get as get_rules
@@ -239,10 +240,11 @@ SIZE_IMPLIES = {("numel_class", v): {"cache_reach": v} for v in ("2^24", "2^31",
 
 
 def _pins(filters: dict[str, Any]) -> dict[str, Any]:
-    """The filters plus what their argument forms and size classes imply (op/forms.py
-    implied_pins, SIZE_IMPLIES)."""
+    """The filters plus what their argument forms, size classes and workload imply
+    (op/forms.py implied_pins, SIZE_IMPLIES, op/features.py WORKLOAD_PINS)."""
     sized = {k: v for item in filters.items() for k, v in SIZE_IMPLIES.get(item, {}).items()}
-    return {**sized, **implied_pins(filters), **filters}
+    work = WORKLOAD_PINS.get(filters.get("workload", "none"), {})
+    return {**sized, **work, **implied_pins(filters), **filters}
 
 
 def _plan(profile: str, filters: dict[str, Any], rules: str = DEFAULT

@@ -69,16 +69,21 @@ NZ_CHANNEL_FORMS = {"BSH": "H", "BNSD": "N,1,D", "BSND": "N,D"}
 #: (op/args: the families that may carry it, and the values each reaches).
 CORE_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
     "dense": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "dv": ("equal",),
-              "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND")},
+              "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"),
+              "workload": ("none", "paged_decode_bsh", "paged_decode_bnsd", "sliding_band")},
     "antiquant": {"q_dtype": FLOAT, "kv_dtype": ("int8", "int4", "int32"),
                   "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "kv_list": (False,),
-                  "empty": ("none",), "plain": (False,), "dv": ("equal",)},
+                  "empty": ("none",), "plain": (False,), "dv": ("equal",),
+                  "workload": ("none", "int8_kv_decode")},
     "full_quant": {"q_dtype": ("int8",), "kv_dtype": ("int8",), "kv_list": (False,),
                    "branch": ("prefill",), "empty": ("none",), "plain": (False,),
-                   "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "dv": ("equal",)},
+                   "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "dv": ("equal",),
+                   "workload": ("none",)},
     "packed": {"q_dtype": ("bfloat16",), "kv_dtype": ("bfloat16",), "layout": ("TND", "NTD_TND"),
                "kv_list": (False,), "branch": ("prefill",), "plain": (False,),
-               "empty": ("none", "kv")},
+               "empty": ("none", "kv"),
+               "workload": ("none", "vllm_prefill", "vllm_chunked", "vllm_prefix_hit",
+                            "vllm_decode")},
     "mla": {"q_dtype": FLOAT + ("int8",), "kv_dtype": FLOAT + ("int8",), "kv_list": (False,),
             "plain": (False,), "empty": ("none",),
             "layout": ("BNSD", "BSND", "BSH", "TND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD",
@@ -86,7 +91,8 @@ CORE_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
             "workload": ("none", "mla_decode", "mla_mtp")},
     "gqa_nz": {"q_dtype": ("bfloat16",), "kv_dtype": ("int8",), "layout": NZ_LAYOUTS,
                "d_class": ("64-128",), "dv": ("equal",), "q_seq": ("1", "2-16"),
-               "kv_list": (False,), "empty": ("none",), "plain": (False,)},
+               "kv_list": (False,), "empty": ("none",), "plain": (False,),
+               "workload": ("none", "int8_kv_decode")},
     # production patterns (strategies/workloads.py): TND/BSH/BNSD over paged BnBsH caches
     "workloads": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "layout": ("TND", "BSH", "BNSD"),
                   "kv_list": (False,), "plain": (False,), "empty": ("none",), "dv": ("equal",),
@@ -202,8 +208,11 @@ def dense(dr: Draft) -> None:
         ch.pins = {**ch.pins, **PLAIN_PINS}
     dr.q_dtype = ch.pick("q_dtype", FLOAT)
     dr.kv_dtype = ch.pick("kv_dtype", (dr.q_dtype,))
+    # a paged-cache filter (paged.wanted) steers off the paths that exclude paging: an
+    # empty tensor, left padding, tensor-list KV
+    page_pinned = paged.wanted(dr) or ch.pinned("paged", True)
     empties = ["none"] * 6
-    if all(ch.allows(k, v) for k, v in EMPTY_OK.items()):
+    if not page_pinned and all(ch.allows(k, v) for k, v in EMPTY_OK.items()):
         empties.append("kv")
         if ch.allows("q_seq", "0") and ch.allows("branch", "prefill"):
             empties.append("query")
@@ -219,12 +228,13 @@ def dense(dr: Draft) -> None:
             else (*PLAIN_LAYOUTS, "BNSD_BSND"))
     # left padding first: it excludes paged and tensor-list KV, prefix and int8 output
     full = empty == "none"
-    pad_q = ch.pick("q_padding", (False, True) if full and not dr.decode else (False,))
-    pad_kv = ch.pick("kv_padding", (False, True) if full else (False,))
+    pad_q = ch.pick("q_padding", (False, True) if full and not dr.decode and not page_pinned
+                    else (False,))
+    pad_kv = ch.pick("kv_padding", (False, True) if full and not page_pinned else (False,))
     dr.padded = pad_q or pad_kv
     wants_prefix = ch.pinned("prefix", True) or ch.pins.get("prefix_len", "none") != "none"
     free = full and not dr.padded and not wants_prefix
-    dr.kv_list = ch.pick("kv_list", (False, True) if free else (False,))
+    dr.kv_list = ch.pick("kv_list", (False, True) if free and not page_pinned else (False,))
     can_page = free and not dr.kv_list and not ch.pinned("actual_kv", "absent")
     dr.paged = ch.pick("paged", ((True,) if paged.wanted(dr) else (False, True)) if can_page
                        else (False,))
@@ -362,7 +372,9 @@ def antiquant(dr: Draft) -> None:
     ch = dr.ch
     int4 = ch.pins.get("kv_dtype") in INT4_FORMS   # int4 KV is decode-only here [V4 §AntiQuant]
     # decode twice as often: its forms hold twice the scale shapes (ANTIQUANT_WEIGHTS)
-    branch = ch.pick("branch", ("decode",) if int4 else ("decode", "decode", "prefill"))
+    # and only decode pages (a paged-cache filter: paged.wanted)
+    branch = ch.pick("branch", ("decode",) if int4 or paged.wanted(dr)
+                     else ("decode", "decode", "prefill"))
     dr.decode = branch == "decode"
     if dr.decode:
         _antiquant_decode(dr)
@@ -531,11 +543,14 @@ def packed(dr: Draft) -> None:
     dr.q_dtype = ch.pick("q_dtype", ("bfloat16",))
     dr.kv_dtype = ch.pick("kv_dtype", ("bfloat16",))
     ch.pick("branch", ("prefill",))
-    rope = ch.pick("rope_d", ("none", "128")) == "128"
+    page_pinned = paged.wanted(dr) or ch.pinned("paged", True)
+    rope = ch.pick("rope_d", ("none",) if page_pinned else ("none", "128")) == "128"
     _layout(dr, ("TND", "NTD_TND"))
     dims = TND_ROPE_HEAD_DIMS if rope else TND_HEAD_DIMS[dr.layout]
     want = ch.pins.get("dv")
     dims = tuple(x for x in dims if want is None or (want == "equal") == (x[0] == x[1]))
+    if page_pinned:  # a paged-cache filter: only equal dims under 192 page (below)
+        dims = tuple(x for x in dims if x[0] == x[1] != 192)
     dr.d, dr.dv = ch.pick("_dims", dims)
     # paged caches hold key and value in equal shapes [V4 §PagedAttention] and PA takes
     # no V_D 192 [V4 §TND], so only 128/128 pages

@@ -16,7 +16,7 @@ legal by construction; `case.features()["workload"]` names the pattern
 from __future__ import annotations
 
 from fia_fuzz.op.edges import SPLIT_BN
-from fia_fuzz.op.features import MLA_PRODUCTION_HEADS, MTP_Q_S
+from fia_fuzz.op.features import MLA_PRODUCTION_HEADS, MTP_Q_S, WORKLOAD_PINS
 from fia_fuzz.op.geometry import dense_shape, packed_shape
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
@@ -114,7 +114,11 @@ def workloads(dr: Draft) -> None:
     ch = dr.ch
     # the classic decode, where masks past one 512-key tile live, twice as often; first,
     # so a shrunk workload is a paged decode without a mask
-    kind = ch.pick("workload", ("paged_decode_bsh", "paged_decode_bnsd", *OWN))
+    kinds = ("paged_decode_bsh", "paged_decode_bnsd", *OWN)
+    if "workload" not in ch.pins:  # the patterns the other filters leave (WORKLOAD_PINS)
+        kinds = tuple(k for k in kinds if all(ch.allows(a, v) for a, v in WORKLOAD_PINS[k].items()
+                                              if a != "band")) or kinds
+    kind = ch.pick("workload", kinds)
     paged.reach(dr)
     if kind in VLLM:
         _vllm(dr, kind)
@@ -170,7 +174,7 @@ def _vllm(dr: Draft, kind: str) -> None:
     _set_layout(dr, "TND")
     one = _geometry(dr, (128,))
     fits = 512 * dr.kv_n * 2 * dr.d <= dr.prof.max_elements // 4
-    bs = ch.one((128, 128, 128, 512) if fits else (128,))
+    bs = ch.one(paged.edge_sizes(dr, (128, 128, 128, 512) if fits else (128,)))
     dr.b = _batches(dr, bs, 64, one)
     room = max(1, _kv_budget(dr, kind != "vllm_decode") // dr.b)
     kv_lens, q_lens = [], []
@@ -243,6 +247,8 @@ def _paged_decode(dr: Draft, layout: str) -> None:
         masks.decode_mask(dr)
     else:
         masks.no_mask(dr)
+    if "band" in ch.pins:  # decode ignores pre/next [V4 sparseMode]; drawn for a band filter
+        masks.band(dr)
     _tail(dr)
 
 
@@ -255,8 +261,9 @@ def _sliding_band(dr: Draft) -> None:
     ch.pick("branch", ("prefill",))
     _set_layout(dr, "BSH")
     one = _geometry(dr, (64, 96, 128, 256))
-    bs = ch.one([x for x in (128, 256, 512)
-                 if x * dr.kv_n * 2 * dr.d <= dr.prof.max_elements] or [128])
+    bs = ch.one(paged.edge_sizes(dr, tuple(x for x in (128, 256, 512)
+                                           if x * dr.kv_n * 2 * dr.d <= dr.prof.max_elements)
+                                 or (128,)))
     dr.b = _batches(dr, bs, 8, one)
     room = max(2, _kv_budget(dr, True) // dr.b)
     s2 = kv_len(dr, 2, max(2, room))
