@@ -272,6 +272,8 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
     edge (strategies/sizes.py).
     """
     ch = dr.ch
+    if feature == "actual_kv" and wants_empty(ch):  # only per-batch lengths empty a batch
+        forms = tuple(f for f in forms if f in ("per_batch", "longer")) or forms
     form = ch.pick(feature, forms)
     if form == "absent":
         return None
@@ -295,12 +297,30 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
 EMPTY_EVERY = 4
 
 
+#: The fewest batches an empty_share takes (op/edges.py empty_share: two empty of at least
+#: five for "few", of at least three for "half"), for B draws under such a filter
+EMPTY_BATCHES_MIN = {"one": 2, "few": 5, "half": 3}
+
+
+def empty_batch_lo(ch: Chooser) -> int:
+    """The least B a draw takes: 1, or what an empty_share filter needs (EMPTY_BATCHES_MIN)."""
+    return EMPTY_BATCHES_MIN.get(ch.pins.get("empty_share", "none"), 1)
+
+
+def wants_empty(ch: Chooser) -> bool:
+    """True when a filter needs a per-batch KV length of 0 (empty_share, act_zero)."""
+    return ch.pins.get("empty_share", "none") != "none" or ch.pinned("act_zero", True)
+
+
 def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
     """Per-batch KV lengths with a share of them 0 (op/edges.py EMPTY_SHARES): drawn in
-    profiles with route aims, steered by an empty_share filter in any; smoke's unfiltered
-    draws decide nothing here."""
+    profiles with route aims, steered by an empty_share (or act_zero) filter in any;
+    smoke's unfiltered draws decide nothing here."""
     ch, b = dr.ch, len(lens)
     pin = ch.pins.get("empty_share")
+    if pin is None and "act_zero" in ch.pins:  # an empty batch carries a zero length
+        pin = ch.one(tuple(s for s in EMPTY_SHARES[1:] if EMPTY_BATCHES_MIN.get(s, 1) <= b)) \
+            if ch.pins["act_zero"] else "none"
     if pin is None and not dr.prof.route_aims:
         return lens
     if pin is None:

@@ -40,6 +40,8 @@ from fia_fuzz.strategies.draft import (
     aim_units,
     batch_cap,
     effective,
+    empty_batch_lo,
+    empty_batches,
     g_class,
     heads,
     kv_len,
@@ -48,6 +50,7 @@ from fia_fuzz.strategies.draft import (
     s1_cap,
     s2_cap,
     spec,
+    wants_empty,
     weighted,
 )
 from fia_fuzz.strategies.tail import common_tail
@@ -202,7 +205,8 @@ def dense(dr: Draft) -> None:
     """
     ch = dr.ch
     can_plain = all(ch.allows(k, v) for k, v in {**PLAIN_PINS, **PLAIN_IMPLIED}.items()) \
-        and ch.pins.get("layout", "BSH") in PLAIN_LAYOUTS and ch.pins.get("out_dtype") != "int8"
+        and ch.pins.get("layout", "BSH") in PLAIN_LAYOUTS and ch.pins.get("out_dtype") != "int8" \
+        and not wants_empty(ch)
     plain = ch.pick("plain", (True, False, False, False) if can_plain else (False,))
     if plain:
         ch.pins = {**ch.pins, **PLAIN_PINS}
@@ -255,7 +259,9 @@ def dense(dr: Draft) -> None:
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
     # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]; an empty KV takes it too, and
     # decode with kv left padding (only prefill excludes it [V4 Q_S>1 INT8量化场景])
-    post_ok = (full or empty == "kv") and (dr.decode or not dr.padded) and dr.d % 32 == 0
+    # (nor for a filter that empties some batches' KV: int8 output needs lengths >= 1)
+    post_ok = (full or empty == "kv") and (dr.decode or not dr.padded) and dr.d % 32 == 0 \
+        and not wants_empty(ch)
     if post_ok and ch.pick("post_quant", (False, True, True)):
         quant.post_quant(dr, ("per_tensor", "per_channel"), empty_kv=empty == "kv")
     else:
@@ -323,7 +329,7 @@ def _batch_lo(dr: Draft) -> int:
         "1,S1,S2", "1,1,S1,S2") or any(
         str(pins.get(f"{a}_form", "")).endswith(":B") for a in (
             "query_padding_size", "kv_padding_size"))
-    return 2 if needs_two else 1
+    return max(2 if needs_two else 1, empty_batch_lo(dr.ch))
 
 
 def _prefix(dr: Draft, s2max: int, allowed: bool = True) -> None:
@@ -440,7 +446,8 @@ def _antiquant_decode(dr: Draft) -> None:
     s2_floor = min(paged.block_sizes(dr, True)) if dr.paged else 1
     _head_dims(dr, (64, 32, 128, 96, 256) if int8 else (64, 128, 256), 1, s2_floor)
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, 1, s2_floor, dr.prof.max_batch), dr.long,
+    dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
+                       batch_cap(dr, 1, s2_floor, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr),
                        wide=batch_cap(dr, 1, s2_floor, dr.prof.core_batch))
     dr.s1 = 1
@@ -479,7 +486,8 @@ def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
     heads(dr, _max_heads(dr, lo, 32), GROUPS)
     _head_dims(dr, (64, 32, 128, 96, 256), lo)
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
+    dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
+                       batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr),
                        wide=batch_cap(dr, lo, 1, dr.prof.core_batch))
     dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
@@ -569,7 +577,8 @@ def packed(dr: Draft) -> None:
     low = {"1": 1, "2-16": 2, "17-2048": 17}[cls]
     dr.long = sizes.long_kv(ch, dr.n)
     floor = 128 if dr.paged else 1
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, low, floor, dr.prof.max_batch), dr.long,
+    dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
+                       batch_cap(dr, low, floor, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr), wide=batch_cap(dr, low, floor, dr.prof.core_batch))
     m = sizes.query_length(ch, low, s1_cap(dr, low, top))
     q_lens = [m] + [sizes.length(ch, 0, m, top=True, role="q") for _ in range(dr.b - 1)]
@@ -580,6 +589,9 @@ def packed(dr: Draft) -> None:
         kv_lens = [kv_len(dr, q, max(q, s2max)) for q in q_lens]
     else:
         kv_lens = [kv_len(dr, 0, s2max, top=True) for _ in q_lens]
+    if wants_empty(ch) and not dr.paged:  # a filter's empty batches, their queries too
+        kv_lens = empty_batches(dr, kv_lens)
+        q_lens = [min(q, k) if mode == 3 else q for q, k in zip(q_lens, kv_lens, strict=True)]
     ch.pick("actual_q", ("per_batch",))
     ch.pick("actual_kv", ("per_batch",))
     t_q = sum(q_lens)
@@ -670,7 +682,8 @@ def mla(dr: Draft) -> None:
     n_opts = tuple(n for n in table if n * per_head <= dr.prof.max_elements // 2) or table[:1]
     heads(dr, max(n_opts), n_opts, kv_fixed=1)
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
+    dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
+                       batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr),
                        wide=batch_cap(dr, lo, 1, dr.prof.core_batch))
     dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
@@ -751,7 +764,8 @@ def gqa_nz(dr: Draft) -> None:
     dr.n, dr.kv_n = ch.one(pairs)
     dr.d = dr.dv = NZ_D
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.max_batch),
+    dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
+                       batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.max_batch),
                        dr.long,
                        kv_n=aim_units(dr),
                        wide=batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.core_batch))

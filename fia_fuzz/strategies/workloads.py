@@ -21,7 +21,7 @@ from fia_fuzz.op.geometry import dense_shape, packed_shape
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
-from fia_fuzz.strategies.draft import Draft, kv_len, spec
+from fia_fuzz.strategies.draft import Draft, empty_batch_lo, empty_batches, kv_len, spec
 from fia_fuzz.strategies.sizes import batch, heads_cap, length, long_kv
 from fia_fuzz.strategies.tail import common_tail
 
@@ -99,7 +99,9 @@ def _geometry(dr: Draft, dims: tuple[int, ...]) -> bool:
     SPLIT_BN and KV_N x D small enough that half the profile's long_kv keys fit the element
     budget, as a long context needs."""
     ch = dr.ch
-    one = "size_edge" not in ch.pins and ch.one((False, False, False, True))
+    # (not under an empty_share filter that needs more batches)
+    one = "size_edge" not in ch.pins and ch.one(
+        (False, False, False, empty_batch_lo(ch) == 1))
     long = one or ch.pinned("size_edge", "long")
     budget = dr.prof.max_elements
     if long:
@@ -148,7 +150,7 @@ def _batches(dr: Draft, block_size: int, hi: int, one: bool) -> int:
     per = block_size * dr.kv_n * (dr.d + dr.dv)
     top = max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per))
     dr.long = long_kv(dr.ch, dr.n)
-    return batch(dr.ch, dr.n, 1, top, dr.long)
+    return batch(dr.ch, dr.n, empty_batch_lo(dr.ch), top, dr.long)
 
 
 def _fused_kv(dr: Draft) -> None:
@@ -236,8 +238,12 @@ def _paged_decode(dr: Draft, layout: str) -> None:
     dr.s1 = 1
     dr.b = _batches(dr, 128, 256, one)
     room = _kv_budget(dr) // dr.b
-    kv_lens = [kv_len(dr, 0 if ch.one((False,) * 15 + (True,)) else 1, max(1, room))
-               for _ in range(dr.b)]
+    # a filter on empty batches places them itself (draft.empty_batches)
+    steer = "empty_share" in ch.pins or "act_zero" in ch.pins
+    kv_lens = [kv_len(dr, 0 if ch.one((False,) * 15 + (True,)) and not steer else 1,
+                      max(1, room)) for _ in range(dr.b)]
+    if steer:
+        kv_lens = empty_batches(dr, kv_lens)
     dr.kv_lens = kv_lens
     paged.page(dr, ("BnBsH",), 128, kv_lens)
     _fused_kv(dr)
