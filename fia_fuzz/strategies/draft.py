@@ -334,7 +334,9 @@ def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
             raise Dead(f"empty_share={pin!r}: no such share of {b} batches")
         return lens
     k, start = ch.int(*counts), ch.int(0, b - 1)
-    return [0 if (i - start) % b < k else x for i, x in enumerate(lens)]
+    # under a filter the other batches keep a key, so the share is the one drawn
+    floor = 0 if pin is None else 1
+    return [0 if (i - start) % b < k else max(floor, x) for i, x in enumerate(lens)]
 
 
 def kv_len(dr: Draft, lo: int, hi: int, top: bool = False) -> int:

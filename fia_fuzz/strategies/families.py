@@ -26,6 +26,7 @@ from fia_fuzz.op import args
 from fia_fuzz.op.args import pse
 from fia_fuzz.op.args import rope as rope_arg
 from fia_fuzz.op.geometry import dense_shape, packed_shape
+from fia_fuzz.rules.profiles.a2_routes.dispatch import V3_GQA_DIMS
 from fia_fuzz.rules.rulebook.antiquant import INT4_MODES
 from fia_fuzz.rules.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
 from fia_fuzz.rules.rulebook.nz import NZ_BLOCK_SIZES, NZ_D, NZ_HEADS, NZ_LAYOUTS
@@ -142,6 +143,8 @@ def _qkv_contiguous(dr: Draft, kv_d: int | None = None) -> None:
 def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int, s2_min: int = 1) -> None:
     """D (= Dv) among `options` that fit N x S1 and KV_N x S2 within the budget (d_class pins)."""
     ch = dr.ch
+    if ch.pinned("route", "v3.gqa"):  # the dims V3's GQA kernel has templates for
+        options = tuple(d for d in options if (d, 0, d) in V3_GQA_DIMS) or options
     budget = dr.prof.max_elements // 2
     fit = [d for d in options if dr.n * d * s1_min + dr.kv_n * s2_min * 2 * d <= budget] \
         or [min(options)]
@@ -164,6 +167,10 @@ def _q_class(dr: Draft, classes: tuple[str, ...]) -> tuple[str, int, int]:
     return cls, lo, hi
 
 
+#: What a dense case on the V3 GQA route (a route filter) leaves out: the inputs that
+#: kernel has no template for and an empty call (a2_routes dispatch.v3_gqa_fits).
+V3_GQA_PINS: dict[str, Any] = {"pse_batch": "none", "q_padding": False, "kv_padding": False,
+                               "prefix": False, "post_quant": False, "empty": "none"}
 #: Decisions that make a dense case "plain" (no optional inputs at all).
 PLAIN_PINS: dict[str, Any] = {
     "empty": "none", "kv_list": False, "paged": False, "post_quant": False, "prefix": False,
@@ -204,6 +211,8 @@ def dense(dr: Draft) -> None:
     extras freely.
     """
     ch = dr.ch
+    if ch.pinned("route", "v3.gqa"):
+        ch.pins = {**V3_GQA_PINS, **ch.pins}
     can_plain = all(ch.allows(k, v) for k, v in {**PLAIN_PINS, **PLAIN_IMPLIED}.items()) \
         and ch.pins.get("layout", "BSH") in PLAIN_LAYOUTS and ch.pins.get("out_dtype") != "int8" \
         and not wants_empty(ch)
@@ -223,7 +232,8 @@ def dense(dr: Draft) -> None:
     if ch.pinned("q_seq", "0"):
         empties = ["query"]
     empty = ch.pick("empty", tuple(empties))
-    branch = ch.pick("branch", ("prefill",) if empty == "query" else ("prefill", "decode"))
+    branch = ch.pick("branch", ("prefill",) if empty == "query" or masks.prefill_only(ch)
+                     else ("prefill", "decode"))
     dr.decode = branch == "decode"
     cls, lo, hi = _q_class(dr, ("1",) if dr.decode else ("0",) if empty == "query"
                            else ("2-16", "17-2048", ">2048"))

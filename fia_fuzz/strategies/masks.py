@@ -9,6 +9,7 @@ for paged KV, the whole block-table width (fia-semantics.md §4, §6).
 from __future__ import annotations
 
 from fia_fuzz.op.geometry import NO_BAND
+from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Draft, spec
 
 MASK_DTYPES = ("bool", "int8", "uint8")
@@ -99,6 +100,13 @@ def _wants_full_mask(dr: Draft) -> bool:
     ch = dr.ch
     return ch.pinned("mask_oversized", True) or ch.pins.get("mask_shape") in FULL_SHAPES \
         or ch.pins.get("mask_fill") in FULL_FILLS
+
+
+def prefill_only(ch: Chooser) -> bool:
+    """True when a filter names a mask form or sparse mode only prefill takes (decode draws
+    sparse mode 0 and the (B, S2) masks)."""
+    return ch.pins.get("mask_shape") in (*FULL_SHAPES, *OPTIMIZED_SHAPES) \
+        or ch.pins.get("sparse_mode", 0) != 0 or ch.pins.get("mask_fill") == "triu"
 
 
 def wants_mask(dr: Draft) -> bool:
