@@ -99,6 +99,7 @@ CORE_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
                "workload": ("none", "int8_kv_decode")},
     # production patterns (strategies/workloads.py): TND/BSH/BNSD over paged BnBsH caches
     "workloads": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "layout": ("TND", "BSH", "BNSD"),
+                  "d_class": ("64-128", "129-256"),
                   "kv_list": (False,), "plain": (False,), "empty": ("none",), "dv": ("equal",),
                   "workload": OWN},
 }
@@ -215,7 +216,7 @@ def dense(dr: Draft) -> None:
         ch.pins = {**V3_GQA_PINS, **ch.pins}
     can_plain = all(ch.allows(k, v) for k, v in {**PLAIN_PINS, **PLAIN_IMPLIED}.items()) \
         and ch.pins.get("layout", "BSH") in PLAIN_LAYOUTS and ch.pins.get("out_dtype") != "int8" \
-        and not wants_empty(ch)
+        and not wants_empty(ch) and ch.pins.get("values") not in masks.MASKED_VALUES
     plain = ch.pick("plain", (True, False, False, False) if can_plain else (False,))
     if plain:
         ch.pins = {**ch.pins, **PLAIN_PINS}
@@ -224,8 +225,12 @@ def dense(dr: Draft) -> None:
     # a paged-cache filter (paged.wanted) steers off the paths that exclude paging: an
     # empty tensor, left padding, tensor-list KV
     page_pinned = paged.wanted(dr) or ch.pinned("paged", True)
+    wants_prefix = _wants_prefix(dr)  # a prefix excludes the same paths (and paging)
+    page_pinned = page_pinned or wants_prefix
     empties = ["none"] * 6
-    if not page_pinned and all(ch.allows(k, v) for k, v in EMPTY_OK.items()):
+    # (nor a `values` filter: an empty call carries only finite values)
+    finite = ch.pins.get("values", "finite") == "finite"
+    if not page_pinned and finite and all(ch.allows(k, v) for k, v in EMPTY_OK.items()):
         empties.append("kv")
         if ch.allows("q_seq", "0") and ch.allows("branch", "prefill"):
             empties.append("query")
@@ -246,7 +251,6 @@ def dense(dr: Draft) -> None:
                     else (False,))
     pad_kv = ch.pick("kv_padding", (False, True) if full and not page_pinned else (False,))
     dr.padded = pad_q or pad_kv
-    wants_prefix = ch.pinned("prefix", True) or ch.pins.get("prefix_len", "none") != "none"
     free = full and not dr.padded and not wants_prefix
     dr.kv_list = ch.pick("kv_list", (False, True) if free and not page_pinned else (False,))
     can_page = free and not dr.kv_list and not ch.pinned("actual_kv", "absent")
@@ -271,7 +275,7 @@ def dense(dr: Draft) -> None:
     # decode with kv left padding (only prefill excludes it [V4 Q_S>1 INT8量化场景])
     # (nor for a filter that empties some batches' KV: int8 output needs lengths >= 1)
     post_ok = (full or empty == "kv") and (dr.decode or not dr.padded) and dr.d % 32 == 0 \
-        and not wants_empty(ch)
+        and not wants_empty(ch) and ch.pins.get("values", "finite") == "finite"
     if post_ok and ch.pick("post_quant", (False, True, True)):
         quant.post_quant(dr, ("per_tensor", "per_channel"), empty_kv=empty == "kv")
     else:
@@ -342,13 +346,19 @@ def _batch_lo(dr: Draft) -> int:
     return max(2 if needs_two else 1, empty_batch_lo(dr.ch))
 
 
+def _wants_prefix(dr: Draft) -> bool:
+    """True when a filter needs a shared prefix."""
+    return dr.ch.pinned("prefix", True) or dr.ch.pins.get("prefix_len", "none") != "none"
+
+
 def _prefix(dr: Draft, s2max: int, allowed: bool = True) -> None:
     """key/value_shared_prefix (batch 1, key layout and dtype, int32 packing 8 int4 in D)
     and actual_shared_prefix_len [SEM §6]."""
     ch = dr.ch
     ok = allowed and not dr.kv_list and not dr.paged and not dr.padded and dr.s2 > 0 \
         and dr.q_dtype != "int8"
-    if not ch.pick("prefix", (False, True) if ok else (False,)):
+    if not ch.pick("prefix", ((True,) if _wants_prefix(dr) else (False, True)) if ok
+                   else (False,)):
         ch.pick("prefix_len", ("none",))
         ch.fixed("key_shared_prefix_form", "none")
         ch.fixed("actual_shared_prefix_len_form", "none")
@@ -446,7 +456,7 @@ def _antiquant_decode(dr: Draft) -> None:
     dr.q_dtype = ch.pick("q_dtype", ("float16",) if fp16_only else FLOAT)
     needs_pa = form in ("separate:4/4", "separate:5/5")
     needs_pa = needs_pa or paged.wanted(dr)
-    page_ok = int8 and not ch.pinned("prefix", True)
+    page_ok = int8 and not _wants_prefix(dr)
     dr.paged = ch.pick("paged", (True,) if needs_pa else (False, True) if page_ok else (False,))
     if dr.paged and form not in ("separate:4/4", "separate:5/5"):  # PA-managed scales span
         paged.reach(dr)  # the whole cache, never lazy: those caches stay near

@@ -21,7 +21,14 @@ from fia_fuzz.op.geometry import dense_shape, packed_shape
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
-from fia_fuzz.strategies.draft import Draft, empty_batch_lo, empty_batches, kv_len, spec
+from fia_fuzz.strategies.draft import (
+    Draft,
+    empty_batch_lo,
+    empty_batches,
+    kv_len,
+    lengths,
+    spec,
+)
 from fia_fuzz.strategies.sizes import batch, heads_cap, length, long_kv
 from fia_fuzz.strategies.tail import common_tail
 
@@ -249,6 +256,10 @@ def _paged_decode(dr: Draft, layout: str) -> None:
     _fused_kv(dr)
     dr.set("query", spec(dense_shape(layout, dr.b, dr.n, 1, dr.d), dt))
     dr.set("actual_seq_lengths_kv", kv_lens)
+    if "actual_q" in ch.pins:  # the query lengths (all 1) an actual_q filter names
+        q = lengths(dr, "actual_q", [1] * dr.b, ("absent", "one", "per_batch", "longer"), 1)
+        if q is not None:
+            dr.set("actual_seq_lengths", q)
     if ch.pick("_mask_on", (True,) if masks.wants_mask(dr) else (False, True, True)):
         masks.decode_mask(dr)
     else:
