@@ -34,6 +34,7 @@ from fia_fuzz.strategies.choices import (
 )
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
 from fia_fuzz.strategies.families import FAMILIES, FAMILY_SCOPE
+from fia_fuzz.strategies.workloads import OWN
 
 __all__ = ["PROFILES", "Profile", "build", "cases", "families_for", "recorded_cases"]
 
@@ -142,6 +143,10 @@ def _build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any]
     weights = {**FAMILY_WEIGHTS, "workloads": prof.workload_weight,
                **{f: w for f, (_, w) in extra.items()}}
     ch.pins = {**{k: v for k, v in aimed.items() if k not in pins}, **pins}
+    if pins.get("workload") in OWN and "workloads" in families:
+        # a production pattern's filter draws it as the engines issue it (the other families
+        # carry one only where the filters rule the workloads family out)
+        families = ["workloads"]
     weighted = [f for f in families for _ in range(weights[f])]
     family = ch.one(weighted if len(families) > 1 else families)
     dr = Draft(prof=prof, ch=ch)

@@ -272,14 +272,20 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
     edge (strategies/sizes.py).
     """
     ch = dr.ch
-    if feature == "actual_kv" and wants_empty(ch):  # only per-batch lengths empty a batch
-        forms = tuple(f for f in forms if f in ("per_batch", "longer")) or forms
+    # a `values` filter on padding needs a length short of its cap
+    short = ch.pins.get("values") in PADDING_VALUES
+    if feature not in ch.pins:
+        if feature == "actual_kv" and wants_empty(ch):  # only per-batch lengths empty one
+            forms = tuple(f for f in forms if f in ("per_batch", "longer")) or forms
+        if short:
+            forms = tuple(f for f in forms if f != "absent") or forms
     form = ch.pick(feature, forms)
     if form == "absent":
         return None
     def draw(lo: int, hi: int) -> int:
-        return kv_len(dr, lo, hi, top=True) if feature == "actual_kv" \
+        x = kv_len(dr, lo, hi, top=True) if feature == "actual_kv" \
             else length(ch, lo, hi, top=True, tiles=sizes_tiles(dr), role="q")
+        return hi - 1 if short and x == hi > lo else x
 
     if form == "one":
         top = min(caps)
@@ -292,6 +298,8 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
     return out
 
 
+#: `values` that place specials past the valid lengths (strategies/values.py)
+PADDING_VALUES = ("nan_padding", "inf_padding")
 #: A profile with route aims empties some batches' KV in one of EMPTY_EVERY per-batch KV
 #: length draws (the empty_share axis, op/edges.py)
 EMPTY_EVERY = 4

@@ -25,6 +25,7 @@ from typing import Any
 from fia_fuzz.op import args
 from fia_fuzz.op.args import pse
 from fia_fuzz.op.args import rope as rope_arg
+from fia_fuzz.op.features import VALUES
 from fia_fuzz.op.geometry import dense_shape, packed_shape
 from fia_fuzz.rules.profiles.a2_routes.dispatch import V3_GQA_DIMS
 from fia_fuzz.rules.rulebook.antiquant import INT4_MODES
@@ -82,12 +83,14 @@ CORE_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
     "full_quant": {"q_dtype": ("int8",), "kv_dtype": ("int8",), "kv_list": (False,),
                    "branch": ("prefill",), "empty": ("none",), "plain": (False,),
                    "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "dv": ("equal",),
-                   "workload": ("none",)},
+                   "workload": ("none",), "values": ("finite",)},  # int8 query: no specials
     "packed": {"q_dtype": ("bfloat16",), "kv_dtype": ("bfloat16",), "layout": ("TND", "NTD_TND"),
                "kv_list": (False,), "branch": ("prefill",), "plain": (False,),
                "empty": ("none", "kv"),
                "workload": ("none", "vllm_prefill", "vllm_chunked", "vllm_prefix_hit",
-                            "vllm_decode")},
+                            "vllm_decode"),
+               # packed lengths leave no padding rows or columns (strategies/values.py)
+               "values": tuple(v for v in VALUES if not v.endswith("_padding"))},
     "mla": {"q_dtype": FLOAT + ("int8",), "kv_dtype": FLOAT + ("int8",), "kv_list": (False,),
             "plain": (False,), "empty": ("none",),
             "layout": ("BNSD", "BSND", "BSH", "TND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD",
