@@ -152,6 +152,25 @@ WORKLOADS = ("none", "vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_de
              "mla_decode", "mla_mtp", "int8_kv_decode")
 
 
+_PAGED_FLOAT: dict[str, Any] = {"paged": True, "cache": "BnBsH", "rope_d": "none",
+                                "kv_list": False, "empty": "none"}
+_PLAIN_FLOAT: dict[str, Any] = {**_PAGED_FLOAT, "pse_batch": "none", "post_quant": False}
+#: Per workload, feature values every case `_workload` names so takes (block_size is no
+#: axis, but a feature a pin may steer): a workload filter pins them too, so every family
+#: that can carry the workload is steered onto it rather than hitting it by chance.
+WORKLOAD_PINS: dict[str, dict[str, Any]] = {
+    **{f"paged_decode_{lay.lower()}": {**_PLAIN_FLOAT, "layout": lay, "branch": "decode",
+                                       "block_size": 128} for lay in ("BSH", "BNSD")},
+    **{w: {**_PAGED_FLOAT, "layout": "TND", "sparse_mode": 3}
+       for w in ("vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode")},
+    "sliding_causal": {**_PAGED_FLOAT, "layout": "TND", "sparse_mode": 3, "band": "small"},
+    "sliding_band": {**_PLAIN_FLOAT, "sparse_mode": 4, "band": "small"},
+    "mla_decode": {"rope_d": "512", "paged": True, "branch": "decode"},
+    "mla_mtp": {"rope_d": "512", "paged": True, "branch": "prefill", "sparse_mode": 3},
+    "int8_kv_decode": {"branch": "decode", "kv_dtype": "int8"},
+}
+
+
 #: DeepSeek MLA per device: N = 128 / TP, TP 1..8 (production-calls.md, DeepSeek MLA).
 MLA_PRODUCTION_HEADS = (16, 32, 64, 128)
 #: Multi-token prediction decodes Q_S 2..4 query tokens with a causal mask (same page).

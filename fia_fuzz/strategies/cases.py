@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fia_fuzz.op.case import CACHE_ARGS, LAZY, LAZY_KEY, PAGED_ANTIQUANT_ARGS, Case
+from fia_fuzz.op.features import WORKLOAD_PINS
 from fia_fuzz.op.forms import implied_pins
 from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.rules.profiles import get as get_rules
@@ -33,6 +34,7 @@ from fia_fuzz.strategies.choices import (
 )
 from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
 from fia_fuzz.strategies.families import FAMILIES, FAMILY_SCOPE
+from fia_fuzz.strategies.workloads import OWN
 
 __all__ = ["PROFILES", "Profile", "build", "cases", "families_for", "recorded_cases"]
 
@@ -157,6 +159,10 @@ def _build_once(ch: Chooser, prof: Profile, families: list[str], pins: dict[str,
     weights = {**FAMILY_WEIGHTS, "workloads": prof.workload_weight,
                **{f: w for f, (_, w) in extra.items()}}
     ch.pins = {**{k: v for k, v in aimed.items() if k not in pins}, **pins}
+    if pins.get("workload") in OWN and "workloads" in families:
+        # a production pattern's filter draws it as the engines issue it (the other families
+        # carry one only where the filters rule the workloads family out)
+        families = ["workloads"]
     weighted = [f for f in families for _ in range(weights[f])]
     family = ch.one(weighted if len(families) > 1 else families)
     dr = Draft(prof=prof, ch=ch)
@@ -255,10 +261,11 @@ SIZE_IMPLIES = {("numel_class", v): {"cache_reach": v} for v in ("2^24", "2^31",
 
 
 def _pins(filters: dict[str, Any]) -> dict[str, Any]:
-    """The filters plus what their argument forms and size classes imply (op/forms.py
-    implied_pins, SIZE_IMPLIES)."""
+    """The filters plus what their argument forms, size classes and workload imply
+    (op/forms.py implied_pins, SIZE_IMPLIES, op/features.py WORKLOAD_PINS)."""
     sized = {k: v for item in filters.items() for k, v in SIZE_IMPLIES.get(item, {}).items()}
-    return {**sized, **implied_pins(filters), **filters}
+    work = WORKLOAD_PINS.get(filters.get("workload", "none"), {})
+    return {**sized, **work, **implied_pins(filters), **filters}
 
 
 def _plan(profile: str, filters: dict[str, Any], rules: str = DEFAULT

@@ -273,12 +273,20 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
     edge (strategies/sizes.py).
     """
     ch = dr.ch
+    # a `values` filter on padding needs a length short of its cap
+    short = ch.pins.get("values") in PADDING_VALUES
+    if feature not in ch.pins:
+        if feature == "actual_kv" and wants_empty(ch):  # only per-batch lengths empty one
+            forms = tuple(f for f in forms if f in ("per_batch", "longer")) or forms
+        if short:
+            forms = tuple(f for f in forms if f != "absent") or forms
     form = ch.pick(feature, forms)
     if form == "absent":
         return None
     def draw(lo: int, hi: int) -> int:
-        return kv_len(dr, lo, hi, top=True) if feature == "actual_kv" \
+        x = kv_len(dr, lo, hi, top=True) if feature == "actual_kv" \
             else length(ch, lo, hi, top=True, tiles=sizes_tiles(dr), role="q")
+        return hi - 1 if short and x == hi > lo else x
 
     if form == "one":
         top = min(caps)
@@ -291,17 +299,37 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
     return out
 
 
+#: `values` that place specials past the valid lengths (strategies/values.py)
+PADDING_VALUES = ("nan_padding", "inf_padding")
 #: A profile with route aims empties some batches' KV in one of EMPTY_EVERY per-batch KV
 #: length draws (the empty_share axis, op/edges.py)
 EMPTY_EVERY = 4
 
 
+#: The fewest batches an empty_share takes (op/edges.py empty_share: two empty of at least
+#: five for "few", of at least three for "half"), for B draws under such a filter
+EMPTY_BATCHES_MIN = {"one": 2, "few": 5, "half": 3}
+
+
+def empty_batch_lo(ch: Chooser) -> int:
+    """The least B a draw takes: 1, or what an empty_share filter needs (EMPTY_BATCHES_MIN)."""
+    return EMPTY_BATCHES_MIN.get(ch.pins.get("empty_share", "none"), 1)
+
+
+def wants_empty(ch: Chooser) -> bool:
+    """True when a filter needs a per-batch KV length of 0 (empty_share, act_zero)."""
+    return ch.pins.get("empty_share", "none") != "none" or ch.pinned("act_zero", True)
+
+
 def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
     """Per-batch KV lengths with a share of them 0 (op/edges.py EMPTY_SHARES): drawn in
-    profiles with route aims, steered by an empty_share filter in any; smoke's unfiltered
-    draws decide nothing here."""
+    profiles with route aims, steered by an empty_share (or act_zero) filter in any;
+    smoke's unfiltered draws decide nothing here."""
     ch, b = dr.ch, len(lens)
     pin = ch.pins.get("empty_share")
+    if pin is None and "act_zero" in ch.pins:  # an empty batch carries a zero length
+        pin = ch.one(tuple(s for s in EMPTY_SHARES[1:] if EMPTY_BATCHES_MIN.get(s, 1) <= b)) \
+            if ch.pins["act_zero"] else "none"
     if pin is None and not dr.prof.route_aims:
         return lens
     if pin is None:
@@ -315,7 +343,9 @@ def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
             raise Dead(f"empty_share={pin!r}: no such share of {b} batches")
         return lens
     k, start = ch.int(*counts), ch.int(0, b - 1)
-    return [0 if (i - start) % b < k else x for i, x in enumerate(lens)]
+    # under a filter the other batches keep a key, so the share is the one drawn
+    floor = 0 if pin is None else 1
+    return [0 if (i - start) % b < k else max(floor, x) for i, x in enumerate(lens)]
 
 
 def kv_len(dr: Draft, lo: int, hi: int, top: bool = False) -> int:

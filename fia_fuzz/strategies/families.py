@@ -25,8 +25,10 @@ from typing import Any
 from fia_fuzz.op import args
 from fia_fuzz.op.args import pse
 from fia_fuzz.op.args import rope as rope_arg
+from fia_fuzz.op.features import VALUES
 from fia_fuzz.op.geometry import dense_shape, packed_shape
 from fia_fuzz.rules.profiles.a2_routes import dispatch
+from fia_fuzz.rules.profiles.a2_routes.dispatch import V3_GQA_DIMS
 from fia_fuzz.rules.rulebook.antiquant import INT4_MODES
 from fia_fuzz.rules.rulebook.mla import MLA_HEADS, MLA_TND_HEADS
 from fia_fuzz.rules.rulebook.nz import NZ_BLOCK_SIZES, NZ_D, NZ_HEADS, NZ_LAYOUTS
@@ -41,6 +43,8 @@ from fia_fuzz.strategies.draft import (
     aim_units,
     batch_cap,
     effective,
+    empty_batch_lo,
+    empty_batches,
     g_class,
     heads,
     kv_len,
@@ -49,6 +53,7 @@ from fia_fuzz.strategies.draft import (
     s1_cap,
     s2_cap,
     spec,
+    wants_empty,
     weighted,
 )
 from fia_fuzz.strategies.tail import common_tail
@@ -70,16 +75,23 @@ NZ_CHANNEL_FORMS = {"BSH": "H", "BNSD": "N,1,D", "BSND": "N,D"}
 #: (op/args: the families that may carry it, and the values each reaches).
 CORE_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
     "dense": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "dv": ("equal",),
-              "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND")},
+              "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"),
+              "workload": ("none", "paged_decode_bsh", "paged_decode_bnsd", "sliding_band")},
     "antiquant": {"q_dtype": FLOAT, "kv_dtype": ("int8", "int4", "int32"),
                   "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "kv_list": (False,),
-                  "empty": ("none",), "plain": (False,), "dv": ("equal",)},
+                  "empty": ("none",), "plain": (False,), "dv": ("equal",),
+                  "workload": ("none", "int8_kv_decode")},
     "full_quant": {"q_dtype": ("int8",), "kv_dtype": ("int8",), "kv_list": (False,),
                    "branch": ("prefill",), "empty": ("none",), "plain": (False,),
-                   "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "dv": ("equal",)},
+                   "layout": ("BNSD", "BSND", "BSH", "BNSD_BSND"), "dv": ("equal",),
+                   "workload": ("none",), "values": ("finite",)},  # int8 query: no specials
     "packed": {"q_dtype": ("bfloat16",), "kv_dtype": ("bfloat16",), "layout": ("TND", "NTD_TND"),
                "kv_list": (False,), "branch": ("prefill",), "plain": (False,),
-               "empty": ("none", "kv")},
+               "empty": ("none", "kv"),
+               "workload": ("none", "vllm_prefill", "vllm_chunked", "vllm_prefix_hit",
+                            "vllm_decode"),
+               # packed lengths leave no padding rows or columns (strategies/values.py)
+               "values": tuple(v for v in VALUES if not v.endswith("_padding"))},
     "mla": {"q_dtype": FLOAT + ("int8",), "kv_dtype": FLOAT + ("int8",), "kv_list": (False,),
             "plain": (False,), "empty": ("none",),
             "layout": ("BNSD", "BSND", "BSH", "TND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD",
@@ -87,9 +99,11 @@ CORE_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
             "workload": ("none", "mla_decode", "mla_mtp")},
     "gqa_nz": {"q_dtype": ("bfloat16",), "kv_dtype": ("int8",), "layout": NZ_LAYOUTS,
                "d_class": ("64-128",), "dv": ("equal",), "q_seq": ("1", "2-16"),
-               "kv_list": (False,), "empty": ("none",), "plain": (False,)},
+               "kv_list": (False,), "empty": ("none",), "plain": (False,),
+               "workload": ("none", "int8_kv_decode")},
     # production patterns (strategies/workloads.py): TND/BSH/BNSD over paged BnBsH caches
     "workloads": {"q_dtype": FLOAT, "kv_dtype": FLOAT, "layout": ("TND", "BSH", "BNSD"),
+                  "d_class": ("64-128", "129-256"),
                   "kv_list": (False,), "plain": (False,), "empty": ("none",), "dv": ("equal",),
                   "workload": OWN},
 }
@@ -134,6 +148,8 @@ def _qkv_contiguous(dr: Draft, kv_d: int | None = None) -> None:
 def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int, s2_min: int = 1) -> None:
     """D (= Dv) among `options` that fit N x S1 and KV_N x S2 within the budget (d_class pins)."""
     ch = dr.ch
+    if ch.pinned("route", "v3.gqa"):  # the dims V3's GQA kernel has templates for
+        options = tuple(d for d in options if (d, 0, d) in V3_GQA_DIMS) or options
     budget = dr.prof.max_elements // 2
     fit = [d for d in options if dr.n * d * s1_min + dr.kv_n * s2_min * 2 * d <= budget] \
         or [min(options)]
@@ -182,6 +198,10 @@ def _q_class(dr: Draft, classes: tuple[str, ...]) -> tuple[str, int, int]:
     return cls, lo, hi
 
 
+#: What a dense case on the V3 GQA route (a route filter) leaves out: the inputs that
+#: kernel has no template for and an empty call (a2_routes dispatch.v3_gqa_fits).
+V3_GQA_PINS: dict[str, Any] = {"pse_batch": "none", "q_padding": False, "kv_padding": False,
+                               "prefix": False, "post_quant": False, "empty": "none"}
 #: Decisions that make a dense case "plain" (no optional inputs at all).
 PLAIN_PINS: dict[str, Any] = {
     "empty": "none", "kv_list": False, "paged": False, "post_quant": False, "prefix": False,
@@ -222,22 +242,33 @@ def dense(dr: Draft) -> None:
     extras freely.
     """
     ch = dr.ch
+    if ch.pinned("route", "v3.gqa"):
+        ch.pins = {**V3_GQA_PINS, **ch.pins}
     can_plain = all(ch.allows(k, v) for k, v in {**PLAIN_PINS, **PLAIN_IMPLIED}.items()) \
-        and ch.pins.get("layout", "BSH") in PLAIN_LAYOUTS and ch.pins.get("out_dtype") != "int8"
+        and ch.pins.get("layout", "BSH") in PLAIN_LAYOUTS and ch.pins.get("out_dtype") != "int8" \
+        and not wants_empty(ch) and ch.pins.get("values") not in masks.MASKED_VALUES
     plain = ch.pick("plain", (True, False, False, False) if can_plain else (False,))
     if plain:
         ch.pins = {**ch.pins, **PLAIN_PINS}
     dr.q_dtype = ch.pick("q_dtype", FLOAT)
     dr.kv_dtype = ch.pick("kv_dtype", (dr.q_dtype,))
+    # a paged-cache filter (paged.wanted) steers off the paths that exclude paging: an
+    # empty tensor, left padding, tensor-list KV
+    page_pinned = paged.wanted(dr) or ch.pinned("paged", True)
+    wants_prefix = _wants_prefix(dr)  # a prefix excludes the same paths (and paging)
+    page_pinned = page_pinned or wants_prefix
     empties = ["none"] * 6
-    if all(ch.allows(k, v) for k, v in EMPTY_OK.items()):
+    # (nor a `values` filter: an empty call carries only finite values)
+    finite = ch.pins.get("values", "finite") == "finite"
+    if not page_pinned and finite and all(ch.allows(k, v) for k, v in EMPTY_OK.items()):
         empties.append("kv")
         if ch.allows("q_seq", "0") and ch.allows("branch", "prefill"):
             empties.append("query")
     if ch.pinned("q_seq", "0"):
         empties = ["query"]
     empty = ch.pick("empty", tuple(empties))
-    branch = ch.pick("branch", ("prefill",) if empty == "query" else ("prefill", "decode"))
+    branch = ch.pick("branch", ("prefill",) if empty == "query" or masks.prefill_only(ch)
+                     else ("prefill", "decode"))
     dr.decode = branch == "decode"
     cls, lo, hi = _q_class(dr, ("1",) if dr.decode else ("0",) if empty == "query"
                            else ("2-16", "17-2048", ">2048"))
@@ -246,12 +277,12 @@ def dense(dr: Draft) -> None:
             else (*PLAIN_LAYOUTS, "BNSD_BSND"))
     # left padding first: it excludes paged and tensor-list KV, prefix and int8 output
     full = empty == "none"
-    pad_q = ch.pick("q_padding", (False, True) if full and not dr.decode else (False,))
-    pad_kv = ch.pick("kv_padding", (False, True) if full else (False,))
+    pad_q = ch.pick("q_padding", (False, True) if full and not dr.decode and not page_pinned
+                    else (False,))
+    pad_kv = ch.pick("kv_padding", (False, True) if full and not page_pinned else (False,))
     dr.padded = pad_q or pad_kv
-    wants_prefix = ch.pinned("prefix", True) or ch.pins.get("prefix_len", "none") != "none"
     free = full and not dr.padded and not wants_prefix
-    dr.kv_list = ch.pick("kv_list", (False, True) if free else (False,))
+    dr.kv_list = ch.pick("kv_list", (False, True) if free and not page_pinned else (False,))
     can_page = free and not dr.kv_list and not ch.pinned("actual_kv", "absent")
     dr.paged = ch.pick("paged", ((True,) if paged.wanted(dr) else (False, True)) if can_page
                        else (False,))
@@ -272,7 +303,9 @@ def dense(dr: Draft) -> None:
     s2max = s2_cap(dr, 1, s2_hi, dr.s1)
     # int8 output needs D % 32 == 0 [V4 约束说明 D轴限制]; an empty KV takes it too, and
     # decode with kv left padding (only prefill excludes it [V4 Q_S>1 INT8量化场景])
-    post_ok = (full or empty == "kv") and (dr.decode or not dr.padded) and dr.d % 32 == 0
+    # (nor for a filter that empties some batches' KV: int8 output needs lengths >= 1)
+    post_ok = (full or empty == "kv") and (dr.decode or not dr.padded) and dr.d % 32 == 0 \
+        and not wants_empty(ch) and ch.pins.get("values", "finite") == "finite"
     if post_ok and ch.pick("post_quant", (False, True, True)):
         quant.post_quant(dr, ("per_tensor", "per_channel"), empty_kv=empty == "kv")
     else:
@@ -340,7 +373,12 @@ def _batch_lo(dr: Draft) -> int:
         "1,S1,S2", "1,1,S1,S2") or any(
         str(pins.get(f"{a}_form", "")).endswith(":B") for a in (
             "query_padding_size", "kv_padding_size"))
-    return 2 if needs_two else 1
+    return max(2 if needs_two else 1, empty_batch_lo(dr.ch))
+
+
+def _wants_prefix(dr: Draft) -> bool:
+    """True when a filter needs a shared prefix."""
+    return dr.ch.pinned("prefix", True) or dr.ch.pins.get("prefix_len", "none") != "none"
 
 
 def _prefix(dr: Draft, s2max: int, allowed: bool = True) -> None:
@@ -349,7 +387,8 @@ def _prefix(dr: Draft, s2max: int, allowed: bool = True) -> None:
     ch = dr.ch
     ok = allowed and not dr.kv_list and not dr.paged and not dr.padded and dr.s2 > 0 \
         and dr.q_dtype != "int8"
-    if not ch.pick("prefix", (False, True) if ok else (False,)):
+    if not ch.pick("prefix", ((True,) if _wants_prefix(dr) else (False, True)) if ok
+                   else (False,)):
         ch.pick("prefix_len", ("none",))
         ch.fixed("key_shared_prefix_form", "none")
         ch.fixed("actual_shared_prefix_len_form", "none")
@@ -389,7 +428,9 @@ def antiquant(dr: Draft) -> None:
     ch = dr.ch
     int4 = ch.pins.get("kv_dtype") in INT4_FORMS   # int4 KV is decode-only here [V4 §AntiQuant]
     # decode twice as often: its forms hold twice the scale shapes (ANTIQUANT_WEIGHTS)
-    branch = ch.pick("branch", ("decode",) if int4 else ("decode", "decode", "prefill"))
+    # and only decode pages (a paged-cache filter: paged.wanted)
+    branch = ch.pick("branch", ("decode",) if int4 or paged.wanted(dr)
+                     else ("decode", "decode", "prefill"))
     dr.decode = branch == "decode"
     if dr.decode:
         _antiquant_decode(dr)
@@ -445,7 +486,7 @@ def _antiquant_decode(dr: Draft) -> None:
     dr.q_dtype = ch.pick("q_dtype", ("float16",) if fp16_only else FLOAT)
     needs_pa = form in ("separate:4/4", "separate:5/5")
     needs_pa = needs_pa or paged.wanted(dr)
-    page_ok = int8 and not ch.pinned("prefix", True)
+    page_ok = int8 and not _wants_prefix(dr)
     dr.paged = ch.pick("paged", (True,) if needs_pa else (False, True) if page_ok else (False,))
     if dr.paged and form not in ("separate:4/4", "separate:5/5"):  # PA-managed scales span
         paged.reach(dr)  # the whole cache, never lazy: those caches stay near
@@ -455,7 +496,8 @@ def _antiquant_decode(dr: Draft) -> None:
     s2_floor = min(paged.block_sizes(dr, True)) if dr.paged else 1
     _head_dims(dr, (64, 32, 128, 96, 256) if int8 else (64, 128, 256), 1, s2_floor)
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, 1, s2_floor, dr.prof.max_batch), dr.long,
+    dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
+                       batch_cap(dr, 1, s2_floor, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr),
                        wide=batch_cap(dr, 1, s2_floor, dr.prof.core_batch))
     dr.s1 = 1
@@ -494,7 +536,8 @@ def _int8_kv_prefill_sizes(dr: Draft, cls: str, lo: int, hi: int) -> None:
     heads(dr, _max_heads(dr, lo, 32), GROUPS)
     _head_dims(dr, (64, 32, 128, 96, 256), lo)
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
+    dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
+                       batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr),
                        wide=batch_cap(dr, lo, 1, dr.prof.core_batch))
     dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
@@ -558,13 +601,16 @@ def packed(dr: Draft) -> None:
     dr.q_dtype = ch.pick("q_dtype", ("bfloat16",))
     dr.kv_dtype = ch.pick("kv_dtype", ("bfloat16",))
     ch.pick("branch", ("prefill",))
-    rope = ch.pick("rope_d", ("none", "128")) == "128"
+    page_pinned = paged.wanted(dr) or ch.pinned("paged", True)
+    rope = ch.pick("rope_d", ("none",) if page_pinned else ("none", "128")) == "128"
     _layout(dr, ("TND", "NTD_TND"))
     dims = TND_ROPE_HEAD_DIMS if rope else TND_HEAD_DIMS[dr.layout]
     want = ch.pins.get("dv")
     dims = tuple(x for x in dims if want is None or (want == "equal") == (x[0] == x[1]))
     if ch.pins.get("gqa", "mha") != "mha":  # V_D 192 takes G 1 only (groups below)
         dims = tuple(x for x in dims if x[1] != 192)
+    if page_pinned:  # a paged-cache filter: only equal dims under 192 page (below)
+        dims = tuple(x for x in dims if x[0] == x[1] != 192)
     dr.d, dr.dv = ch.pick("_dims", dims)
     # paged caches hold key and value in equal shapes [V4 §PagedAttention] and PA takes
     # no V_D 192 [V4 §TND], so only 128/128 pages
@@ -583,7 +629,8 @@ def packed(dr: Draft) -> None:
     low = {"1": 1, "2-16": 2, "17-2048": 17}[cls]
     dr.long = sizes.long_kv(ch, dr.n)
     floor = 128 if dr.paged else 1
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, low, floor, dr.prof.max_batch), dr.long,
+    dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
+                       batch_cap(dr, low, floor, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr), wide=batch_cap(dr, low, floor, dr.prof.core_batch))
     m = sizes.query_length(ch, low, s1_cap(dr, low, top))
     q_lens = [m] + [sizes.length(ch, 0, m, top=True, role="q") for _ in range(dr.b - 1)]
@@ -594,6 +641,9 @@ def packed(dr: Draft) -> None:
         kv_lens = [kv_len(dr, q, max(q, s2max)) for q in q_lens]
     else:
         kv_lens = [kv_len(dr, 0, s2max, top=True) for _ in q_lens]
+    if wants_empty(ch) and not dr.paged:  # a filter's empty batches, their queries too
+        kv_lens = empty_batches(dr, kv_lens)
+        q_lens = [min(q, k) if mode == 3 else q for q, k in zip(q_lens, kv_lens, strict=True)]
     ch.pick("actual_q", ("per_batch",))
     ch.pick("actual_kv", ("per_batch",))
     t_q = sum(q_lens)
@@ -687,7 +737,8 @@ def mla(dr: Draft) -> None:
     n_opts = tuple(n for n in table if n * per_head <= dr.prof.max_elements // 2) or table[:1]
     heads(dr, max(n_opts), n_opts, kv_fixed=1)
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
+    dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
+                       batch_cap(dr, lo, 1, dr.prof.max_batch), dr.long,
                        kv_n=aim_units(dr),
                        wide=batch_cap(dr, lo, 1, dr.prof.core_batch))
     dr.s1 = sizes.query_length(ch, lo, s1_cap(dr, lo, hi))
@@ -768,7 +819,8 @@ def gqa_nz(dr: Draft) -> None:
     dr.n, dr.kv_n = ch.one(pairs)
     dr.d = dr.dv = NZ_D
     dr.long = sizes.long_kv(ch, dr.n)
-    dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.max_batch),
+    dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
+                       batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.max_batch),
                        dr.long,
                        kv_n=aim_units(dr),
                        wide=batch_cap(dr, lo, min(NZ_BLOCK_SIZES), dr.prof.core_batch))

@@ -9,6 +9,7 @@ for paged KV, the whole block-table width (fia-semantics.md §4, §6).
 from __future__ import annotations
 
 from fia_fuzz.op.geometry import NO_BAND
+from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Draft, spec
 
 MASK_DTYPES = ("bool", "int8", "uint8")
@@ -17,6 +18,8 @@ DECODE_SHAPES = ("B,S2", "B,1,S2", "B,1,1,S2")
 OPTIMIZED_SHAPES = ("2048", "1,2048", "1,1,2048")
 FULL_FILLS = ("bernoulli", "zeros", "nearly_full")
 HUGE = (1 << 20, 10**9, NO_BAND - 1)
+#: `values` that need a mask masking keys (strategies/values.py); masked_row a user mask
+MASKED_VALUES = ("nan_masked", "inf_masked", "masked_row")
 
 
 def band(dr: Draft, classes: tuple[str, ...] = ("default", "small", "huge", "negative")
@@ -64,7 +67,7 @@ def full_mask(dr: Draft) -> None:
     rows, cols = _oversize(dr, dr.s1, dr.s2_total)
     lead = {"S1,S2": (), "B,S1,S2": (dr.b,), "1,S1,S2": (1,), "B,1,S1,S2": (dr.b, 1),
             "1,1,S1,S2": (1, 1)}[form]
-    _set_mask(dr, (*lead, rows, cols), ch.pick("mask_fill", FULL_FILLS))
+    _set_mask(dr, (*lead, rows, cols), ch.pick("mask_fill", _fills(ch)))
 
 
 def decode_mask(dr: Draft) -> None:
@@ -73,7 +76,12 @@ def decode_mask(dr: Draft) -> None:
     form = ch.pick("mask_shape", DECODE_SHAPES)
     _, cols = _oversize(dr, 1, dr.s2_total)
     lead = {"B,S2": (dr.b,), "B,1,S2": (dr.b, 1), "B,1,1,S2": (dr.b, 1, 1)}[form]
-    _set_mask(dr, (*lead, cols), ch.pick("mask_fill", FULL_FILLS))
+    _set_mask(dr, (*lead, cols), ch.pick("mask_fill", _fills(ch)))
+
+
+def _fills(ch: Chooser) -> tuple[str, ...]:
+    """A user mask's fills; a masked `values` filter takes those that mask a key."""
+    return FULL_FILLS[::2] if ch.pins.get("values") in MASKED_VALUES else FULL_FILLS
 
 
 def optimized_mask(dr: Draft) -> None:
@@ -98,12 +106,19 @@ def _set_mask(dr: Draft, shp: tuple[int, ...], fill: str) -> None:
 def _wants_full_mask(dr: Draft) -> bool:
     ch = dr.ch
     return ch.pinned("mask_oversized", True) or ch.pins.get("mask_shape") in FULL_SHAPES \
-        or ch.pins.get("mask_fill") in FULL_FILLS
+        or ch.pins.get("mask_fill") in FULL_FILLS or ch.pinned("values", "masked_row")
+
+
+def prefill_only(ch: Chooser) -> bool:
+    """True when a filter names a mask form or sparse mode only prefill takes (decode draws
+    sparse mode 0 and the (B, S2) masks)."""
+    return ch.pins.get("mask_shape") in (*FULL_SHAPES, *OPTIMIZED_SHAPES) \
+        or ch.pins.get("sparse_mode", 0) != 0 or ch.pins.get("mask_fill") == "triu"
 
 
 def wants_mask(dr: Draft) -> bool:
     return not dr.ch.allows("mask", "none") or not dr.ch.allows("mask_shape", "none") or \
-        not dr.ch.allows("mask_fill", "none")
+        not dr.ch.allows("mask_fill", "none") or dr.ch.pins.get("values") in MASKED_VALUES
 
 
 def prefill_sparse(dr: Draft, modes: tuple[int, ...] = (0, 1, 2, 3, 4)) -> None:

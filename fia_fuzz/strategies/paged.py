@@ -30,7 +30,10 @@ def reach(dr: Draft) -> None:
     """Where the referenced blocks of the cache this draw will page sit, picked before any
     size is drawn: a far draw (past 2^24, 2^31 or 2^32 elements) then takes the far budget, so
     its referenced work, and the host memory of the case, stay bounded (draft.FAR_BUDGET)."""
-    dr.reach = dr.ch.pick("cache_reach", dr.prof.cache_reach)
+    # the blocks below a far cache's referenced ones are spares: a table_spare=False
+    # filter keeps the cache near
+    near = dr.ch.pins.get("table_spare") is False
+    dr.reach = dr.ch.pick("cache_reach", ("near",) if near else dr.prof.cache_reach)
     if dr.reach != "near":
         dr.prof = far_profile(dr.prof)
 
@@ -60,6 +63,8 @@ def block_size(dr: Draft, sizes: tuple[int, ...]) -> int:
     smallest legal size even when that overshoots it. The largest size may
     use EDGE_SLACK times the element budget, so unfiltered draws reach it too.
     """
+    if "block_size" in dr.ch.pins:  # a workload filter's (op/features.py WORKLOAD_PINS)
+        return int(dr.ch.pick("block_size", sizes))
     edge = dr.ch.pins.get("block_edge")
     if edge == "max":
         return 512
@@ -74,6 +79,19 @@ def block_size(dr: Draft, sizes: tuple[int, ...]) -> int:
     if edge == "mid":
         ok = tuple(x for x in ok or sizes if x not in (512, min(sizes)))
     return dr.ch.one(ok or (min(sizes),))
+
+
+def edge_sizes(dr: Draft, sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """The block sizes of `sizes` (repeats kept) on a block_edge filter's edge, for a path
+    that picks among fixed sizes; all of them (none fits: the filter dies at the end)
+    without such a filter."""
+    edge = dr.ch.pins.get("block_edge", "none")
+    if edge == "none":
+        return sizes
+    smallest = min(block_sizes(dr, dr.kv_dtype == "int8"))
+    on = tuple(x for x in sizes if edge == ("max" if x == 512 else "min" if x == smallest
+                                            else "mid"))
+    return on or sizes
 
 
 def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
@@ -102,11 +120,14 @@ def table(dr: Draft, block_size: int, kv_lens: list[int], reach: str = "near"
     width = table_width(ch, most, max(most + MAX_UNUSED, cols), oversized)
     room = dr.prof.max_elements // max(1, block_size * dr.kv_n * (dr.d + dr.dv))
     spare_lo = 1 if pins.get("table_spare") else 0
-    spare = ch.int(spare_lo, max(spare_lo, min(3, room - sum(need))))
+    # a table_spare or table_shuffled filter of False bounds its draw at 0 (same decision)
+    spare_hi = 0 if pins.get("table_spare") is False else min(3, room - sum(need))
+    spare = ch.int(spare_lo, max(spare_lo, spare_hi))
     first = 0 if reach == "near" else -(-REACH[reach] // (block_size * dr.kv_n * dr.d))
     block_num = first + max(1, sum(need)) + spare
     ids = list(range(first, block_num))
-    shuffle = ch.int(1 if pins.get("table_shuffled") else 0, 1 << 16)
+    shuffle = ch.int(1 if pins.get("table_shuffled") else 0,
+                     0 if pins.get("table_shuffled") is False else 1 << 16)
     if shuffle:
         random.Random(shuffle).shuffle(ids)
         if pins.get("table_shuffled") and ids[: sum(need)] == sorted(ids[: sum(need)]):

@@ -16,12 +16,19 @@ legal by construction; `case.features()["workload"]` names the pattern
 from __future__ import annotations
 
 from fia_fuzz.op.edges import SPLIT_BN
-from fia_fuzz.op.features import MLA_PRODUCTION_HEADS, MTP_Q_S
+from fia_fuzz.op.features import MLA_PRODUCTION_HEADS, MTP_Q_S, WORKLOAD_PINS
 from fia_fuzz.op.geometry import dense_shape, packed_shape
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
-from fia_fuzz.strategies.draft import Draft, kv_len, spec
+from fia_fuzz.strategies.draft import (
+    Draft,
+    empty_batch_lo,
+    empty_batches,
+    kv_len,
+    lengths,
+    spec,
+)
 from fia_fuzz.strategies.sizes import batch, heads_cap, length, long_kv
 from fia_fuzz.strategies.tail import common_tail
 
@@ -99,7 +106,9 @@ def _geometry(dr: Draft, dims: tuple[int, ...]) -> bool:
     SPLIT_BN and KV_N x D small enough that half the profile's long_kv keys fit the element
     budget, as a long context needs."""
     ch = dr.ch
-    one = "size_edge" not in ch.pins and ch.one((False, False, False, True))
+    # (not under an empty_share filter that needs more batches)
+    one = "size_edge" not in ch.pins and ch.one(
+        (False, False, False, empty_batch_lo(ch) == 1))
     long = one or ch.pinned("size_edge", "long")
     budget = dr.prof.max_elements
     if long:
@@ -114,7 +123,11 @@ def workloads(dr: Draft) -> None:
     ch = dr.ch
     # the classic decode, where masks past one 512-key tile live, twice as often; first,
     # so a shrunk workload is a paged decode without a mask
-    kind = ch.pick("workload", ("paged_decode_bsh", "paged_decode_bnsd", *OWN))
+    kinds = ("paged_decode_bsh", "paged_decode_bnsd", *OWN)
+    if "workload" not in ch.pins:  # the patterns the other filters leave (WORKLOAD_PINS)
+        kinds = tuple(k for k in kinds if all(ch.allows(a, v) for a, v in WORKLOAD_PINS[k].items()
+                                              if a != "band")) or kinds
+    kind = ch.pick("workload", kinds)
     paged.reach(dr)
     if kind in VLLM:
         _vllm(dr, kind)
@@ -144,7 +157,7 @@ def _batches(dr: Draft, block_size: int, hi: int, one: bool) -> int:
     per = block_size * dr.kv_n * (dr.d + dr.dv)
     top = max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per))
     dr.long = long_kv(dr.ch, dr.n)
-    return batch(dr.ch, dr.n, 1, top, dr.long)
+    return batch(dr.ch, dr.n, empty_batch_lo(dr.ch), top, dr.long)
 
 
 def _fused_kv(dr: Draft) -> None:
@@ -170,7 +183,7 @@ def _vllm(dr: Draft, kind: str) -> None:
     _set_layout(dr, "TND")
     one = _geometry(dr, (128,))
     fits = 512 * dr.kv_n * 2 * dr.d <= dr.prof.max_elements // 4
-    bs = ch.one((128, 128, 128, 512) if fits else (128,))
+    bs = ch.one(paged.edge_sizes(dr, (128, 128, 128, 512) if fits else (128,)))
     dr.b = _batches(dr, bs, 64, one)
     room = max(1, _kv_budget(dr, kind != "vllm_decode") // dr.b)
     kv_lens, q_lens = [], []
@@ -232,17 +245,27 @@ def _paged_decode(dr: Draft, layout: str) -> None:
     dr.s1 = 1
     dr.b = _batches(dr, 128, 256, one)
     room = _kv_budget(dr) // dr.b
-    kv_lens = [kv_len(dr, 0 if ch.one((False,) * 15 + (True,)) else 1, max(1, room))
-               for _ in range(dr.b)]
+    # a filter on empty batches places them itself (draft.empty_batches)
+    steer = "empty_share" in ch.pins or "act_zero" in ch.pins
+    kv_lens = [kv_len(dr, 0 if ch.one((False,) * 15 + (True,)) and not steer else 1,
+                      max(1, room)) for _ in range(dr.b)]
+    if steer:
+        kv_lens = empty_batches(dr, kv_lens)
     dr.kv_lens = kv_lens
     paged.page(dr, ("BnBsH",), 128, kv_lens)
     _fused_kv(dr)
     dr.set("query", spec(dense_shape(layout, dr.b, dr.n, 1, dr.d), dt))
     dr.set("actual_seq_lengths_kv", kv_lens)
+    if "actual_q" in ch.pins:  # the query lengths (all 1) an actual_q filter names
+        q = lengths(dr, "actual_q", [1] * dr.b, ("absent", "one", "per_batch", "longer"), 1)
+        if q is not None:
+            dr.set("actual_seq_lengths", q)
     if ch.pick("_mask_on", (True,) if masks.wants_mask(dr) else (False, True, True)):
         masks.decode_mask(dr)
     else:
         masks.no_mask(dr)
+    if "band" in ch.pins:  # decode ignores pre/next [V4 sparseMode]; drawn for a band filter
+        masks.band(dr)
     _tail(dr)
 
 
@@ -255,8 +278,9 @@ def _sliding_band(dr: Draft) -> None:
     ch.pick("branch", ("prefill",))
     _set_layout(dr, "BSH")
     one = _geometry(dr, (64, 96, 128, 256))
-    bs = ch.one([x for x in (128, 256, 512)
-                 if x * dr.kv_n * 2 * dr.d <= dr.prof.max_elements] or [128])
+    bs = ch.one(paged.edge_sizes(dr, tuple(x for x in (128, 256, 512)
+                                           if x * dr.kv_n * 2 * dr.d <= dr.prof.max_elements)
+                                 or (128,)))
     dr.b = _batches(dr, bs, 8, one)
     room = max(2, _kv_budget(dr, True) // dr.b)
     s2 = kv_len(dr, 2, max(2, room))
