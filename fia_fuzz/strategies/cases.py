@@ -31,7 +31,7 @@ from fia_fuzz.strategies.choices import (
     RandomChooser,
     RecordingChooser,
 )
-from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
+from fia_fuzz.strategies.draft import PROFILES, Draft, Profile, pinned_profile
 from fia_fuzz.strategies.families import FAMILIES, FAMILY_SCOPE
 
 __all__ = ["PROFILES", "Profile", "build", "cases", "families_for", "recorded_cases"]
@@ -143,7 +143,7 @@ def _build(ch: Chooser, prof: Profile, families: list[str], pins: dict[str, Any]
     ch.pins = {**{k: v for k, v in aimed.items() if k not in pins}, **pins}
     weighted = [f for f in families for _ in range(weights[f])]
     family = ch.one(weighted if len(families) > 1 else families)
-    dr = Draft(prof=prof, ch=ch)
+    dr = Draft(prof=pinned_profile(prof, ch.pins), ch=ch)
     (extra[family][0] if family in extra else FAMILIES[family])(dr)
     values.draw(dr)
     if dr.lazy:

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fia_fuzz.op.edges import EMPTY_SHARES, LONG_KV
+from fia_fuzz.op.edges import EMPTY_SHARES, LONG_KV, NUMEL_CLASSES, numel_class
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.choices import Chooser, Dead
 from fia_fuzz.strategies.sizes import (
@@ -95,6 +95,28 @@ FAR_BUDGET = PROFILES["nightly"]
 #: A documented special value is drawn once in SPECIAL_WEIGHT + 1 draws where it applies
 #: (Draft.pick_special).
 SPECIAL_WEIGHT = 3
+
+
+#: Element budget of a draw filtered to numel_class "<2^16": a quarter of 2^16, as a paged
+#: cache's largest block size may take EDGE_SLACK (4) times the budget (paged.block_size)
+SMALL_BUDGET = (1 << 16) // 4
+
+
+def pinned_profile(prof: Profile, pins: dict[str, Any]) -> Profile:
+    """`prof`, or under a numel_class filter for tensors below 2^16 its budgets cut to
+    SMALL_BUDGET (every size draw fits its tensors to them, so the class comes from
+    construction) and its caches near."""
+    if pins.get("numel_class") != NUMEL_CLASSES[0]:
+        return prof
+    return replace(prof, max_elements=min(prof.max_elements, SMALL_BUDGET),
+                   max_scores=min(prof.max_scores, SMALL_BUDGET), cache_reach=("near",))
+
+
+def numel_allows(ch: Chooser, numel: int) -> bool:
+    """Whether a tensor of `numel` elements fits the numel_class filter (a class past it
+    would be the case's: the class is its largest tensor's); True where none pins it."""
+    pin = ch.pins.get("numel_class")
+    return pin is None or NUMEL_CLASSES.index(numel_class(numel)) <= NUMEL_CLASSES.index(pin)
 
 
 def far_profile(prof: Profile) -> Profile:

@@ -559,7 +559,7 @@ def packed(dr: Draft) -> None:
     m = sizes.query_length(ch, low, s1_cap(dr, low, top))
     q_lens = [m] + [sizes.length(ch, 0, m, top=True, role="q") for _ in range(dr.b - 1)]
     dr.s1 = m
-    mode = ch.pick("sparse_mode", (0, 3))
+    mode = ch.pick("sparse_mode", masks.optimized_modes(dr, (0, 3)))
     s2max = s2_cap(dr, 1, _kv_hi(dr), m)
     if mode == 3:  # act_q <= act_kv; equal is the no-cache causal prefill [docs/rules.md 4]
         kv_lens = [kv_len(dr, q, max(q, s2max)) for q in q_lens]
