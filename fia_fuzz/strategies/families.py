@@ -44,6 +44,7 @@ from fia_fuzz.strategies.draft import (
     heads,
     kv_len,
     lengths,
+    numel_allows,
     q_seq_bounds,
     s1_cap,
     s2_cap,
@@ -83,7 +84,9 @@ CORE_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
             "plain": (False,), "empty": ("none",),
             "layout": ("BNSD", "BSND", "BSH", "TND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD",
                        "TND_NTD"), "dv": ("equal",), "q_seq": ("1", "2-16"),
-            "workload": ("none", "mla_decode", "mla_mtp")},
+            "workload": ("none", "mla_decode", "mla_mtp"),
+            # a paged block of 128 tokens of D 512 is 2^16 elements already
+            "numel_class": ("2^16", "2^24", "2^31", "2^32")},
     "gqa_nz": {"q_dtype": ("bfloat16",), "kv_dtype": ("int8",), "layout": NZ_LAYOUTS,
                "d_class": ("64-128",), "dv": ("equal",), "q_seq": ("1", "2-16"),
                "kv_list": (False,), "empty": ("none",), "plain": (False,)},
@@ -149,7 +152,12 @@ def _max_heads(dr: Draft, s1_min: int, d_min: int) -> int:
     return max(1, min(dr.prof.max_heads, dr.prof.max_elements // 2 // (s1_min * d_min)))
 
 
-def _q_class(dr: Draft, classes: tuple[str, ...]) -> tuple[str, int, int]:
+def _q_class(dr: Draft, classes: tuple[str, ...], d_min: int = 16) -> tuple[str, int, int]:
+    """A q_seq class and its query S range; under a numel_class filter only the classes whose
+    shortest query of one head of D `d_min` fits it."""
+    if "numel_class" in dr.ch.pins:
+        classes = tuple(c for c in classes
+                        if numel_allows(dr.ch, q_seq_bounds(dr, c)[0] * d_min))
     cls = dr.ch.pick("q_seq", classes)
     lo, hi = q_seq_bounds(dr, cls)
     return cls, lo, hi
@@ -485,7 +493,7 @@ def _antiquant_prefill(dr: Draft) -> None:
     dr.q_dtype = ch.pick("q_dtype", ("bfloat16",) if sep else ("float16",))
     dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
     ch.pick("paged", (False,))
-    cls, lo, hi = _q_class(dr, ("2-16",) if sep else ("2-16", "17-2048", ">2048"))
+    cls, lo, hi = _q_class(dr, ("2-16",) if sep else ("2-16", "17-2048", ">2048"), 32)
     _layout(dr, ("BNSD", "BSND", "BSH") if sep else ("BNSD", "BSND", "BSH", "BNSD_BSND"))
     _int8_kv_prefill_sizes(dr, cls, lo, hi)
     _prefix(dr, dr.s2, form in POSITION_FREE_FORMS)
@@ -508,7 +516,7 @@ def full_quant(dr: Draft) -> None:
     dr.q_dtype = ch.pick("q_dtype", ("int8",))
     dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
     ch.pick("branch", ("prefill",))
-    cls, lo, hi = _q_class(dr, ("2-16", "17-2048", ">2048"))
+    cls, lo, hi = _q_class(dr, ("2-16", "17-2048", ">2048"), 32)
     _layout(dr, ("BNSD", "BSND", "BSH", "BNSD_BSND"))
     _int8_kv_prefill_sizes(dr, cls, lo, hi)
     quant.full_quant_scales(dr)
@@ -724,11 +732,14 @@ def gqa_nz(dr: Draft) -> None:
     ch = dr.ch
     dr.q_dtype = ch.pick("q_dtype", ("bfloat16",))
     dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
-    cls, lo, hi = _q_class(dr, ("1", "2-16"))
+    # a query past one row takes the optimized mask (sparse 3)
+    small = not numel_allows(ch, masks.OPTIMIZED_NUMEL)
+    cls, lo, hi = _q_class(dr, ("1",) if small else ("1", "2-16"))
     dr.decode = cls == "1"
     ch.pick("branch", ("decode",) if dr.decode else ("prefill",))
     _layout(dr, NZ_LAYOUTS)
     pairs = [p for p in NZ_HEADS if sizes.heads_cap(ch, p[0]) == p[0]
+             and numel_allows(ch, min(NZ_BLOCK_SIZES) * p[1] * NZ_D)
              and ch.allows("g_class", g_class(p[0] // p[1]))
              and ch.allows("gqa", "mqa" if p[1] == 1 else "gqa")]
     if not pairs:

@@ -21,7 +21,7 @@ from fia_fuzz.op.geometry import dense_shape, packed_shape
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
-from fia_fuzz.strategies.draft import Draft, kv_len, spec
+from fia_fuzz.strategies.draft import Draft, kv_len, numel_allows, spec
 from fia_fuzz.strategies.sizes import batch, heads_cap, length, long_kv
 from fia_fuzz.strategies.tail import common_tail
 
@@ -114,7 +114,10 @@ def workloads(dr: Draft) -> None:
     ch = dr.ch
     # the classic decode, where masks past one 512-key tile live, twice as often; first,
     # so a shrunk workload is a paged decode without a mask
-    kind = ch.pick("workload", ("paged_decode_bsh", "paged_decode_bnsd", *OWN))
+    kinds = ("paged_decode_bsh", "paged_decode_bnsd", *OWN)
+    if not numel_allows(ch, masks.OPTIMIZED_NUMEL):  # all but the paged decode take it
+        kinds = kinds[:2]
+    kind = ch.pick("workload", kinds)
     paged.reach(dr)
     if kind in VLLM:
         _vllm(dr, kind)
