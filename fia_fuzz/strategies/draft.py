@@ -298,8 +298,11 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
     if form == "absent":
         return None
     def draw(lo: int, hi: int) -> int:
-        return kv_len(dr, lo, hi, top=True) if feature == "actual_kv" \
-            else length(ch, lo, hi, top=True, tiles=sizes_tiles(dr), role="q")
+        if feature == "actual_kv":
+            return kv_len(dr, lo, hi, top=True)
+        if "q_rows" in ch.pins:  # the class is the longest valid query's: keep the query's
+            return hi
+        return length(ch, lo, hi, top=True, tiles=sizes_tiles(dr), role="q")
 
     if form == "one":
         top = min(caps)

@@ -155,12 +155,27 @@ def _max_heads(dr: Draft, s1_min: int, d_min: int) -> int:
 def _q_class(dr: Draft, classes: tuple[str, ...], d_min: int = 16) -> tuple[str, int, int]:
     """A q_seq class and its query S range; under a numel_class filter only the classes whose
     shortest query of one head of D `d_min` fits it."""
-    if "numel_class" in dr.ch.pins:
-        classes = tuple(c for c in classes
-                        if numel_allows(dr.ch, q_seq_bounds(dr, c)[0] * d_min))
-    cls = dr.ch.pick("q_seq", classes)
-    lo, hi = q_seq_bounds(dr, cls)
+    ch = dr.ch
+    if "numel_class" in ch.pins:
+        classes = tuple(c for c in classes if numel_allows(ch, q_seq_bounds(dr, c)[0] * d_min))
+    if "q_rows" in ch.pins:  # the classes a q_rows filter's query lengths fall in
+        classes = tuple(c for c in classes if _fits(sizes.narrow_query(ch, *q_seq_bounds(dr, c))))
+    cls = ch.pick("q_seq", classes)
+    lo, hi = sizes.narrow_query(ch, *q_seq_bounds(dr, cls))
     return cls, lo, hi
+
+
+def _fits(span: tuple[int, int]) -> bool:
+    return span[0] <= span[1]
+
+
+def _branch(dr: Draft, options: tuple[str, ...]) -> str:
+    """The branch, among `options` the one a query length filter (q_seq, q_rows) allows:
+    decode has one query row."""
+    span = sizes.query_span(dr.ch)
+    if span is not None:
+        options = tuple(b for b in options if (b == "decode") == (span[1] <= 1)) or options
+    return dr.ch.pick("branch", options)
 
 
 #: Decisions that make a dense case "plain" (no optional inputs at all).
@@ -218,7 +233,7 @@ def dense(dr: Draft) -> None:
     if ch.pinned("q_seq", "0"):
         empties = ["query"]
     empty = ch.pick("empty", tuple(empties))
-    branch = ch.pick("branch", ("prefill",) if empty == "query" else ("prefill", "decode"))
+    branch = _branch(dr, ("prefill",) if empty == "query" else ("prefill", "decode"))
     dr.decode = branch == "decode"
     cls, lo, hi = _q_class(dr, ("1",) if dr.decode else ("0",) if empty == "query"
                            else ("2-16", "17-2048", ">2048"))
@@ -370,7 +385,7 @@ def antiquant(dr: Draft) -> None:
     ch = dr.ch
     int4 = ch.pins.get("kv_dtype") in INT4_FORMS   # int4 KV is decode-only here [V4 §AntiQuant]
     # decode twice as often: its forms hold twice the scale shapes (ANTIQUANT_WEIGHTS)
-    branch = ch.pick("branch", ("decode",) if int4 else ("decode", "decode", "prefill"))
+    branch = _branch(dr, ("decode",) if int4 else ("decode", "decode", "prefill"))
     dr.decode = branch == "decode"
     if dr.decode:
         _antiquant_decode(dr)
@@ -557,9 +572,13 @@ def packed(dr: Draft) -> None:
     if dr.paged:  # one 128-token block per batch (B >= 1) and spares must fit the budget too
         budget_heads = min(budget_heads, max(1, dr.prof.max_elements // (128 * 2 * dr.d * 4)))
     heads(dr, min(dr.prof.max_heads, budget_heads), groups)
-    cls = ch.pick("q_seq", ("2-16", "1", "17-2048"))
-    top = {"1": 1, "2-16": 16, "17-2048": 2048}[cls]
-    low = {"1": 1, "2-16": 2, "17-2048": 17}[cls]
+    classes = ("2-16", "1", "17-2048")
+    if "q_rows" in ch.pins:
+        classes = tuple(c for c in classes
+                        if _fits(sizes.narrow_query(ch, *sizes.Q_SEQ_SPAN[c])))
+    cls = ch.pick("q_seq", classes)
+    low, top = sizes.narrow_query(ch, {"1": 1, "2-16": 2, "17-2048": 17}[cls],
+                                  {"1": 1, "2-16": 16, "17-2048": 2048}[cls])
     dr.long = sizes.long_kv(ch, dr.n)
     floor = 128 if dr.paged else 1
     dr.b = sizes.batch(ch, dr.n, 1, batch_cap(dr, low, floor, dr.prof.max_batch), dr.long,

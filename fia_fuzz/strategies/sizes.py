@@ -22,7 +22,7 @@ from fia_fuzz.op.edges import (
     edge_of,
     near_cores,
 )
-from fia_fuzz.rules.profiles.a2_routes import fai, ifa, pfa, v3
+from fia_fuzz.rules.profiles.a2_routes import dispatch, fai, ifa, pfa, v3
 from fia_fuzz.rules.profiles.a2_routes.tiling import AIC_CORES
 from fia_fuzz.strategies.choices import Chooser, Dead
 
@@ -94,6 +94,34 @@ def length(ch: Chooser, lo: int, hi: int, top: bool = False,
 #: kernel's paged and wide-head blocks, pfa.PAGED_ROWS, pfa.WIDE_D_ROWS; fai.Q_TILE), so
 #: B x heads are the units
 UNITS_Q_CAP = min(pfa.PAGED_ROWS, pfa.WIDE_D_ROWS, fai.Q_TILE)
+
+
+#: The longest query each q_seq class takes
+Q_SEQ_SPAN = {"0": (0, 0), "1": (1, 1), "2-16": (2, 16), "17-2048": (17, 2048),
+              ">2048": (2049, 1 << 62)}
+#: The longest query a q_rows class takes where the draw cannot know its route's rows tile
+#: (a2_routes sizes.rows_tile): "tile" up to the prompt kernel's smallest block past a short
+#: query (pfa.PAGED_ROWS; V3's 512 / G for G <= 8), "past" past V3's largest (512 rows)
+Q_ROWS_SPAN = {"1": (1, 1), "spec": (2, dispatch.MTP_Q_MAX),
+               "tile": (dispatch.MTP_Q_MAX + 1, pfa.PAGED_ROWS), "past": (513, 1 << 62)}
+
+
+def query_span(ch: Chooser) -> tuple[int, int] | None:
+    """(least, most) of the longest query that q_seq and q_rows filters allow, None where
+    neither is pinned (the draw is then as it was)."""
+    spans = [table[ch.pins[name]] for name, table in (("q_seq", Q_SEQ_SPAN),
+                                                       ("q_rows", Q_ROWS_SPAN))
+             if name in ch.pins]
+    if not spans:
+        return None
+    return max(a for a, _ in spans), min(b for _, b in spans)
+
+
+def narrow_query(ch: Chooser, lo: int, hi: int) -> tuple[int, int]:
+    """[lo, hi] of a longest query narrowed to query_span (empty, lo > hi, where none
+    fits)."""
+    span = query_span(ch)
+    return (lo, hi) if span is None else (max(lo, span[0]), min(hi, span[1]))
 
 
 def query_length(ch: Chooser, lo: int, hi: int) -> int:

@@ -22,7 +22,7 @@ from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Draft, kv_len, numel_allows, spec
-from fia_fuzz.strategies.sizes import batch, heads_cap, length, long_kv
+from fia_fuzz.strategies.sizes import batch, heads_cap, length, long_kv, query_span
 from fia_fuzz.strategies.tail import common_tail
 
 #: Public model head geometries (N, KV_N, D) [production-calls.md, model table].
@@ -176,17 +176,22 @@ def _vllm(dr: Draft, kind: str) -> None:
     bs = ch.one((128, 128, 128, 512) if fits else (128,))
     dr.b = _batches(dr, bs, 64, one)
     room = max(1, _kv_budget(dr, kind != "vllm_decode") // dr.b)
+    span = query_span(ch)
     kv_lens, q_lens = [], []
-    for _ in range(dr.b):
+    for i in range(dr.b):
+        # a q_seq or q_rows filter bounds every query and puts the first on its span
+        q_lo, q_hi = (1, 1 << 62) if span is None else (span[0] if i == 0 else 1, span[1])
         if kind == "vllm_prefix_hit":
             cached = bs * ch.int(1, max(1, (room - 1) // bs))
-            new = length(ch, 1, max(1, min(room - cached, 2048)))
+            new = length(ch, q_lo, max(q_lo, min(room - cached, 2048, q_hi)))
             kv_lens.append(cached + new)
             q_lens.append(new)
             continue
-        kv = kv_len(dr, 1, max(1, room))
+        own = kind in ("vllm_prefill", "sliding_causal")  # the query is the whole KV
+        kv = kv_len(dr, q_lo, max(q_lo, min(room, q_hi) if own else room))
         kv_lens.append(kv)
-        q_lens.append({"vllm_decode": 1, "vllm_chunked": length(ch, 1, kv)}.get(kind, kv))
+        q_lens.append({"vllm_decode": 1, "vllm_chunked": length(ch, q_lo, max(q_lo, min(kv, q_hi)))
+                       }.get(kind, kv))
     if kind == "vllm_chunked" and q_lens == kv_lens:
         q_lens[0] = max(1, kv_lens[0] - 1) if kv_lens[0] > 1 else 1
         if q_lens == kv_lens:
@@ -262,9 +267,17 @@ def _sliding_band(dr: Draft) -> None:
                  if x * dr.kv_n * 2 * dr.d <= dr.prof.max_elements] or [128])
     dr.b = _batches(dr, bs, 8, one)
     room = max(2, _kv_budget(dr, True) // dr.b)
-    s2 = kv_len(dr, 2, max(2, room))
-    dr.s1 = min(s2, length(ch, 2, max(2, min(2048, dr.prof.max_scores // (dr.b * dr.n * s2)
-                                              or 2))))
+    span = query_span(ch)
+    if span is None:
+        s2 = kv_len(dr, 2, max(2, room))
+        dr.s1 = min(s2, length(ch, 2, max(2, min(2048, dr.prof.max_scores
+                                                 // (dr.b * dr.n * s2) or 2))))
+    else:  # a q_seq or q_rows filter's query, and at least as many keys
+        q_lo = max(2, span[0])
+        q_hi = max(q_lo, min(span[1], 2048, room))
+        s2 = kv_len(dr, q_lo, max(q_lo, room))
+        dr.s1 = min(s2, length(ch, q_lo, max(q_lo, min(q_hi, dr.prof.max_scores
+                                                        // (dr.b * dr.n * s2) or 2))))
     kv_lens = [s2] * dr.b
     dr.kv_lens = kv_lens
     paged.page(dr, ("BnBsH",), bs, kv_lens)
