@@ -174,7 +174,10 @@ def long_kv(ch: Chooser, n: int, lo: int = 1) -> bool:
         raise Dead(f"N={n}: no B >= {lo} keeps B*N under {SPLIT_BN} for a long KV")
     kv_aim = ch.aim is not None and ch.aim[0] == "edge" and ch.aim[1][2] == "kv"
     odds = (False, True) if kv_aim else (False, False, False, True)
-    return pin == "long" or (pin is None and can and ch.one(odds))
+    # a kv_tiles "long" filter takes every long draw it can (LONG_KV+ keys: four of most
+    # routes' S2 tiles)
+    return pin == "long" or (pin is None and can and (ch.pinned("kv_tiles", "long")
+                                                      or ch.one(odds)))
 
 
 def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
