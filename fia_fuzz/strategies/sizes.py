@@ -155,10 +155,11 @@ def _octave(ch: Chooser, lo: int, hi: int) -> tuple[int, int]:
 
 
 def heads_cap(ch: Chooser, max_n: int) -> int:
-    """The most heads a draw may take: under a "long" filter fewer than SPLIT_BN, under
+    """The most heads a draw may take: under a "long" filter (size_edge, or kv_tiles: a
+    long KV needs it) fewer than SPLIT_BN, under
     "cores" no more than the largest core count's edge."""
     pin = ch.pins.get("size_edge")
-    if pin == "long":
+    if pin == "long" or (pin is None and ch.pinned("kv_tiles", "long")):
         return min(max_n, SPLIT_BN - 1)
     return min(max_n, max(CORE_COUNTS) + 1) if pin == "cores" else max_n
 

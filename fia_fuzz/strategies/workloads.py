@@ -22,7 +22,15 @@ from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Draft, kv_len, numel_allows, spec
-from fia_fuzz.strategies.sizes import batch, heads_cap, length, long_kv, query_span
+from fia_fuzz.strategies.sizes import (
+    UNITS_Q_CAP,
+    batch,
+    heads_cap,
+    length,
+    long_kv,
+    query_span,
+    units_aim,
+)
 from fia_fuzz.strategies.tail import common_tail
 
 #: Public model head geometries (N, KV_N, D) [production-calls.md, model table].
@@ -147,6 +155,11 @@ def _batches(dr: Draft, block_size: int, hi: int, one: bool) -> int:
     per = block_size * dr.kv_n * (dr.d + dr.dv)
     top = max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per))
     dr.long = long_kv(dr.ch, dr.n)
+    if "units_class" in dr.ch.pins or "batch_class" in dr.ch.pins:
+        # B on the filter's work units (Chooser.aim), or on the cores for a batch class:
+        # up to the profile's core_batch within the budget
+        wide = max(1, min(dr.prof.core_batch, dr.prof.max_elements // per))
+        return batch(dr.ch, dr.n, 1, top, dr.long, kv_n=dr.kv_n, wide=wide)
     return batch(dr.ch, dr.n, 1, top, dr.long)
 
 
@@ -177,6 +190,8 @@ def _vllm(dr: Draft, kind: str) -> None:
     dr.b = _batches(dr, bs, 64, one)
     room = max(1, _kv_budget(dr, kind != "vllm_decode") // dr.b)
     span = query_span(ch)
+    if span is None and units_aim(ch):  # B x heads are the units while a query is short
+        span = (1, UNITS_Q_CAP)
     kv_lens, q_lens = [], []
     for i in range(dr.b):
         # a q_seq or q_rows filter bounds every query and puts the first on its span
