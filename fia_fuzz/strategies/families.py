@@ -136,7 +136,7 @@ def _qkv_contiguous(dr: Draft, kv_d: int | None = None) -> None:
 def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int, s2_min: int = 1) -> None:
     """D (= Dv) among `options` that fit N x S1 and KV_N x S2 within the budget (d_class pins)."""
     ch = dr.ch
-    budget = dr.prof.max_elements // 2
+    budget = dr.prof.max_elements // 2 // _batch_min(dr)
     fit = [d for d in options if dr.n * d * s1_min + dr.kv_n * s2_min * 2 * d <= budget] \
         or [min(options)]
     fit = [d for d in fit if ch.allows("d_class", _d_class(d))]
@@ -149,7 +149,15 @@ def _d_class(d: int) -> str:
 
 
 def _max_heads(dr: Draft, s1_min: int, d_min: int) -> int:
-    return max(1, min(dr.prof.max_heads, dr.prof.max_elements // 2 // (s1_min * d_min)))
+    return max(1, min(dr.prof.max_heads,
+                      dr.prof.max_elements // 2 // (s1_min * d_min * _batch_min(dr))))
+
+
+def _batch_min(dr: Draft) -> int:
+    """The least B a batch_class filter takes (1 without one): heads and head dims leave
+    room in the budget for that many batches."""
+    return sizes.CLASS_BATCHES[dr.ch.pins["batch_class"]][0] if "batch_class" in dr.ch.pins \
+        else 1
 
 
 def _q_class(dr: Draft, classes: tuple[str, ...], d_min: int = 16) -> tuple[str, int, int]:

@@ -194,7 +194,9 @@ def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
     aiming at a work-unit count may take a B up to `wide` for it.
     """
     pin = ch.pins.get("size_edge")
-    if kv_n is not None and wide > hi and not long:
+    if "batch_class" in ch.pins:  # B within the class, up to `wide` where it allows
+        lo, hi = _class_batches(ch.pins["batch_class"], lo, max(hi, wide))
+    elif kv_n is not None and wide > hi and not long:
         b = _wide_batch(ch, wide, pin is None)
         if b is not None:
             return b
@@ -227,6 +229,19 @@ def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
 WIDE_EVERY = 8
 #: The batch counts of batch_class's "cores" (either A2 die's cube cores, op/edges.py)
 CORE_BATCHES = (min(CORE_COUNTS[:2]), max(CORE_COUNTS[:2]))
+
+
+#: The batch counts of each batch_class value (op/edges.py batch_class)
+CLASS_BATCHES = {"1": (1, 1), "under": (2, CORE_BATCHES[0] - 1), "cores": CORE_BATCHES,
+                 "over": (CORE_BATCHES[1] + 1, 1 << 62)}
+
+
+def _class_batches(klass: str, lo: int, hi: int) -> tuple[int, int]:
+    """[lo, hi] narrowed to a batch_class's counts, Dead where they do not meet."""
+    a, b = CLASS_BATCHES[klass]
+    if max(lo, a) > min(hi, b):
+        raise Dead(f"batch_class={klass!r}: no B in [{lo}, {hi}] takes it")
+    return max(lo, a), min(hi, b)
 
 
 def _wide_batch(ch: Chooser, wide: int, free: bool) -> int | None:

@@ -107,7 +107,8 @@ def _geometry(dr: Draft, dims: tuple[int, ...]) -> bool:
     SPLIT_BN and KV_N x D small enough that half the profile's long_kv keys fit the element
     budget, as a long context needs."""
     ch = dr.ch
-    one = "size_edge" not in ch.pins and ch.one((False, False, False, True))
+    one = "size_edge" not in ch.pins and ch.allows("batch_class", "1") \
+        and ch.one((False, False, False, True))
     long = one or ch.pinned("size_edge", "long")
     budget = dr.prof.max_elements
     if long:
