@@ -242,6 +242,8 @@ def _pins(filters: dict[str, Any]) -> dict[str, Any]:
     """The filters plus what their argument forms and size classes imply (op/forms.py
     implied_pins, SIZE_IMPLIES)."""
     sized = {k: v for item in filters.items() for k, v in SIZE_IMPLIES.get(item, {}).items()}
+    if filters.get("empty_share") == "all":  # no batch references a block: reach reads near
+        sized = {}
     return {**sized, **implied_pins(filters), **filters}
 
 

@@ -304,6 +304,8 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
             return hi
         return length(ch, lo, hi, top=True, tiles=sizes_tiles(dr), role="q")
 
+    if form == "one" and feature == "actual_kv" and lo == 0 and _all_empty(dr):
+        return [0]
     if form == "one":
         top = min(caps)
         return [draw(lo, top)] if top >= lo else [lo]
@@ -326,6 +328,8 @@ def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
     draws decide nothing here."""
     ch, b = dr.ch, len(lens)
     pin = ch.pins.get("empty_share")
+    if pin is None and _all_empty(dr):
+        pin = "all"
     if pin is None and not dr.prof.route_aims:
         return lens
     if pin is None:
@@ -340,6 +344,14 @@ def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
         return lens
     k, start = ch.int(*counts), ch.int(0, b - 1)
     return [0 if (i - start) % b < k else x for i, x in enumerate(lens)]
+
+
+def _all_empty(dr: Draft) -> bool:
+    """Whether the filters need every batch's KV empty: empty_share "all", or a far cache
+    whose reach reads "near" (no batch references a block of it, paged.reach)."""
+    ch = dr.ch
+    return ch.pinned("empty_share", "all") or (dr.reach != "near"
+                                               and ch.pinned("cache_reach", "near"))
 
 
 def kv_len(dr: Draft, lo: int, hi: int, top: bool = False) -> int:

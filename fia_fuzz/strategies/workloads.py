@@ -21,7 +21,7 @@ from fia_fuzz.op.geometry import dense_shape, packed_shape
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies import masks, paged
 from fia_fuzz.strategies.choices import Chooser
-from fia_fuzz.strategies.draft import Draft, kv_len, numel_allows, spec
+from fia_fuzz.strategies.draft import Draft, empty_batches, g_class, kv_len, numel_allows, spec
 from fia_fuzz.strategies.sizes import (
     UNITS_Q_CAP,
     batch,
@@ -95,10 +95,28 @@ def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int, long: bool = Fa
             if (n // tp) % kv_n == 0 and n // tp // kv_n <= 64:
                 opts.append((n // tp, kv_n, d))
     opts = [o for o in opts if heads_cap(ch, o[0]) == o[0]] or opts
+    if "g_class" in ch.pins:
+        opts = _grouped(ch, opts, dims)
     if long:
         opts = [o for o in opts if o[0] < SPLIT_BN] or opts
     fit = [o for o in opts if 128 * o[1] * 2 * o[2] <= budget]
     return ch.one(fit or [min(opts, key=lambda o: o[1] * o[2])])
+
+
+#: The group a g_class filter takes where no model split has one of its class: 64, no model's
+#: (the largest of the documented G <= 64)
+WIDEST_G = 64
+
+
+def _grouped(ch: Chooser, opts: list[tuple[int, int, int]], dims: tuple[int, ...]
+             ) -> list[tuple[int, int, int]]:
+    """The splits whose group N / KV_N is of the g_class filter's class; where none is (G 64),
+    a model's KV heads of one or two devices with WIDEST_G query heads each."""
+    fit = [o for o in opts if ch.allows("g_class", g_class(o[0] // o[1]))]
+    if fit or not ch.allows("g_class", g_class(WIDEST_G)):
+        return fit or opts
+    return [(WIDEST_G * kv, kv, d) for kv in (1, 2) for d in dims
+            if heads_cap(ch, WIDEST_G * kv) == WIDEST_G * kv]
 
 
 def _geometry(dr: Draft, dims: tuple[int, ...]) -> bool:
@@ -258,6 +276,8 @@ def _paged_decode(dr: Draft, layout: str) -> None:
     room = _kv_budget(dr) // dr.b
     kv_lens = [kv_len(dr, 0 if ch.one((False,) * 15 + (True,)) else 1, max(1, room))
                for _ in range(dr.b)]
+    if "empty_share" in ch.pins or (dr.reach != "near" and ch.pinned("cache_reach", "near")):
+        kv_lens = empty_batches(dr, kv_lens)  # a filter's share of empty batches
     dr.kv_lens = kv_lens
     paged.page(dr, ("BnBsH",), 128, kv_lens)
     _fused_kv(dr)
