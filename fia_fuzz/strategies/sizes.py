@@ -194,6 +194,9 @@ def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
     aiming at a work-unit count may take a B up to `wide` for it.
     """
     pin = ch.pins.get("size_edge")
+    if ch.pins.get("empty_share") in SHARE_BATCHES:
+        lo = max(lo, SHARE_BATCHES[ch.pins["empty_share"]])
+        hi = max(lo, hi)
     if "batch_class" in ch.pins:  # B within the class, up to `wide` where it allows
         lo, hi = _class_batches(ch.pins["batch_class"], lo, max(hi, wide))
     elif kv_n is not None and wide > hi and not long:
@@ -231,6 +234,9 @@ WIDE_EVERY = 8
 CORE_BATCHES = (min(CORE_COUNTS[:2]), max(CORE_COUNTS[:2]))
 
 
+#: The least B an empty_share filter's share needs (op/edges.py empty_share): one empty batch
+#: beside another, two empty ones under half of them
+SHARE_BATCHES = {"one": 2, "few": 5, "half": 2}
 #: The batch counts of each batch_class value (op/edges.py batch_class)
 CLASS_BATCHES = {"1": (1, 1), "under": (2, CORE_BATCHES[0] - 1), "cores": CORE_BATCHES,
                  "over": (CORE_BATCHES[1] + 1, 1 << 62)}
