@@ -40,6 +40,8 @@ MODELS = ((32, 32, 128), (32, 8, 128), (64, 8, 128), (128, 8, 128), (28, 4, 128)
 #: Tensor-parallel degrees: N and KV_N per device, KV heads replicated once TP > KV_N.
 TP = (1, 2, 4, 8, 16)
 VLLM = ("vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode", "sliding_causal")
+#: The patterns whose every query is one row
+DECODES = ("paged_decode_bsh", "paged_decode_bnsd", "vllm_decode")
 #: The patterns this family builds; int8 KV decode is the antiquant family's draw, MLA
 #: decode/MTP the mla family's, shaped by `mla_pattern` (all classified by op/case.py).
 OWN = (*VLLM, "paged_decode_bsh", "paged_decode_bnsd", "sliding_band")
@@ -144,6 +146,10 @@ def workloads(dr: Draft) -> None:
     kinds = ("paged_decode_bsh", "paged_decode_bnsd", *OWN)
     if not numel_allows(ch, masks.OPTIMIZED_NUMEL):  # all but the paged decode take it
         kinds = kinds[:2]
+    span = query_span(ch)
+    if span is not None:  # the query lengths a q_seq or q_rows filter allows
+        kinds = tuple(k for k in kinds if (span[0] <= 1 or k not in DECODES)
+                      and (span[1] >= 2 or k != "sliding_band"))
     kind = ch.pick("workload", kinds)
     paged.reach(dr)
     if kind in VLLM:
