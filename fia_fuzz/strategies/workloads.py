@@ -29,7 +29,6 @@ from fia_fuzz.strategies.sizes import (
     length,
     long_kv,
     query_span,
-    units_aim,
 )
 from fia_fuzz.strategies.tail import common_tail
 
@@ -215,8 +214,8 @@ def _vllm(dr: Draft, kind: str) -> None:
     dr.b = _batches(dr, bs, 64, one)
     room = max(1, _kv_budget(dr, kind != "vllm_decode") // dr.b)
     span = query_span(ch)
-    if span is None and units_aim(ch):  # B x heads are the units while a query is short
-        span = (1, UNITS_Q_CAP)
+    if span is None and "units_class" in ch.pins:
+        span = (1, UNITS_Q_CAP)  # short queries: B x heads are the units
     kv_lens, q_lens = [], []
     for i in range(dr.b):
         # a q_seq or q_rows filter bounds every query and puts the first on its span
