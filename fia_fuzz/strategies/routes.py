@@ -163,7 +163,8 @@ def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]) -> Aim | None:
         route, boundary = pinned
         if boundary is not None or route in AIMS:
             ch.aim = _boundary_aim(ch, route, boundary)
-        _size_aim(ch, pins, route)
+        if boundary is None:  # a route_edge filter's cell keeps its own aim
+            _size_aim(ch, pins, route)
         return Aim(_pins(route, boundary), AIM_FAMILIES.get(route, ()), "")
     if not prof.route_aims or pins:
         _size_aim(ch, pins, None)
@@ -191,7 +192,7 @@ UNITS_AIMS: dict[str, tuple[int, ...]] = {
     "below": tuple(range(1, AIC_CORES[0])),
     "cores": (AIC_CORES[0], AIC_CORES[0] * CV_RATIO),
     "above": tuple(range(AIC_CORES[0] * CV_RATIO + 1, MANY * AIC_CORES[0])),
-    "many": tuple(range(MANY * AIC_CORES[0] * CV_RATIO, MANY * AIC_CORES[0] * CV_RATIO * 4 // 3)),
+    "many": tuple(range(MANY * AIC_CORES[0] * CV_RATIO, 2 * MANY * AIC_CORES[0] * CV_RATIO)),
 }
 #: The offset from a tile multiple each kv_tiles filter's KV lengths aim at
 KV_TILE_OFFSETS = {"multiple": 0, "past": 1}
