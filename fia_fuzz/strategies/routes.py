@@ -213,6 +213,8 @@ def _size_aim(ch: Chooser, pins: Mapping[str, Any], route: str | None) -> None:
     elif pins.get("kv_tiles") in KV_TILE_OFFSETS:
         tiles = aim_tiles(route, "s2") if route in AIMS else lambda g: ALL_S2_TILES
         ch.aim = ("edge", (KV_TILE_OFFSETS[pins["kv_tiles"]], tiles, "kv"))
+    elif "kv_tiles" in pins and ch.aim is not None and ch.aim[0] == "edge":
+        ch.aim = None  # a route filter's drawn cell would put the KV on a tile multiple
 
 
 def landed(case: Case, cell: str) -> bool:

@@ -137,7 +137,9 @@ def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = Fal
     """A KV length as `length`; a long-KV draw (`long`, or a "long" filter) keeps it at
     LONG_KV+ where hi allows, a length-edge or "free" filter below LONG_KV where lo allows."""
     pin = ch.pins.get("size_edge")
-    if (long or pin == "long") and hi >= LONG_KV:
+    if (long or pin == "long") and hi >= LONG_KV and ch.pinned("kv_tiles", "long"):
+        lo = max(lo, LONG_KV, hi // 2)  # the top octave: four of the largest S2 tiles (8192)
+    elif (long or pin == "long") and hi >= LONG_KV:
         lo, hi = _octave(ch, max(lo, LONG_KV), hi)
     elif pin in SHORT_KV and lo < LONG_KV:
         hi = min(hi, LONG_KV - 1)
