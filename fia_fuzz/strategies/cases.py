@@ -32,7 +32,7 @@ from fia_fuzz.strategies.choices import (
     RandomChooser,
     RecordingChooser,
 )
-from fia_fuzz.strategies.draft import PROFILES, Draft, Profile
+from fia_fuzz.strategies.draft import PROFILES, Draft, Profile, pinned_profile
 from fia_fuzz.strategies.families import FAMILIES, FAMILY_SCOPE
 from fia_fuzz.strategies.workloads import OWN
 
@@ -165,7 +165,7 @@ def _build_once(ch: Chooser, prof: Profile, families: list[str], pins: dict[str,
         families = ["workloads"]
     weighted = [f for f in families for _ in range(weights[f])]
     family = ch.one(weighted if len(families) > 1 else families)
-    dr = Draft(prof=prof, ch=ch)
+    dr = Draft(prof=pinned_profile(prof, ch.pins), ch=ch)
     (extra[family][0] if family in extra else FAMILIES[family])(dr)
     values.draw(dr)
     if dr.lazy:
@@ -264,6 +264,8 @@ def _pins(filters: dict[str, Any]) -> dict[str, Any]:
     """The filters plus what their argument forms, size classes and workload imply
     (op/forms.py implied_pins, SIZE_IMPLIES, op/features.py WORKLOAD_PINS)."""
     sized = {k: v for item in filters.items() for k, v in SIZE_IMPLIES.get(item, {}).items()}
+    if filters.get("empty_share") == "all":  # no batch references a block: reach reads near
+        sized = {}
     work = WORKLOAD_PINS.get(filters.get("workload", "none"), {})
     return {**sized, **work, **implied_pins(filters), **filters}
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fia_fuzz.op.edges import EMPTY_SHARES, LONG_KV
+from fia_fuzz.op.edges import EMPTY_SHARES, LONG_KV, NUMEL_CLASSES, numel_class
 from fia_fuzz.op.tensors import TensorSpec
 from fia_fuzz.strategies.choices import Chooser, Dead
 from fia_fuzz.strategies.sizes import (
@@ -96,6 +96,28 @@ FAR_BUDGET = PROFILES["nightly"]
 #: A documented special value is drawn once in SPECIAL_WEIGHT + 1 draws where it applies
 #: (Draft.pick_special).
 SPECIAL_WEIGHT = 3
+
+
+#: Element budget of a draw filtered to numel_class "<2^16": a quarter of 2^16, as a paged
+#: cache's largest block size may take EDGE_SLACK (4) times the budget (paged.block_size)
+SMALL_BUDGET = (1 << 16) // 4
+
+
+def pinned_profile(prof: Profile, pins: dict[str, Any]) -> Profile:
+    """`prof`, or under a numel_class filter for tensors below 2^16 its budgets cut to
+    SMALL_BUDGET (every size draw fits its tensors to them, so the class comes from
+    construction) and its caches near."""
+    if pins.get("numel_class") != NUMEL_CLASSES[0]:
+        return prof
+    return replace(prof, max_elements=min(prof.max_elements, SMALL_BUDGET),
+                   max_scores=min(prof.max_scores, SMALL_BUDGET), cache_reach=("near",))
+
+
+def numel_allows(ch: Chooser, numel: int) -> bool:
+    """Whether a tensor of `numel` elements fits the numel_class filter (a class past it
+    would be the case's: the class is its largest tensor's); True where none pins it."""
+    pin = ch.pins.get("numel_class")
+    return pin is None or NUMEL_CLASSES.index(numel_class(numel)) <= NUMEL_CLASSES.index(pin)
 
 
 def far_profile(prof: Profile) -> Profile:
@@ -284,10 +306,16 @@ def lengths(dr: Draft, feature: str, caps: list[int], forms: tuple[str, ...], lo
     if form == "absent":
         return None
     def draw(lo: int, hi: int) -> int:
-        x = kv_len(dr, lo, hi, top=True) if feature == "actual_kv" \
-            else length(ch, lo, hi, top=True, tiles=sizes_tiles(dr), role="q")
+        if feature == "actual_kv":
+            x = kv_len(dr, lo, hi, top=True)
+        elif "q_rows" in ch.pins:  # the class is the longest valid query's: keep the query's
+            x = hi
+        else:
+            x = length(ch, lo, hi, top=True, tiles=sizes_tiles(dr), role="q")
         return hi - 1 if short and x == hi > lo else x
 
+    if form == "one" and feature == "actual_kv" and lo == 0 and _all_empty(dr):
+        return [0]
     if form == "one":
         top = min(caps)
         return [draw(lo, top)] if top >= lo else [lo]
@@ -327,6 +355,8 @@ def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
     smoke's unfiltered draws decide nothing here."""
     ch, b = dr.ch, len(lens)
     pin = ch.pins.get("empty_share")
+    if pin is None and _all_empty(dr):
+        pin = "all"
     if pin is None and "act_zero" in ch.pins:  # an empty batch carries a zero length
         pin = ch.one(tuple(s for s in EMPTY_SHARES[1:] if EMPTY_BATCHES_MIN.get(s, 1) <= b)) \
             if ch.pins["act_zero"] else "none"
@@ -346,6 +376,14 @@ def empty_batches(dr: Draft, lens: list[int]) -> list[int]:
     # under a filter the other batches keep a key, so the share is the one drawn
     floor = 0 if pin is None else 1
     return [0 if (i - start) % b < k else max(floor, x) for i, x in enumerate(lens)]
+
+
+def _all_empty(dr: Draft) -> bool:
+    """Whether the filters need every batch's KV empty: empty_share "all", or a far cache
+    whose reach reads "near" (no batch references a block of it, paged.reach)."""
+    ch = dr.ch
+    return ch.pinned("empty_share", "all") or (dr.reach != "near"
+                                               and ch.pinned("cache_reach", "near"))
 
 
 def kv_len(dr: Draft, lo: int, hi: int, top: bool = False) -> int:

@@ -49,6 +49,7 @@ from fia_fuzz.strategies.draft import (
     heads,
     kv_len,
     lengths,
+    numel_allows,
     q_seq_bounds,
     s1_cap,
     s2_cap,
@@ -96,7 +97,9 @@ CORE_SCOPE: dict[str, dict[str, tuple[Any, ...]]] = {
             "plain": (False,), "empty": ("none",),
             "layout": ("BNSD", "BSND", "BSH", "TND", "BNSD_NBSD", "BSND_NBSD", "BSH_NBSD",
                        "TND_NTD"), "dv": ("equal",), "q_seq": ("1", "2-16"),
-            "workload": ("none", "mla_decode", "mla_mtp")},
+            "workload": ("none", "mla_decode", "mla_mtp"),
+            # a paged block of 128 tokens of D 512 is 2^16 elements already
+            "numel_class": ("2^16", "2^24", "2^31", "2^32")},
     "gqa_nz": {"q_dtype": ("bfloat16",), "kv_dtype": ("int8",), "layout": NZ_LAYOUTS,
                "d_class": ("64-128",), "dv": ("equal",), "q_seq": ("1", "2-16"),
                "kv_list": (False,), "empty": ("none",), "plain": (False,),
@@ -150,7 +153,7 @@ def _head_dims(dr: Draft, options: tuple[int, ...], s1_min: int, s2_min: int = 1
     ch = dr.ch
     if ch.pinned("route", "v3.gqa"):  # the dims V3's GQA kernel has templates for
         options = tuple(d for d in options if (d, 0, d) in V3_GQA_DIMS) or options
-    budget = dr.prof.max_elements // 2
+    budget = dr.prof.max_elements // 2 // _batch_min(dr)
     fit = [d for d in options if dr.n * d * s1_min + dr.kv_n * s2_min * 2 * d <= budget] \
         or [min(options)]
     fit = [d for d in fit if ch.allows("d_class", _d_class(d))]
@@ -189,12 +192,27 @@ def _d_class(d: int) -> str:
 
 
 def _max_heads(dr: Draft, s1_min: int, d_min: int) -> int:
-    return max(1, min(dr.prof.max_heads, dr.prof.max_elements // 2 // (s1_min * d_min)))
+    return max(1, min(dr.prof.max_heads,
+                      dr.prof.max_elements // 2 // (s1_min * d_min * _batch_min(dr))))
 
 
-def _q_class(dr: Draft, classes: tuple[str, ...]) -> tuple[str, int, int]:
-    cls = dr.ch.pick("q_seq", classes)
-    lo, hi = q_seq_bounds(dr, cls)
+def _batch_min(dr: Draft) -> int:
+    """The least B a batch_class filter takes (1 without one): heads and head dims leave
+    room in the budget for that many batches."""
+    return sizes.CLASS_BATCHES[dr.ch.pins["batch_class"]][0] if "batch_class" in dr.ch.pins \
+        else 1
+
+
+def _q_class(dr: Draft, classes: tuple[str, ...], d_min: int = 16) -> tuple[str, int, int]:
+    """A q_seq class and its query S range; under a numel_class filter only the classes whose
+    shortest query of one head of D `d_min` fits it."""
+    ch = dr.ch
+    if "numel_class" in ch.pins:
+        classes = tuple(c for c in classes if numel_allows(ch, q_seq_bounds(dr, c)[0] * d_min))
+    if "q_rows" in ch.pins:  # the classes a q_rows filter's query lengths fall in
+        classes = tuple(c for c in classes if _fits(sizes.narrow_query(ch, *q_seq_bounds(dr, c))))
+    cls = ch.pick("q_seq", classes)
+    lo, hi = sizes.narrow_query(ch, *q_seq_bounds(dr, cls))
     return cls, lo, hi
 
 
@@ -202,6 +220,21 @@ def _q_class(dr: Draft, classes: tuple[str, ...]) -> tuple[str, int, int]:
 #: kernel has no template for and an empty call (a2_routes dispatch.v3_gqa_fits).
 V3_GQA_PINS: dict[str, Any] = {"pse_batch": "none", "q_padding": False, "kv_padding": False,
                                "prefix": False, "post_quant": False, "empty": "none"}
+
+
+def _fits(span: tuple[int, int]) -> bool:
+    return span[0] <= span[1]
+
+
+def _branch(dr: Draft, options: tuple[str, ...]) -> str:
+    """The branch, among `options` the one a query length filter (q_seq, q_rows) allows:
+    decode has one query row."""
+    span = sizes.query_span(dr.ch)
+    if span is not None:
+        options = tuple(b for b in options if (b == "decode") == (span[1] <= 1)) or options
+    return dr.ch.pick("branch", options)
+
+
 #: Decisions that make a dense case "plain" (no optional inputs at all).
 PLAIN_PINS: dict[str, Any] = {
     "empty": "none", "kv_list": False, "paged": False, "post_quant": False, "prefix": False,
@@ -267,7 +300,7 @@ def dense(dr: Draft) -> None:
     if ch.pinned("q_seq", "0"):
         empties = ["query"]
     empty = ch.pick("empty", tuple(empties))
-    branch = ch.pick("branch", ("prefill",) if empty == "query" or masks.prefill_only(ch)
+    branch = _branch(dr, ("prefill",) if empty == "query" or masks.prefill_only(ch)
                      else ("prefill", "decode"))
     dr.decode = branch == "decode"
     cls, lo, hi = _q_class(dr, ("1",) if dr.decode else ("0",) if empty == "query"
@@ -429,7 +462,7 @@ def antiquant(dr: Draft) -> None:
     int4 = ch.pins.get("kv_dtype") in INT4_FORMS   # int4 KV is decode-only here [V4 §AntiQuant]
     # decode twice as often: its forms hold twice the scale shapes (ANTIQUANT_WEIGHTS)
     # and only decode pages (a paged-cache filter: paged.wanted)
-    branch = ch.pick("branch", ("decode",) if int4 or paged.wanted(dr)
+    branch = _branch(dr, ("decode",) if int4 or paged.wanted(dr)
                      else ("decode", "decode", "prefill"))
     dr.decode = branch == "decode"
     if dr.decode:
@@ -555,7 +588,7 @@ def _antiquant_prefill(dr: Draft) -> None:
     dr.q_dtype = ch.pick("q_dtype", ("bfloat16",) if sep else ("float16",))
     dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
     ch.pick("paged", (False,))
-    cls, lo, hi = _q_class(dr, ("2-16",) if sep else ("2-16", "17-2048", ">2048"))
+    cls, lo, hi = _q_class(dr, ("2-16",) if sep else ("2-16", "17-2048", ">2048"), 32)
     _layout(dr, ("BNSD", "BSND", "BSH") if sep else ("BNSD", "BSND", "BSH", "BNSD_BSND"))
     _int8_kv_prefill_sizes(dr, cls, lo, hi)
     _prefix(dr, dr.s2, form in POSITION_FREE_FORMS)
@@ -578,7 +611,7 @@ def full_quant(dr: Draft) -> None:
     dr.q_dtype = ch.pick("q_dtype", ("int8",))
     dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
     ch.pick("branch", ("prefill",))
-    cls, lo, hi = _q_class(dr, ("2-16", "17-2048", ">2048"))
+    cls, lo, hi = _q_class(dr, ("2-16", "17-2048", ">2048"), 32)
     _layout(dr, ("BNSD", "BSND", "BSH", "BNSD_BSND"))
     _int8_kv_prefill_sizes(dr, cls, lo, hi)
     quant.full_quant_scales(dr)
@@ -624,9 +657,13 @@ def packed(dr: Draft) -> None:
     if dr.paged:  # one 128-token block per batch (B >= 1) and spares must fit the budget too
         budget_heads = min(budget_heads, max(1, dr.prof.max_elements // (128 * 2 * dr.d * 4)))
     heads(dr, min(dr.prof.max_heads, budget_heads), groups)
-    cls = ch.pick("q_seq", ("2-16", "1", "17-2048"))
-    top = {"1": 1, "2-16": 16, "17-2048": 2048}[cls]
-    low = {"1": 1, "2-16": 2, "17-2048": 17}[cls]
+    classes = ("2-16", "1", "17-2048")
+    if "q_rows" in ch.pins:
+        classes = tuple(c for c in classes
+                        if _fits(sizes.narrow_query(ch, *sizes.Q_SEQ_SPAN[c])))
+    cls = ch.pick("q_seq", classes)
+    low, top = sizes.narrow_query(ch, {"1": 1, "2-16": 2, "17-2048": 17}[cls],
+                                  {"1": 1, "2-16": 16, "17-2048": 2048}[cls])
     dr.long = sizes.long_kv(ch, dr.n)
     floor = 128 if dr.paged else 1
     dr.b = sizes.batch(ch, dr.n, empty_batch_lo(ch),
@@ -635,7 +672,7 @@ def packed(dr: Draft) -> None:
     m = sizes.query_length(ch, low, s1_cap(dr, low, top))
     q_lens = [m] + [sizes.length(ch, 0, m, top=True, role="q") for _ in range(dr.b - 1)]
     dr.s1 = m
-    mode = ch.pick("sparse_mode", (0, 3))
+    mode = ch.pick("sparse_mode", masks.optimized_modes(dr, (0, 3)))
     s2max = s2_cap(dr, 1, _kv_hi(dr), m)
     if mode == 3:  # act_q <= act_kv; equal is the no-cache causal prefill [docs/rules.md 4]
         kv_lens = [kv_len(dr, q, max(q, s2max)) for q in q_lens]
@@ -807,11 +844,14 @@ def gqa_nz(dr: Draft) -> None:
     ch = dr.ch
     dr.q_dtype = ch.pick("q_dtype", ("bfloat16",))
     dr.kv_dtype = ch.pick("kv_dtype", ("int8",))
-    cls, lo, hi = _q_class(dr, ("1", "2-16"))
+    # a query past one row takes the optimized mask (sparse 3)
+    small = not numel_allows(ch, masks.OPTIMIZED_NUMEL)
+    cls, lo, hi = _q_class(dr, ("1",) if small else ("1", "2-16"))
     dr.decode = cls == "1"
     ch.pick("branch", ("decode",) if dr.decode else ("prefill",))
     _layout(dr, NZ_LAYOUTS)
     pairs = [p for p in NZ_HEADS if sizes.heads_cap(ch, p[0]) == p[0]
+             and numel_allows(ch, min(NZ_BLOCK_SIZES) * p[1] * NZ_D)
              and ch.allows("g_class", g_class(p[0] // p[1]))
              and ch.allows("gqa", "mqa" if p[1] == 1 else "gqa")]
     if not pairs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fia_fuzz.op.geometry import NO_BAND
 from fia_fuzz.strategies.choices import Chooser
-from fia_fuzz.strategies.draft import Draft, spec
+from fia_fuzz.strategies.draft import Draft, numel_allows, spec
 
 MASK_DTYPES = ("bool", "int8", "uint8")
 FULL_SHAPES = ("S1,S2", "B,S1,S2", "1,S1,S2", "B,1,S1,S2", "1,1,S1,S2")
@@ -20,6 +20,8 @@ FULL_FILLS = ("bernoulli", "zeros", "nearly_full")
 HUGE = (1 << 20, 10**9, NO_BAND - 1)
 #: `values` that need a mask masking keys (strategies/values.py); masked_row a user mask
 MASKED_VALUES = ("nan_masked", "inf_masked", "masked_row")
+#: Elements of the optimized mask of modes 2-4
+OPTIMIZED_NUMEL = 2048 * 2048
 
 
 def band(dr: Draft, classes: tuple[str, ...] = ("default", "small", "huge", "negative")
@@ -128,7 +130,7 @@ def prefill_sparse(dr: Draft, modes: tuple[int, ...] = (0, 1, 2, 3, 4)) -> None:
         modes = tuple(m for m in modes if m in (0, 1))
     elif ch.pins.get("mask_shape") in OPTIMIZED_SHAPES or ch.pinned("mask_fill", "triu"):
         modes = tuple(m for m in modes if m in (2, 3, 4))
-    mode = ch.pick("sparse_mode", modes)
+    mode = ch.pick("sparse_mode", optimized_modes(dr, modes))
     if mode:
         dr.set("sparse_mode", mode)
     if mode == 0:
@@ -142,6 +144,14 @@ def prefill_sparse(dr: Draft, modes: tuple[int, ...] = (0, 1, 2, 3, 4)) -> None:
         optimized_mask(dr)
     band(dr, ("default", "huge") if dr.int8_out else
          ("default", "small", "huge", "negative"))
+
+
+def optimized_modes(dr: Draft, modes: tuple[int, ...]) -> tuple[int, ...]:
+    """`modes`, less those of the optimized mask (2-4) where a numel_class filter is below
+    its elements; unchanged where none is."""
+    if numel_allows(dr.ch, OPTIMIZED_NUMEL):
+        return modes
+    return tuple(m for m in modes if m not in (2, 3, 4))
 
 
 def no_mask(dr: Draft) -> None:

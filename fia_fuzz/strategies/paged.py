@@ -30,10 +30,18 @@ def reach(dr: Draft) -> None:
     """Where the referenced blocks of the cache this draw will page sit, picked before any
     size is drawn: a far draw (past 2^24, 2^31 or 2^32 elements) then takes the far budget, so
     its referenced work, and the host memory of the case, stay bounded (draft.FAR_BUDGET)."""
+    ch = dr.ch
+    far = ch.pins.get("numel_class")
     # the blocks below a far cache's referenced ones are spares: a table_spare=False
     # filter keeps the cache near
-    near = dr.ch.pins.get("table_spare") is False
-    dr.reach = dr.ch.pick("cache_reach", ("near",) if near else dr.prof.cache_reach)
+    near = ch.pins.get("table_spare") is False
+    if far in REACH and ch.pins.get("cache_reach", far) != far:
+        # a numel_class filter's far cache beside another reach: no batch references a
+        # block of it (draft.empty_batches), so its reach reads "near"
+        dr.reach = far
+    else:
+        dr.reach = ch.pick("cache_reach", (far,) if far in REACH else ("near",) if near
+                           else dr.prof.cache_reach)
     if dr.reach != "near":
         dr.prof = far_profile(dr.prof)
 
@@ -50,7 +58,7 @@ def wanted(dr: Draft) -> bool:
     """True when a filter needs paged KV (a cache layout, block edge or table feature)."""
     pins = dr.ch.pins
     return pins.get("cache", "none") != "none" or pins.get("block_edge", "none") != "none" \
-        or pins.get("cache_reach", "near") != "near" \
+        or pins.get("cache_reach", "near") != "near" or pins.get("numel_class") in REACH \
         or pins.get("table_width", "none") != "none" \
         or any(pins.get(k) for k in ("table_unused", "table_spare", "table_shuffled",
                                      "table_oversized"))

@@ -27,6 +27,8 @@ from fia_fuzz.rules.profiles.a2_routes import (
     pfa,
     v3,
 )
+from fia_fuzz.rules.profiles.a2_routes.sizes import MANY
+from fia_fuzz.rules.profiles.a2_routes.tiling import AIC_CORES, CV_RATIO
 from fia_fuzz.strategies.choices import Chooser
 from fia_fuzz.strategies.draft import Profile
 from fia_fuzz.strategies.families import PLAIN_IMPLIED, PLAIN_PINS
@@ -175,11 +177,14 @@ def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]) -> Aim | None:
         route, boundary = pinned
         if boundary is not None or route in AIMS:
             ch.aim = _boundary_aim(ch, route, boundary)
+        if boundary is None:  # a route_edge filter's cell keeps its own aim
+            _size_aim(ch, pins, route)
         aimed = {**_pins(route, boundary), "route": route, **FILTER_AIMS.get(route, {})}
         if pins.get("plain"):
             aimed = {k: v for k, v in aimed.items() if PLAIN_FIXED.get(k, v) == v}
         return Aim(aimed, AIM_FAMILIES.get(route, ()), "")
     if not prof.route_aims or pins:
+        _size_aim(ch, pins, None)
         return None
     if ch.int(0, AIM_OF - 1) < AIM_OF - AIMED:  # shrinks toward the families' own mix
         return None
@@ -194,6 +199,39 @@ def aim(ch: Chooser, prof: Profile, pins: Mapping[str, Any]) -> Aim | None:
     route = _pinned_route(ch, {"route": route})[0]
     ch.aim = _boundary_aim(ch, route, boundary)
     return Aim(_pins(route, boundary), AIM_FAMILIES[route], cell)
+
+
+#: The work units (B x heads) a units_class filter aims at, good for the routes that split
+#: over the cube cores (AIC_CORES[0]) and for the decode kernel's vector templates, which
+#: split over twice as many (a2_routes ifa.tiling): "above" is above both and under four a
+#: core of either, "many" four a vector core or more
+UNITS_AIMS: dict[str, tuple[int, ...]] = {
+    "below": tuple(range(1, AIC_CORES[0])),
+    "cores": (AIC_CORES[0], AIC_CORES[0] * CV_RATIO),
+    "above": tuple(range(AIC_CORES[0] * CV_RATIO + 1, MANY * AIC_CORES[0])),
+    "many": tuple(range(MANY * AIC_CORES[0] * CV_RATIO, 2 * MANY * AIC_CORES[0] * CV_RATIO)),
+}
+#: The offset from a tile multiple each kv_tiles filter's KV lengths aim at
+KV_TILE_OFFSETS = {"multiple": 0, "past": 1}
+#: The S2 tiles of every route, for a kv_tiles aim whose route the draw decides
+ALL_S2_TILES = tuple(sorted({*v3.SHORT_Q_TILES, v3.LONG_Q_TILE, v3.MASKED_CAP, v3.MLA_TILE,
+                             fai.KV_STACK, *ifa.GROUP_TILES, ifa.FULL_TILE,
+                             ifa.ANTIQUANT_GQA_TILE, ifa.ROPE_TILE, pfa.S2_TILE,
+                             pfa.SMALL_KV_TILE, pfa.SMALL_Q_KV}))
+
+
+def _size_aim(ch: Chooser, pins: Mapping[str, Any], route: str | None) -> None:
+    """Chooser.aim for a units_class or kv_tiles filter: B x heads on the class's work
+    units, or KV lengths on (or one past) a multiple of the route's S2 tile (any route's
+    where none is pinned); the classes read the finished case's route, which a filter on
+    them alone leaves to the draw. Nothing is drawn, and nothing set without those filters."""
+    if "units_class" in pins:
+        ch.aim = ("units", UNITS_AIMS[pins["units_class"]])
+    elif pins.get("kv_tiles") in KV_TILE_OFFSETS:
+        tiles = aim_tiles(route, "s2") if route in AIMS else lambda g: ALL_S2_TILES
+        ch.aim = ("edge", (KV_TILE_OFFSETS[pins["kv_tiles"]], tiles, "kv"))
+    elif "kv_tiles" in pins and ch.aim is not None and ch.aim[0] == "edge":
+        ch.aim = None  # a route filter's drawn cell would put the KV on a tile multiple
 
 
 def landed(case: Case, cell: str) -> bool:

@@ -22,7 +22,7 @@ from fia_fuzz.op.edges import (
     edge_of,
     near_cores,
 )
-from fia_fuzz.rules.profiles.a2_routes import fai, ifa, pfa, v3
+from fia_fuzz.rules.profiles.a2_routes import dispatch, fai, ifa, pfa, v3
 from fia_fuzz.rules.profiles.a2_routes.sizes import LONG as KV_LONG_TILES
 from fia_fuzz.rules.profiles.a2_routes.tiling import AIC_CORES
 from fia_fuzz.strategies.choices import Chooser, Dead
@@ -100,6 +100,34 @@ def length(ch: Chooser, lo: int, hi: int, top: bool = False,
 UNITS_Q_CAP = min(pfa.PAGED_ROWS, pfa.WIDE_D_ROWS, fai.Q_TILE)
 
 
+#: The longest query each q_seq class takes
+Q_SEQ_SPAN = {"0": (0, 0), "1": (1, 1), "2-16": (2, 16), "17-2048": (17, 2048),
+              ">2048": (2049, 1 << 62)}
+#: The longest query a q_rows class takes where the draw cannot know its route's rows tile
+#: (a2_routes sizes.rows_tile): "tile" up to the prompt kernel's smallest block past a short
+#: query (pfa.PAGED_ROWS; V3's 512 / G for G <= 8), "past" past V3's largest (512 rows)
+Q_ROWS_SPAN = {"1": (1, 1), "spec": (2, dispatch.MTP_Q_MAX),
+               "tile": (dispatch.MTP_Q_MAX + 1, pfa.PAGED_ROWS), "past": (513, 1 << 62)}
+
+
+def query_span(ch: Chooser) -> tuple[int, int] | None:
+    """(least, most) of the longest query that q_seq and q_rows filters allow, None where
+    neither is pinned (the draw is then as it was)."""
+    spans = [table[ch.pins[name]] for name, table in (("q_seq", Q_SEQ_SPAN),
+                                                       ("q_rows", Q_ROWS_SPAN))
+             if name in ch.pins]
+    if not spans:
+        return None
+    return max(a for a, _ in spans), min(b for _, b in spans)
+
+
+def narrow_query(ch: Chooser, lo: int, hi: int) -> tuple[int, int]:
+    """[lo, hi] of a longest query narrowed to query_span (empty, lo > hi, where none
+    fits)."""
+    span = query_span(ch)
+    return (lo, hi) if span is None else (max(lo, span[0]), min(hi, span[1]))
+
+
 def query_length(ch: Chooser, lo: int, hi: int) -> int:
     """A query length as `length`; at most UNITS_Q_CAP in a draw aiming at a work-unit
     threshold (sizes.units_aim), so its units are B x heads."""
@@ -113,7 +141,9 @@ def kv_length(ch: Chooser, lo: int, hi: int, top: bool = False, long: bool = Fal
     """A KV length as `length`; a long-KV draw (`long`, or a "long" filter) keeps it at
     LONG_KV+ where hi allows, a length-edge or "free" filter below LONG_KV where lo allows."""
     pin = ch.pins.get("size_edge")
-    if (long or pin == "long") and hi >= LONG_KV:
+    if (long or pin == "long") and hi >= LONG_KV and ch.pinned("kv_tiles", "long"):
+        lo = max(lo, LONG_KV, hi // 2)  # the top octave: four of the largest S2 tiles (8192)
+    elif (long or pin == "long") and hi >= LONG_KV:
         # a long aim keeps the whole span: one octave may hold no edge of its tile
         lo, hi = (max(lo, LONG_KV), hi) if long_aim(ch) else _octave(ch, max(lo, LONG_KV), hi)
     elif pin in SHORT_KV and lo < LONG_KV:
@@ -132,11 +162,11 @@ def _octave(ch: Chooser, lo: int, hi: int) -> tuple[int, int]:
 
 
 def heads_cap(ch: Chooser, max_n: int) -> int:
-    """The most heads a draw may take: under a "long" filter (or a route_edge one that needs
-    a long KV, long_aim) fewer than SPLIT_BN, under "cores" no more than the largest core
-    count's edge."""
+    """The most heads a draw may take: under a "long" filter (size_edge, a route_edge one
+    that needs a long KV, long_aim, or kv_tiles: a long KV needs it) fewer than SPLIT_BN,
+    under "cores" no more than the largest core count's edge."""
     pin = ch.pins.get("size_edge")
-    if pin == "long" or long_aim(ch):
+    if pin == "long" or long_aim(ch) or (pin is None and ch.pinned("kv_tiles", "long")):
         return min(max_n, SPLIT_BN - 1)
     return min(max_n, max(CORE_COUNTS) + 1) if pin == "cores" else max_n
 
@@ -178,7 +208,10 @@ def long_kv(ch: Chooser, n: int, lo: int = 1) -> bool:
     if can and long_aim(ch):
         return True
     odds = (False, True) if kv_aim else (False, False, False, True)
-    return pin == "long" or (pin is None and can and ch.one(odds))
+    # a kv_tiles "long" filter takes every long draw it can (LONG_KV+ keys: four of most
+    # routes' S2 tiles)
+    return pin == "long" or (pin is None and can and (ch.pinned("kv_tiles", "long")
+                                                      or ch.one(odds)))
 
 
 def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
@@ -194,7 +227,12 @@ def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
     aiming at a work-unit count may take a B up to `wide` for it.
     """
     pin = ch.pins.get("size_edge")
-    if kv_n is not None and wide > hi and not long:
+    if ch.pins.get("empty_share") in SHARE_BATCHES:
+        lo = max(lo, SHARE_BATCHES[ch.pins["empty_share"]])
+        hi = max(lo, hi)
+    if "batch_class" in ch.pins:  # B within the class, up to `wide` where it allows
+        lo, hi = _class_batches(ch.pins["batch_class"], lo, max(hi, wide))
+    elif kv_n is not None and wide > hi and not long:
         b = _wide_batch(ch, wide, pin is None)
         if b is not None:
             return b
@@ -227,6 +265,22 @@ def batch(ch: Chooser, n: int, lo: int, hi: int, long: bool = False,
 WIDE_EVERY = 8
 #: The batch counts of batch_class's "cores" (either A2 die's cube cores, op/edges.py)
 CORE_BATCHES = (min(CORE_COUNTS[:2]), max(CORE_COUNTS[:2]))
+
+
+#: The least B an empty_share filter's share needs (op/edges.py empty_share): one empty batch
+#: beside another, two empty ones under half of them
+SHARE_BATCHES = {"one": 2, "few": 5, "half": 2}
+#: The batch counts of each batch_class value (op/edges.py batch_class)
+CLASS_BATCHES = {"1": (1, 1), "under": (2, CORE_BATCHES[0] - 1), "cores": CORE_BATCHES,
+                 "over": (CORE_BATCHES[1] + 1, 1 << 62)}
+
+
+def _class_batches(klass: str, lo: int, hi: int) -> tuple[int, int]:
+    """[lo, hi] narrowed to a batch_class's counts, Dead where they do not meet."""
+    a, b = CLASS_BATCHES[klass]
+    if max(lo, a) > min(hi, b):
+        raise Dead(f"batch_class={klass!r}: no B in [{lo}, {hi}] takes it")
+    return max(lo, a), min(hi, b)
 
 
 def _wide_batch(ch: Chooser, wide: int, free: bool) -> int | None:

@@ -25,11 +25,20 @@ from fia_fuzz.strategies.draft import (
     Draft,
     empty_batch_lo,
     empty_batches,
+    g_class,
     kv_len,
     lengths,
+    numel_allows,
     spec,
 )
-from fia_fuzz.strategies.sizes import batch, heads_cap, length, long_kv
+from fia_fuzz.strategies.sizes import (
+    UNITS_Q_CAP,
+    batch,
+    heads_cap,
+    length,
+    long_kv,
+    query_span,
+)
 from fia_fuzz.strategies.tail import common_tail
 
 #: Public model head geometries (N, KV_N, D) [production-calls.md, model table].
@@ -39,6 +48,8 @@ MODELS = ((32, 32, 128), (32, 8, 128), (64, 8, 128), (128, 8, 128), (28, 4, 128)
 #: Tensor-parallel degrees: N and KV_N per device, KV heads replicated once TP > KV_N.
 TP = (1, 2, 4, 8, 16)
 VLLM = ("vllm_prefill", "vllm_chunked", "vllm_prefix_hit", "vllm_decode", "sliding_causal")
+#: The patterns whose every query is one row
+DECODES = ("paged_decode_bsh", "paged_decode_bnsd", "vllm_decode")
 #: The patterns this family builds; int8 KV decode is the antiquant family's draw, MLA
 #: decode/MTP the mla family's, shaped by `mla_pattern` (all classified by op/case.py).
 OWN = (*VLLM, "paged_decode_bsh", "paged_decode_bnsd", "sliding_band")
@@ -94,10 +105,28 @@ def model_heads(ch: Chooser, dims: tuple[int, ...], budget: int, long: bool = Fa
             if (n // tp) % kv_n == 0 and n // tp // kv_n <= 64:
                 opts.append((n // tp, kv_n, d))
     opts = [o for o in opts if heads_cap(ch, o[0]) == o[0]] or opts
+    if "g_class" in ch.pins:
+        opts = _grouped(ch, opts, dims)
     if long:
         opts = [o for o in opts if o[0] < SPLIT_BN] or opts
     fit = [o for o in opts if 128 * o[1] * 2 * o[2] <= budget]
     return ch.one(fit or [min(opts, key=lambda o: o[1] * o[2])])
+
+
+#: The group a g_class filter takes where no model split has one of its class: 64, no model's
+#: (the largest of the documented G <= 64)
+WIDEST_G = 64
+
+
+def _grouped(ch: Chooser, opts: list[tuple[int, int, int]], dims: tuple[int, ...]
+             ) -> list[tuple[int, int, int]]:
+    """The splits whose group N / KV_N is of the g_class filter's class; where none is (G 64),
+    a model's KV heads of one or two devices with WIDEST_G query heads each."""
+    fit = [o for o in opts if ch.allows("g_class", g_class(o[0] // o[1]))]
+    if fit or not ch.allows("g_class", g_class(WIDEST_G)):
+        return fit or opts
+    return [(WIDEST_G * kv, kv, d) for kv in (1, 2) for d in dims
+            if heads_cap(ch, WIDEST_G * kv) == WIDEST_G * kv]
 
 
 def _geometry(dr: Draft, dims: tuple[int, ...]) -> bool:
@@ -107,7 +136,7 @@ def _geometry(dr: Draft, dims: tuple[int, ...]) -> bool:
     budget, as a long context needs."""
     ch = dr.ch
     # (not under an empty_share filter that needs more batches)
-    one = "size_edge" not in ch.pins and ch.one(
+    one = "size_edge" not in ch.pins and ch.allows("batch_class", "1") and ch.one(
         (False, False, False, empty_batch_lo(ch) == 1))
     long = one or ch.pinned("size_edge", "long")
     budget = dr.prof.max_elements
@@ -127,6 +156,12 @@ def workloads(dr: Draft) -> None:
     if "workload" not in ch.pins:  # the patterns the other filters leave (WORKLOAD_PINS)
         kinds = tuple(k for k in kinds if all(ch.allows(a, v) for a, v in WORKLOAD_PINS[k].items()
                                               if a != "band")) or kinds
+    if not numel_allows(ch, masks.OPTIMIZED_NUMEL):  # all but the paged decode take it
+        kinds = kinds[:2]
+    span = query_span(ch)
+    if span is not None:  # the query lengths a q_seq or q_rows filter allows
+        kinds = tuple(k for k in kinds if (span[0] <= 1 or k not in DECODES)
+                      and (span[1] >= 2 or k != "sliding_band"))
     kind = ch.pick("workload", kinds)
     paged.reach(dr)
     if kind in VLLM:
@@ -157,7 +192,13 @@ def _batches(dr: Draft, block_size: int, hi: int, one: bool) -> int:
     per = block_size * dr.kv_n * (dr.d + dr.dv)
     top = max(1, min(hi, dr.prof.max_batch, dr.prof.max_elements // per))
     dr.long = long_kv(dr.ch, dr.n)
-    return batch(dr.ch, dr.n, empty_batch_lo(dr.ch), top, dr.long)
+    lo = empty_batch_lo(dr.ch)
+    if "units_class" in dr.ch.pins or "batch_class" in dr.ch.pins:
+        # B on the filter's work units (Chooser.aim), or on the cores for a batch class:
+        # up to the profile's core_batch within the budget
+        wide = max(1, min(dr.prof.core_batch, dr.prof.max_elements // per))
+        return batch(dr.ch, dr.n, lo, top, dr.long, kv_n=dr.kv_n, wide=wide)
+    return batch(dr.ch, dr.n, lo, top, dr.long)
 
 
 def _fused_kv(dr: Draft) -> None:
@@ -186,17 +227,24 @@ def _vllm(dr: Draft, kind: str) -> None:
     bs = ch.one(paged.edge_sizes(dr, (128, 128, 128, 512) if fits else (128,)))
     dr.b = _batches(dr, bs, 64, one)
     room = max(1, _kv_budget(dr, kind != "vllm_decode") // dr.b)
+    span = query_span(ch)
+    if span is None and "units_class" in ch.pins:
+        span = (1, UNITS_Q_CAP)  # short queries: B x heads are the units
     kv_lens, q_lens = [], []
-    for _ in range(dr.b):
+    for i in range(dr.b):
+        # a q_seq or q_rows filter bounds every query and puts the first on its span
+        q_lo, q_hi = (1, 1 << 62) if span is None else (span[0] if i == 0 else 1, span[1])
         if kind == "vllm_prefix_hit":
             cached = bs * ch.int(1, max(1, (room - 1) // bs))
-            new = length(ch, 1, max(1, min(room - cached, 2048)))
+            new = length(ch, q_lo, max(q_lo, min(room - cached, 2048, q_hi)))
             kv_lens.append(cached + new)
             q_lens.append(new)
             continue
-        kv = kv_len(dr, 1, max(1, room))
+        own = kind in ("vllm_prefill", "sliding_causal")  # the query is the whole KV
+        kv = kv_len(dr, q_lo, max(q_lo, min(room, q_hi) if own else room))
         kv_lens.append(kv)
-        q_lens.append({"vllm_decode": 1, "vllm_chunked": length(ch, 1, kv)}.get(kind, kv))
+        q_lens.append({"vllm_decode": 1, "vllm_chunked": length(ch, q_lo, max(q_lo, min(kv, q_hi)))
+                       }.get(kind, kv))
     if kind == "vllm_chunked" and q_lens == kv_lens:
         q_lens[0] = max(1, kv_lens[0] - 1) if kv_lens[0] > 1 else 1
         if q_lens == kv_lens:
@@ -249,8 +297,8 @@ def _paged_decode(dr: Draft, layout: str) -> None:
     steer = "empty_share" in ch.pins or "act_zero" in ch.pins
     kv_lens = [kv_len(dr, 0 if ch.one((False,) * 15 + (True,)) and not steer else 1,
                       max(1, room)) for _ in range(dr.b)]
-    if steer:
-        kv_lens = empty_batches(dr, kv_lens)
+    if steer or (dr.reach != "near" and ch.pinned("cache_reach", "near")):
+        kv_lens = empty_batches(dr, kv_lens)  # a filter's share of empty batches
     dr.kv_lens = kv_lens
     paged.page(dr, ("BnBsH",), 128, kv_lens)
     _fused_kv(dr)
@@ -283,9 +331,17 @@ def _sliding_band(dr: Draft) -> None:
                                  or (128,)))
     dr.b = _batches(dr, bs, 8, one)
     room = max(2, _kv_budget(dr, True) // dr.b)
-    s2 = kv_len(dr, 2, max(2, room))
-    dr.s1 = min(s2, length(ch, 2, max(2, min(2048, dr.prof.max_scores // (dr.b * dr.n * s2)
-                                              or 2))))
+    span = query_span(ch)
+    if span is None:
+        s2 = kv_len(dr, 2, max(2, room))
+        dr.s1 = min(s2, length(ch, 2, max(2, min(2048, dr.prof.max_scores
+                                                 // (dr.b * dr.n * s2) or 2))))
+    else:  # a q_seq or q_rows filter's query, and at least as many keys
+        q_lo = max(2, span[0])
+        q_hi = max(q_lo, min(span[1], 2048, room))
+        s2 = kv_len(dr, q_lo, max(q_lo, room))
+        dr.s1 = min(s2, length(ch, q_lo, max(q_lo, min(q_hi, dr.prof.max_scores
+                                                        // (dr.b * dr.n * s2) or 2))))
     kv_lens = [s2] * dr.b
     dr.kv_lens = kv_lens
     paged.page(dr, ("BnBsH",), bs, kv_lens)
