@@ -43,7 +43,7 @@ from fia_fuzz.strategies.draft import Profile
 #: PAIR_AIMED unfiltered draws in PAIR_AIM_OF take a pair aim
 PAIR_AIMED, PAIR_AIM_OF = 1, 2
 #: Draws a pair aim may take to carry its pins before the draw keeps an unaimed one
-PAIR_TRIES = 16
+PAIR_TRIES = 8
 #: Aims at one uncovered pair that may fail before the stream stops aiming at it
 MISSES = 3
 
