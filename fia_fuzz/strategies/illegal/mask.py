@@ -26,7 +26,9 @@ BREAKERS: dict[str, Breaker] = {
                                       alt=({"plain": True, "branch": "prefill"},
                                            {"antiquant": "separate:1/1", "branch": "prefill",
                                             "cache": "none"})),
-    "mask.mode1_required": searched({"sparse_mode": 1}, "drop:atten_mask"),
+    "mask.mode1_required": searched(
+        {"sparse_mode": 1}, "drop:atten_mask",
+        alt=({**FAMILY_BASE["full_quant"], "sparse_mode": 1},)),
     "mask.optimized_required": searched(
         {"sparse_mode": 2}, "drop:atten_mask",
         alt=({**FAMILY_BASE["full_quant"], "sparse_mode": 2},)),

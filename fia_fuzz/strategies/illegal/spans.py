@@ -23,6 +23,9 @@ from fia_fuzz.strategies.illegal.breaker import Breaker
 
 #: rule id -> bases pinned to the routes its own bases miss (generated, see above)
 ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
+    "mask.optimized_shape": (
+        {"sparse_mode": 2, "route": "pfa.full_quant"},
+    ),
     "antiquant.needs_int_kv": (
         {"route": "ifa.post_quant"},
         {"route": "pfa.post_quant"},
@@ -80,8 +83,9 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
         {"antiquant": "separate:1/1", "route": "pfa.antiquant"},
     ),
     "dtype.pse": (
-        {"route": "ifa.antiquant.0/1"},
-        {"cache": "BnNBsD", "antiquant": "none", "rope": False, "route": "pfa.post_quant"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.1/1"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.3/3"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.0/1"},
     ),
     "gqa.kv_heads_nonnegative": (
         {"rope_d": "512", "route": "ifa.mla_quant"},
@@ -98,6 +102,7 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
          "route": "pfa.post_quant"},
     ),
     "kvlist.count": (
+        {"kv_list": True, "route": "v3.gqa"},
         {"kv_list": True, "route": "pfa.post_quant"},
     ),
     "kvlist.not_paged": (
@@ -105,6 +110,7 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
          "route": "ifa.antiquant.5/5"},
     ),
     "kvlist.uniform": (
+        {"kv_list": True, "route": "v3.gqa"},
         {"kv_list": True, "route": "pfa.post_quant"},
     ),
     "layout.query_heads": (
@@ -130,7 +136,6 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
     ),
     "lengths.kv_max": (
         {"route": "ifa.antiquant.3/3"},
-        {"prefix": True, "branch": "decode", "route": "ifa.post_quant"},
         {"prefix": True, "route": "pfa.antiquant"},
     ),
     "lengths.kv_nonnegative": (
@@ -199,6 +204,7 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
     ),
     "paged.cache_rank": (
         {"paged": True, "rope": False, "route": "ifa.antiquant.0"},
+        {"paged": True, "rope": False, "route": "ifa.antiquant.1"},
         {"paged": True, "rope": False, "route": "ifa.antiquant.2/2"},
         {"paged": True, "rope": False, "route": "ifa.antiquant.4/4"},
         {"paged": True, "rope": False, "route": "ifa.antiquant.5/5"},
@@ -259,14 +265,15 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
         {"route": "empty"},
     ),
     "pse.shape": (
-        {"route": "ifa.antiquant.0"},
-        {"route": "ifa.antiquant.1"},
-        {"route": "ifa.antiquant.0/0"},
-        {"route": "ifa.antiquant.1/1"},
-        {"route": "ifa.antiquant.3/3"},
-        {"route": "ifa.antiquant.4/4"},
-        {"route": "ifa.antiquant.5/5"},
-        {"route": "ifa.antiquant.0/1"},
+        {"cache": "BnNBsD", "antiquant": "none", "rope": False, "route": "ifa.float"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.0"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.1"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.0/0"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.1/1"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.3/3"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.4/4"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.5/5"},
+        {"cache": "BnNBsD", "rope": False, "route": "ifa.antiquant.0/1"},
     ),
     "quant.dequant_scale_query": (
         {"route": "ifa.antiquant.0"},
@@ -319,10 +326,14 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
         {"route": "ifa.mla_quant"},
     ),
     "rope.query_d": (
-        {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD",
-         "route": "v3.gqa"},
-        {"sparse_mode": 0, "mask": "bool", "branch": "prefill", "layout": "BNSD",
-         "route": "pfa.post_quant"},
+        {"sparse_mode": 0, "mask": "bool", "layout": "BNSD", "route": "ifa.float"},
+        {"sparse_mode": 0, "mask": "bool", "layout": "BNSD", "route": "ifa.antiquant.0"},
+        {"sparse_mode": 0, "mask": "bool", "layout": "BNSD", "route": "ifa.antiquant.0/0"},
+        {"sparse_mode": 0, "mask": "bool", "layout": "BNSD", "route": "ifa.antiquant.1/1"},
+        {"sparse_mode": 0, "mask": "bool", "layout": "BNSD", "route": "ifa.antiquant.2/2"},
+        {"sparse_mode": 0, "mask": "bool", "layout": "BNSD", "route": "ifa.antiquant.3/3"},
+        {"sparse_mode": 0, "mask": "bool", "layout": "BNSD", "route": "ifa.antiquant.0/1"},
+        {"route": "pfa.post_quant"},
     ),
     "rope.shapes": (
         {"route": "ifa.mla_quant"},
@@ -335,14 +346,17 @@ ROUTE_BASES: dict[str, tuple[dict[str, Any], ...]] = {
 #: (the rule's own filters with the route pinned or loosened, the route alone) breaks it
 #: alone in every draw; the span test names any cell missing that is not listed here.
 UNSPANNED: dict[str, tuple[str, ...]] = {
-    "layout.kv_batch": ("empty", "pfa.post_quant"),
-    "layout.kv_rank": ("empty",),
-    "layout.query_heads": ("pfa.post_quant",),
-    "layout.qk_head_dim": ("empty",),
-    "layout.query_rank": ("empty", "pfa.post_quant"),
-    "layout.value_head_dim": ("empty", "pfa.post_quant"),
-    "lengths.kv_max": ("ifa.antiquant.0/1", "ifa.antiquant.1/1"),
-    "lengths.q_max": ("pfa.float",),
+    "dims.d_max": ("ifa.post_quant", "pfa.post_quant"),
+    "layout.kv_batch": ("empty", "ifa.post_quant", "pfa.post_quant"),
+    "layout.kv_heads": ("ifa.post_quant", "pfa.post_quant"),
+    "layout.kv_rank": ("empty", "ifa.post_quant", "pfa.post_quant"),
+    "layout.kv_seq_match": ("ifa.post_quant", "pfa.post_quant"),
+    "layout.qk_head_dim": ("empty", "ifa.post_quant", "pfa.post_quant"),
+    "layout.query_heads": ("ifa.post_quant", "pfa.post_quant"),
+    "layout.query_rank": ("empty", "ifa.post_quant", "pfa.post_quant"),
+    "layout.value_head_dim": ("empty", "ifa.post_quant", "pfa.post_quant"),
+    "lengths.kv_max": ("ifa.antiquant.0/1", "ifa.antiquant.1/1", "v3.gqa"),
+    "lengths.q_max": ("pfa.float", "v3.gqa"),
     "mask.sparse_mode_range": ("empty",),
     "paged.block_table_batch": ("pfa.post_quant",),
     "paged.cache_heads": ("ifa.mla_quant",),
