@@ -26,7 +26,7 @@ from typing import Any
 
 from fia_fuzz.rules.profiles import DEFAULT
 from fia_fuzz.strategies import pair_aims, pairs
-from fia_fuzz.strategies.cases import DEVICE_FAMILIES, build, families_for
+from fia_fuzz.strategies.cases import aim_families, build
 from fia_fuzz.strategies.choices import Dead, RandomChooser
 from fia_fuzz.strategies.draft import PROFILES
 from fia_fuzz.strategies.sample import draw_cases
@@ -51,7 +51,7 @@ def _walk(pins: dict[str, Any], rules: str, rng: random.Random, tries: int
           ) -> tuple[dict[str, Any] | None, Counter[str]]:
     """(features of a pinned draw, or None; the failures of the walks that died)."""
     prof = PROFILES[PROFILE]
-    scoped = families_for(pins) + list(DEVICE_FAMILIES.get(rules, {}))
+    scoped = aim_families(pins, rules)
     why: Counter[str] = Counter()
     if not scoped:
         why["scope"] = tries

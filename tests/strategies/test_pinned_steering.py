@@ -6,15 +6,13 @@ combination no case can carry is still refused."""
 from __future__ import annotations
 
 import importlib
-import random
 from typing import Any
 
 import pytest
 from hypothesis.errors import InvalidArgument
+from pinned_walks import walked
 
 from fia_fuzz.rules.validate import case_violations
-from fia_fuzz.strategies.choices import Dead, RandomChooser
-from fia_fuzz.strategies.draft import PROFILES
 
 C = importlib.import_module("fia_fuzz.strategies.cases")
 
@@ -23,20 +21,12 @@ WALKS = 12
 
 def _carried(filters: dict[str, Any], walks: int = WALKS, seed: int = 0) -> int:
     """Walks (of `walks`) that carry `filters`, each drawn case legal."""
-    pins = C._pins(filters)
-    rng = random.Random(seed)
-    ok = 0
-    for _ in range(walks):
-        try:
-            case = C.build(RandomChooser(rng, pins), PROFILES["nightly"],
-                           C.aim_families(pins, "docs"), pins, "docs")
-        except Dead:
-            continue
+    drawn = walked(filters, walks, seed)
+    for case in drawn:
         feats = case.features()
         assert {k: feats[k] for k in filters} == filters
         assert case_violations(case) == []
-        ok += 1
-    return ok
+    return len(drawn)
 
 
 @pytest.mark.parametrize("filters", [

@@ -5,15 +5,13 @@ and a cell another filter excludes stays Dead."""
 from __future__ import annotations
 
 import importlib
-import random
 from typing import Any
 
 import pytest
 from hypothesis.errors import InvalidArgument
+from pinned_walks import walked
 
 from fia_fuzz.rules.validate import case_violations
-from fia_fuzz.strategies.choices import Dead, RandomChooser
-from fia_fuzz.strategies.draft import PROFILES
 
 cases = importlib.import_module("fia_fuzz.strategies.cases")
 
@@ -22,15 +20,7 @@ WALKS = 10
 
 def _walks(filters: dict[str, Any], seed: int = 0) -> tuple[int, list[Any]]:
     """(walks that carried every filter, the cases they drew) of WALKS seeded walks."""
-    rng = random.Random(seed)
-    pins = cases._pins(filters)
-    drawn = []
-    for _ in range(WALKS):
-        try:
-            drawn.append(cases.build(RandomChooser(rng, pins), PROFILES["nightly"],
-                                     cases.aim_families(pins, "docs"), pins, "docs"))
-        except Dead:
-            continue
+    drawn = walked(filters, WALKS, seed)
     return len(drawn), drawn
 
 

@@ -4,17 +4,14 @@ class, so seeded walks carry it often, and a combination no case has stays Dead.
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
 from hypothesis.errors import InvalidArgument
+from pinned_walks import walked
 
 from fia_fuzz.rules.validate import validate
 from fia_fuzz.strategies import cases
-from fia_fuzz.strategies.cases import _pins, aim_families, build
-from fia_fuzz.strategies.choices import Dead, RandomChooser
-from fia_fuzz.strategies.draft import PROFILES
 
 WALKS = 20
 
@@ -22,20 +19,12 @@ WALKS = 20
 def _carried(filters: dict[str, Any], profile: str = "nightly", seed: int = 0) -> int:
     """Seeded walks (of WALKS) of the construction a pair aim takes that carry `filters`;
     each case carried is legal and has the filtered features."""
-    pins = _pins(filters)
-    rng = random.Random(seed)
-    ok = 0
-    for _ in range(WALKS):
-        try:
-            case = build(RandomChooser(rng, pins), PROFILES[profile],
-                         aim_families(pins, "docs"), pins)
-        except Dead:
-            continue
+    drawn = walked(filters, WALKS, seed, profile)
+    for case in drawn:
         validate(case)
         feats = case.features()
         assert all(feats[k] == v for k, v in filters.items()), feats
-        ok += 1
-    return ok
+    return len(drawn)
 
 
 @pytest.mark.parametrize("filters", [
